@@ -1,0 +1,56 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+// Vendor packages that the pure layers (domain, query, ports) must never import:
+// those layers are shared by every engine and transport.
+const vendor = [
+  '@elastic/*',
+  'amqplib',
+  'sharp',
+  'graphql',
+  'type-graphql',
+  '@apollo/*',
+  'fastify',
+  '@fastify/*',
+  'better-sqlite3',
+  'undici',
+  'pino',
+];
+
+export default tseslint.config(
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'data/**',
+      '.cache/**',
+      'coverage/**',
+      '*.js',
+      'src/generated/**',
+      'test/generated/**',
+    ],
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
+    },
+  },
+  {
+    files: ['src/domain/**/*.ts', 'src/query/**/*.ts', 'src/ports/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: vendor, message: 'domain/, query/ and ports/ stay free of vendor packages' },
+          ],
+        },
+      ],
+    },
+  },
+);

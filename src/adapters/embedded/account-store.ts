@@ -1,0 +1,226 @@
+import type { Dataset, EnabledFields } from '../../domain/dataset';
+import type { AccountStore, Organisation, TokenRecord } from '../../ports/account-store';
+import { guarded, type Db } from './db';
+
+interface DatasetRow {
+  id: string;
+  org: string;
+  name: string;
+  fields: string;
+  settings_version: number;
+  created_at: string;
+}
+
+const toDataset = (r: DatasetRow): Dataset => ({
+  id: r.id,
+  org: r.org,
+  name: r.name,
+  settings: { fields: JSON.parse(r.fields) as EnabledFields, version: r.settings_version },
+  createdAt: r.created_at,
+});
+
+interface TokenRow {
+  prefix: string;
+  kind: TokenRecord['kind'];
+  org: string | null;
+  dataset_id: string | null;
+  hash: string;
+  created_at: string;
+}
+
+const toToken = (r: TokenRow): TokenRecord => ({
+  prefix: r.prefix,
+  kind: r.kind,
+  ...(r.org ? { org: r.org } : {}),
+  ...(r.dataset_id ? { datasetId: r.dataset_id } : {}),
+  hash: r.hash,
+  createdAt: r.created_at,
+});
+
+export class EmbeddedAccountStore implements AccountStore {
+  constructor(private readonly db: Db) {}
+
+  createOrg(org: Organisation): Promise<boolean> {
+    return guarded(
+      () =>
+        this.db
+          .prepare('INSERT OR IGNORE INTO orgs (name, plan, created_at) VALUES (?, ?, ?)')
+          .run(org.name, JSON.stringify(org.plan), org.createdAt).changes === 1,
+    );
+  }
+
+  getOrg(name: string): Promise<Organisation | undefined> {
+    return guarded(() => {
+      const r = this.db.prepare('SELECT * FROM orgs WHERE name = ?').get(name) as
+        { name: string; plan: string; created_at: string } | undefined;
+      return r && { name: r.name, plan: JSON.parse(r.plan), createdAt: r.created_at };
+    });
+  }
+
+  putToken(t: TokenRecord): Promise<void> {
+    return guarded(() => {
+      this.db
+        .prepare(
+          'INSERT OR REPLACE INTO tokens (prefix, kind, org, dataset_id, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+        )
+        .run(t.prefix, t.kind, t.org ?? null, t.datasetId ?? null, t.hash, t.createdAt);
+    });
+  }
+
+  findToken(prefix: string): Promise<TokenRecord | undefined> {
+    return guarded(() => {
+      const r = this.db.prepare('SELECT * FROM tokens WHERE prefix = ?').get(prefix) as
+        TokenRow | undefined;
+      return r && toToken(r);
+    });
+  }
+
+  listTokens(org: string): Promise<TokenRecord[]> {
+    return guarded(() =>
+      (
+        this.db
+          .prepare("SELECT * FROM tokens WHERE org = ? AND kind = 'org' ORDER BY created_at")
+          .all(org) as TokenRow[]
+      ).map(toToken),
+    );
+  }
+
+  deleteToken(org: string, prefix: string): Promise<boolean> {
+    return guarded(
+      () =>
+        this.db
+          .prepare("DELETE FROM tokens WHERE org = ? AND prefix = ? AND kind = 'org'")
+          .run(org, prefix).changes === 1,
+    );
+  }
+
+  removeToken(prefix: string): Promise<void> {
+    return guarded(() => {
+      this.db.prepare('DELETE FROM tokens WHERE prefix = ?').run(prefix);
+    });
+  }
+
+  createDataset(ds: Dataset): Promise<boolean> {
+    return guarded(
+      () =>
+        this.db
+          .prepare(
+            'INSERT OR IGNORE INTO datasets (id, org, name, fields, settings_version, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+          )
+          .run(
+            ds.id,
+            ds.org,
+            ds.name,
+            JSON.stringify(ds.settings.fields),
+            ds.settings.version,
+            ds.createdAt,
+          ).changes === 1,
+    );
+  }
+
+  getDataset(org: string, name: string): Promise<Dataset | undefined> {
+    return guarded(() => {
+      const r = this.db
+        .prepare('SELECT * FROM datasets WHERE org = ? AND name = ? AND deleted_at IS NULL')
+        .get(org, name) as DatasetRow | undefined;
+      return r && toDataset(r);
+    });
+  }
+
+  getDatasetById(id: string): Promise<Dataset | undefined> {
+    return guarded(() => {
+      const r = this.db
+        .prepare('SELECT * FROM datasets WHERE id = ? AND deleted_at IS NULL')
+        .get(id) as DatasetRow | undefined;
+      return r && toDataset(r);
+    });
+  }
+
+  listDatasets(org: string): Promise<Dataset[]> {
+    return guarded(() =>
+      (
+        this.db
+          .prepare('SELECT * FROM datasets WHERE org = ? AND deleted_at IS NULL ORDER BY name')
+          .all(org) as DatasetRow[]
+      ).map(toDataset),
+    );
+  }
+
+  listDeletedDatasets(org: string): Promise<Dataset[]> {
+    return guarded(() =>
+      (
+        this.db
+          .prepare('SELECT * FROM datasets WHERE org = ? AND deleted_at IS NOT NULL ORDER BY name')
+          .all(org) as DatasetRow[]
+      ).map(toDataset),
+    );
+  }
+
+  markDatasetDeleted(id: string, at: string): Promise<void> {
+    return guarded(() => {
+      this.db.transaction(() => {
+        this.db.prepare('UPDATE datasets SET deleted_at = ? WHERE id = ?').run(at, id);
+        this.db.prepare('DELETE FROM tokens WHERE dataset_id = ?').run(id);
+      })();
+    });
+  }
+
+  updateEnabledFields(id: string, fields: EnabledFields): Promise<number> {
+    return guarded(() => {
+      const r = this.db
+        .prepare(
+          'UPDATE datasets SET fields = ?, settings_version = settings_version + 1 WHERE id = ? RETURNING settings_version',
+        )
+        .get(JSON.stringify(fields), id) as { settings_version: number };
+      return r.settings_version;
+    });
+  }
+
+  browseRotation(id: string): Promise<number> {
+    return guarded(
+      () =>
+        (
+          this.db.prepare('SELECT browse_rotation FROM datasets WHERE id = ?').get(id) as {
+            browse_rotation: number;
+          }
+        ).browse_rotation,
+    );
+  }
+
+  bumpBrowseRotation(id: string): Promise<number> {
+    return guarded(
+      () =>
+        (
+          this.db
+            .prepare(
+              'UPDATE datasets SET browse_rotation = browse_rotation + 1 WHERE id = ? RETURNING browse_rotation',
+            )
+            .get(id) as {
+            browse_rotation: number;
+          }
+        ).browse_rotation,
+    );
+  }
+
+  getMeta(key: string): Promise<string | undefined> {
+    return guarded(
+      () =>
+        (
+          this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as
+            { value: string } | undefined
+        )?.value,
+    );
+  }
+
+  setMeta(key: string, value: string): Promise<void> {
+    return guarded(() => {
+      this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, value);
+    });
+  }
+
+  ping(): Promise<void> {
+    return guarded(() => {
+      this.db.prepare('SELECT 1').get();
+    });
+  }
+}

@@ -1,0 +1,408 @@
+import type { ContentWrite, WriteMode } from '../../domain/content';
+import type { DatasetCounts } from '../../domain/dataset';
+import type {
+  ListEntry,
+  ProcessingErrorRecord,
+  ProcessingJob,
+  StoredItem,
+} from '../../domain/item';
+import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
+import {
+  mergeMetadata,
+  type Metadata,
+  type MetadataPatch,
+  type ValueKind,
+} from '../../domain/metadata';
+import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
+import type { ContentStore } from '../../ports/content-store';
+import type { FieldCatalogue } from '../../query/resolve';
+import { guarded, type Db } from './db';
+import { itemTerms, kindEntries, valueRows, type Scope } from './indexing';
+
+export interface ItemRow {
+  pk: number;
+  dataset_id: string;
+  id: string;
+  url: string;
+  metadata: string;
+  private_metadata: string;
+  state: StoredItem['state'];
+  image_width: number | null;
+  image_height: number | null;
+  image_url: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export const toStoredItem = (r: ItemRow): StoredItem => ({
+  id: r.id,
+  url: r.url,
+  metadata: JSON.parse(r.metadata) as Metadata,
+  privateMetadata: JSON.parse(r.private_metadata) as Metadata,
+  state: r.state,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  ...(r.state === 'processed' && r.image_width !== null
+    ? { image: { width: r.image_width, height: r.image_height ?? 0, url: r.image_url ?? r.url } }
+    : {}),
+});
+
+const chunks = <T>(xs: T[], n: number): T[][] =>
+  Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
+
+export class EmbeddedContentStore implements ContentStore {
+  private readonly st;
+
+  constructor(private readonly db: Db) {
+    this.st = {
+      byId: db.prepare('SELECT * FROM items WHERE dataset_id = ? AND id = ?'),
+      insert: db.prepare(
+        `INSERT INTO items (dataset_id, id, url, metadata, private_metadata, state, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) RETURNING pk`,
+      ),
+      update: db.prepare(
+        `UPDATE items SET url = ?, metadata = ?, private_metadata = ?, state = ?, updated_at = ?,
+           image_width = CASE WHEN ? THEN NULL ELSE image_width END,
+           image_height = CASE WHEN ? THEN NULL ELSE image_height END,
+           image_url = CASE WHEN ? THEN NULL ELSE image_url END
+         WHERE pk = ?`,
+      ),
+      insValue: db.prepare(
+        'INSERT INTO item_values (item_pk, dataset_id, field, scope, is_array, vtype, sval, nval) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      ),
+      delValues: db.prepare('DELETE FROM item_values WHERE item_pk = ? AND scope IN (?, ?)'),
+      insTerm: db.prepare('INSERT INTO item_terms (item_pk, dataset_id, term) VALUES (?, ?, ?)'),
+      delTerms: db.prepare('DELETE FROM item_terms WHERE item_pk = ?'),
+      kindAdd: db.prepare(
+        `INSERT INTO field_kinds (dataset_id, field, scope, kind, n) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (dataset_id, field, scope, kind) DO UPDATE SET n = n + excluded.n`,
+      ),
+      kindPrune: db.prepare('DELETE FROM field_kinds WHERE dataset_id = ? AND n <= 0'),
+      delError: db.prepare('DELETE FROM processing_errors WHERE dataset_id = ? AND item_id = ?'),
+      delItem: db.prepare('DELETE FROM items WHERE pk = ?'),
+    };
+  }
+
+  existingIds(datasetId: string, ids: string[]): Promise<Set<string>> {
+    return guarded(() => {
+      const found = new Set<string>();
+      for (const part of chunks([...new Set(ids)], 500)) {
+        const rows = this.db
+          .prepare(
+            `SELECT id FROM items WHERE dataset_id = ? AND id IN (${part.map(() => '?').join(',')})`,
+          )
+          .all(datasetId, ...part) as { id: string }[];
+        for (const r of rows) found.add(r.id);
+      }
+      return found;
+    });
+  }
+
+  private adjustKinds(datasetId: string, md: Metadata, scope: Scope, delta: 1 | -1): void {
+    for (const [field, s, kind] of kindEntries(md, scope))
+      this.st.kindAdd.run(datasetId, field, s, kind, delta);
+  }
+
+  private indexMetadata(pk: number, datasetId: string, md: Metadata, priv: Metadata): void {
+    for (const [m, scope] of [
+      [md, 'pub'],
+      [priv, 'priv'],
+    ] as const) {
+      for (const r of valueRows(m, scope))
+        this.st.insValue.run(pk, datasetId, r.field, r.scope, r.isArray, r.vtype, r.sval, r.nval);
+      this.adjustKinds(datasetId, m, scope, 1);
+    }
+    for (const t of itemTerms(md)) this.st.insTerm.run(pk, datasetId, t);
+  }
+
+  private unindexMetadata(pk: number, datasetId: string, md: Metadata, priv: Metadata): void {
+    this.st.delValues.run(pk, 'pub', 'priv');
+    this.st.delTerms.run(pk);
+    this.adjustKinds(datasetId, md, 'pub', -1);
+    this.adjustKinds(datasetId, priv, 'priv', -1);
+  }
+
+  applyWrites(
+    datasetId: string,
+    writes: ContentWrite[],
+    mode: WriteMode,
+    now: number,
+  ): Promise<ProcessingJob[]> {
+    return guarded(() =>
+      this.db.transaction(() => {
+        const jobs = new Map<string, ProcessingJob>();
+        for (const w of writes) {
+          const old = this.st.byId.get(datasetId, w.id) as ItemRow | undefined;
+          if (!old) {
+            // PUT only touches existing items (checked by the service); a concurrent delete wins.
+            if (mode === 'put' || w.url === undefined) continue;
+            const md = (w.metadata ?? {}) as Metadata;
+            const priv = (w.privateMetadata ?? {}) as Metadata;
+            const { pk } = this.st.insert.get(
+              datasetId,
+              w.id,
+              w.url,
+              JSON.stringify(md),
+              JSON.stringify(priv),
+              now,
+              now,
+            ) as { pk: number };
+            this.indexMetadata(pk, datasetId, md, priv);
+            jobs.set(w.id, { datasetId, itemId: w.id, url: w.url, attempt: 1 });
+            continue;
+          }
+          const oldMd = JSON.parse(old.metadata) as Metadata;
+          const oldPriv = JSON.parse(old.private_metadata) as Metadata;
+          const next = (base: Metadata, given: ContentWrite['metadata']): Metadata =>
+            given === undefined
+              ? base
+              : mode === 'post'
+                ? (given as Metadata)
+                : mergeMetadata(base, given as MetadataPatch);
+          const md = next(oldMd, w.metadata);
+          const priv = next(oldPriv, w.privateMetadata);
+          const url = w.url ?? old.url;
+          const urlChanged = url !== old.url;
+          // A failed item is retried when its url is sent again: the client may have fixed the source.
+          const reprocess = urlChanged || old.state === 'failed';
+          const state = reprocess ? 'pending' : old.state;
+          const clear = urlChanged ? 1 : 0;
+          this.st.update.run(
+            url,
+            JSON.stringify(md),
+            JSON.stringify(priv),
+            state,
+            now,
+            clear,
+            clear,
+            clear,
+            old.pk,
+          );
+          if (urlChanged) {
+            this.st.delError.run(datasetId, w.id);
+            this.st.delValues.run(old.pk, 'gen', 'gen');
+          }
+          if (
+            old.metadata !== JSON.stringify(md) ||
+            old.private_metadata !== JSON.stringify(priv)
+          ) {
+            this.unindexMetadata(old.pk, datasetId, oldMd, oldPriv);
+            this.indexMetadata(old.pk, datasetId, md, priv);
+          }
+          if (reprocess) jobs.set(w.id, { datasetId, itemId: w.id, url, attempt: 1 });
+          else jobs.delete(w.id);
+        }
+        this.st.kindPrune.run(datasetId);
+        return [...jobs.values()];
+      })(),
+    );
+  }
+
+  deleteItems(datasetId: string, ids: string[]): Promise<number> {
+    return guarded(() =>
+      this.db.transaction(() => {
+        let n = 0;
+        for (const id of ids) {
+          const old = this.st.byId.get(datasetId, id) as ItemRow | undefined;
+          if (!old) continue;
+          this.unindexMetadata(
+            old.pk,
+            datasetId,
+            JSON.parse(old.metadata),
+            JSON.parse(old.private_metadata),
+          );
+          this.st.delValues.run(old.pk, 'gen', 'gen');
+          this.st.delError.run(datasetId, id);
+          this.st.delItem.run(old.pk);
+          n++;
+        }
+        this.st.kindPrune.run(datasetId);
+        return n;
+      })(),
+    );
+  }
+
+  dropDataset(datasetId: string): Promise<void> {
+    return guarded(() => {
+      this.db.transaction(() => {
+        for (const t of ['item_values', 'item_terms', 'field_kinds', 'processing_errors', 'items'])
+          this.db.prepare(`DELETE FROM ${t} WHERE dataset_id = ?`).run(datasetId);
+      })();
+    });
+  }
+
+  list(datasetId: string, offset: number, limit: number): Promise<ListEntry[]> {
+    return guarded(() =>
+      (
+        this.db
+          .prepare(
+            'SELECT id, url, state FROM items WHERE dataset_id = ? ORDER BY id LIMIT ? OFFSET ?',
+          )
+          .all(datasetId, limit, offset) as { id: string; url: string; state: string }[]
+      ).map((r) => ({ id: r.id, url: r.url, processed: r.state === 'processed' })),
+    );
+  }
+
+  getItems(datasetId: string, ids: string[]): Promise<StoredItem[]> {
+    return guarded(() => {
+      const out: StoredItem[] = [];
+      for (const part of chunks([...new Set(ids)], 500)) {
+        const rows = this.db
+          .prepare(
+            `SELECT * FROM items WHERE dataset_id = ? AND id IN (${part.map(() => '?').join(',')})`,
+          )
+          .all(datasetId, ...part) as ItemRow[];
+        out.push(...rows.map(toStoredItem));
+      }
+      return out;
+    });
+  }
+
+  counts(datasetId: string): Promise<DatasetCounts> {
+    return guarded(() => {
+      const rows = this.db
+        .prepare('SELECT state, COUNT(*) AS n FROM items WHERE dataset_id = ? GROUP BY state')
+        .all(datasetId) as { state: string; n: number }[];
+      const by = Object.fromEntries(rows.map((r) => [r.state, r.n])) as Record<string, number>;
+      const errors = (
+        this.db
+          .prepare('SELECT COUNT(*) AS n FROM processing_errors WHERE dataset_id = ?')
+          .get(datasetId) as { n: number }
+      ).n;
+      return {
+        items: rows.reduce((s, r) => s + r.n, 0),
+        processed: by.processed ?? 0,
+        pending: by.pending ?? 0,
+        errors,
+      };
+    });
+  }
+
+  catalogue(datasetId: string): Promise<FieldCatalogue> {
+    return guarded(() => {
+      const out = new Map<string, Set<ValueKind>>();
+      const rows = this.db
+        .prepare('SELECT field, kind FROM field_kinds WHERE dataset_id = ?')
+        .all(datasetId) as {
+        field: string;
+        kind: ValueKind;
+      }[];
+      for (const r of rows) {
+        if (!out.has(r.field)) out.set(r.field, new Set());
+        out.get(r.field)!.add(r.kind);
+      }
+      return out;
+    });
+  }
+
+  publicFields(datasetId: string): Promise<string[]> {
+    return guarded(() => {
+      const rows = this.db
+        .prepare(
+          "SELECT DISTINCT field FROM field_kinds WHERE dataset_id = ? AND scope = 'pub' ORDER BY field",
+        )
+        .all(datasetId) as { field: string }[];
+      return [...rows.map((r) => r.field), ...GENERATED_FIELDS, ...SERVICE_TIME_FIELDS];
+    });
+  }
+
+  markProcessed(job: ProcessingJob, f: ImageFeatures, _now: number): Promise<boolean> {
+    return guarded(() =>
+      this.db.transaction(() => {
+        const row = this.db
+          .prepare(
+            `UPDATE items SET state = 'processed', image_width = ?, image_height = ?, image_url = url
+             WHERE dataset_id = ? AND id = ? AND url = ? AND state != 'processed' RETURNING pk`,
+          )
+          .get(f.width, f.height, job.datasetId, job.itemId, job.url) as { pk: number } | undefined;
+        if (!row) return false;
+        this.st.delError.run(job.datasetId, job.itemId);
+        this.st.delValues.run(row.pk, 'gen', 'gen');
+        for (const r of valueRows(
+          { image_width: f.width, image_height: f.height, image_url: job.url },
+          'gen',
+        ))
+          this.st.insValue.run(
+            row.pk,
+            job.datasetId,
+            r.field,
+            r.scope,
+            r.isArray,
+            r.vtype,
+            r.sval,
+            r.nval,
+          );
+        return true;
+      })(),
+    );
+  }
+
+  markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
+    return guarded(() =>
+      this.db.transaction(() => {
+        const changed = this.db
+          .prepare(
+            `UPDATE items SET state = 'failed' WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'`,
+          )
+          .run(job.datasetId, job.itemId, job.url).changes;
+        if (!changed) return false;
+        this.db
+          .prepare(
+            `INSERT OR REPLACE INTO processing_errors (dataset_id, item_id, url, code, message, attempts, occurred_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(
+            job.datasetId,
+            job.itemId,
+            job.url,
+            failure.code,
+            failure.message,
+            failure.attempts,
+            new Date(now).toISOString(),
+          );
+        return true;
+      })(),
+    );
+  }
+
+  listErrors(
+    datasetId: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ errors: ProcessingErrorRecord[]; total: number }> {
+    return guarded(() => {
+      const errors = this.db
+        .prepare(
+          `SELECT item_id AS id, url, code, message, attempts, occurred_at FROM processing_errors
+           WHERE dataset_id = ? ORDER BY item_id LIMIT ? OFFSET ?`,
+        )
+        .all(datasetId, limit, offset) as ProcessingErrorRecord[];
+      const total = (
+        this.db
+          .prepare('SELECT COUNT(*) AS n FROM processing_errors WHERE dataset_id = ?')
+          .get(datasetId) as { n: number }
+      ).n;
+      return { errors, total };
+    });
+  }
+
+  pendingJobs(afterPk: number, limit: number): Promise<{ jobs: ProcessingJob[]; next?: number }> {
+    return guarded(() => {
+      const rows = this.db
+        .prepare(
+          `SELECT pk, dataset_id, id, url FROM items WHERE state = 'pending' AND pk > ? ORDER BY pk LIMIT ?`,
+        )
+        .all(afterPk, limit) as { pk: number; dataset_id: string; id: string; url: string }[];
+      return {
+        jobs: rows.map((r) => ({ datasetId: r.dataset_id, itemId: r.id, url: r.url, attempt: 1 })),
+        ...(rows.length === limit ? { next: rows[rows.length - 1].pk } : {}),
+      };
+    });
+  }
+
+  ping(): Promise<void> {
+    return guarded(() => {
+      this.db.prepare('SELECT 1').get();
+    });
+  }
+}

@@ -1,0 +1,129 @@
+import { literalForms, type Condition } from '../../query/ast';
+import type { SearchRequest } from '../../ports/search-engine';
+import { isServiceTimeField } from '../../domain/limits';
+
+export interface Sql {
+  sql: string;
+  params: unknown[];
+}
+
+const TIME_COLUMN = {
+  service_created_at: 'i.created_at',
+  service_updated_at: 'i.updated_at',
+} as const;
+
+const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+
+/** The item pks (in this dataset) holding any of `values` in `field`, as contract §5 matches them. */
+function matchingPks(field: string, values: string[]): Sql {
+  const forms = values.map(literalForms);
+  const strs = forms.map((f) => f.str);
+  const nums = forms.flatMap((f) => (f.num !== undefined ? [f.num] : []));
+  const bools = forms.flatMap((f) => (f.bool !== undefined ? [String(f.bool)] : []));
+  const ors = [`(vtype = 's' AND sval IN (${marks(strs.length)}))`];
+  const params: unknown[] = [...strs];
+  if (nums.length) {
+    ors.push(`(vtype = 'n' AND nval IN (${marks(nums.length)}))`);
+    params.push(...nums);
+  }
+  if (bools.length) {
+    ors.push(`(vtype = 'b' AND sval IN (${marks(bools.length)}))`);
+    params.push(...bools);
+  }
+  return {
+    sql: `SELECT item_pk FROM item_values WHERE dataset_id = ? AND field = ? AND (${ors.join(' OR ')})`,
+    params: [field, ...params],
+  };
+}
+
+/** Lowers one condition to a predicate on `items i`. The dataset id is always the first param. */
+export function lowerCondition(c: Condition, datasetId: string): Sql {
+  switch (c.kind) {
+    case 'match':
+    case 'exclude': {
+      const sub = matchingPks(c.field, c.values);
+      return {
+        sql: `i.pk ${c.kind === 'exclude' ? 'NOT IN' : 'IN'} (${sub.sql})`,
+        params: [datasetId, ...sub.params],
+      };
+    }
+    case 'range': {
+      const bounds: string[] = [];
+      const params: unknown[] = [datasetId, c.field];
+      if (c.gte !== undefined) {
+        bounds.push('nval >= ?');
+        params.push(c.gte);
+      }
+      if (c.lte !== undefined) {
+        bounds.push('nval <= ?');
+        params.push(c.lte);
+      }
+      return {
+        sql: `i.pk IN (SELECT item_pk FROM item_values WHERE dataset_id = ? AND field = ? AND vtype = 'n' AND ${bounds.join(' AND ')})`,
+        params,
+      };
+    }
+    case 'timeRange': {
+      const col = TIME_COLUMN[c.field];
+      const parts: string[] = [];
+      const params: unknown[] = [];
+      if (c.gte !== undefined) {
+        parts.push(`${col} >= ?`);
+        params.push(c.gte);
+      }
+      if (c.lte !== undefined) {
+        parts.push(`${col} <= ?`);
+        params.push(c.lte);
+      }
+      return { sql: `(${parts.join(' AND ')})`, params };
+    }
+    case 'text':
+      return {
+        sql: c.terms
+          .map(() => 'i.pk IN (SELECT item_pk FROM item_terms WHERE dataset_id = ? AND term = ?)')
+          .join(' AND '),
+        params: c.terms.flatMap((t) => [datasetId, t]),
+      };
+  }
+}
+
+/** WHERE clause selecting the processed items of a dataset that satisfy every condition. */
+export function whereClause(datasetId: string, conditions: Condition[]): Sql {
+  const parts = [`i.dataset_id = ?`, `i.state = 'processed'`];
+  const params: unknown[] = [datasetId];
+  for (const c of conditions) {
+    const l = lowerCondition(c, datasetId);
+    parts.push(l.sql);
+    params.push(...l.params);
+  }
+  return { sql: parts.join(' AND '), params };
+}
+
+export interface SortSql {
+  /** Extra SELECT columns the ORDER BY refers to, and their params (they precede WHERE's). */
+  columns: string;
+  columnParams: unknown[];
+  order: string;
+}
+
+/**
+ * Sort for a field. Metadata sorts put numbers first, then strings, then items lacking the
+ * field (in both orders); ties break by id ascending. Elasticsearch reproduces this order.
+ */
+export function sortSql(sort: SearchRequest['sort']): SortSql {
+  const dir = sort.order === 'asc' ? 'ASC' : 'DESC';
+  if (isServiceTimeField(sort.field))
+    return {
+      columns: '',
+      columnParams: [],
+      order: `ORDER BY ${TIME_COLUMN[sort.field]} ${dir}, i.id ASC`,
+    };
+  const pick = (vtype: 'n' | 's', col: 'nval' | 'sval'): string =>
+    `(SELECT ${col} FROM item_values v WHERE v.item_pk = i.pk AND v.field = ? AND v.vtype = '${vtype}' AND v.is_array = 0
+      ORDER BY CASE v.scope WHEN 'gen' THEN 0 WHEN 'pub' THEN 1 ELSE 2 END LIMIT 1)`;
+  return {
+    columns: `, ${pick('n', 'nval')} AS sn, ${pick('s', 'sval')} AS ss`,
+    columnParams: [sort.field, sort.field],
+    order: `ORDER BY (sn IS NULL), sn ${dir}, (ss IS NULL), ss ${dir}, i.id ASC`,
+  };
+}

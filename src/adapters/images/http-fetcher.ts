@@ -1,0 +1,191 @@
+import dns from 'node:dns';
+import net from 'node:net';
+import { Agent, request } from 'undici';
+import { ImageError } from '../../domain/processing';
+import type { ImageFetcher } from '../../ports/image-fetcher';
+import type { AddressPolicy } from './address-policy';
+
+export interface FetchLimits {
+  deadlineMs: number;
+  maxBytes: number;
+  maxRedirects: number;
+}
+
+export const CONTRACT_FETCH_LIMITS: FetchLimits = {
+  deadlineMs: 15_000,
+  maxBytes: 20 * 1024 * 1024,
+  maxRedirects: 3,
+};
+
+const FORBIDDEN = 'EFORBIDDENADDRESS';
+
+class ForbiddenAddress extends Error {
+  readonly code = FORBIDDEN;
+}
+
+type LookupCallback = (
+  err: Error | null,
+  address: string | dns.LookupAddress[],
+  family?: number,
+) => void;
+
+/**
+ * A DNS lookup that hands the socket only addresses the policy allows, so the check applies to
+ * the address actually connected to (no window for DNS rebinding between check and connect).
+ */
+function guardedLookup(policy: AddressPolicy) {
+  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
+    dns.lookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses) => {
+      if (err) return callback(err, []);
+      const allowed = addresses.filter((a) => policy(a.address));
+      if (allowed.length === 0)
+        return callback(
+          new ForbiddenAddress(
+            `${hostname} resolves to a non-public address (${addresses.map((a) => a.address).join(', ')})`,
+          ),
+          [],
+        );
+      if (options.all) callback(null, allowed);
+      else callback(null, allowed[0].address, allowed[0].family);
+    });
+  };
+}
+
+interface ErrorLike {
+  code?: string;
+  name?: string;
+  message?: string;
+  cause?: unknown;
+}
+
+/** The error and its causes: undici wraps socket errors (ours included) several levels deep. */
+const causes = (e: unknown): ErrorLike[] => {
+  const out: ErrorLike[] = [];
+  for (
+    let c = e as ErrorLike | undefined, i = 0;
+    c && typeof c === 'object' && i < 6;
+    c = c.cause as ErrorLike, i++
+  )
+    out.push(c);
+  return out;
+};
+
+function classify(e: unknown, url: string): ImageError {
+  if (e instanceof ImageError) return e;
+  const chain = causes(e);
+  const forbidden = chain.find((c) => c.code === FORBIDDEN);
+  if (forbidden)
+    return new ImageError('forbidden_address', forbidden.message ?? 'address not allowed');
+  if (
+    chain.some(
+      (c) =>
+        c.name === 'TimeoutError' ||
+        c.name === 'AbortError' ||
+        c.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+        c.code === 'UND_ERR_BODY_TIMEOUT' ||
+        c.code === 'UND_ERR_CONNECT_TIMEOUT',
+    )
+  )
+    return new ImageError('timeout', `downloading ${url} took longer than allowed`, true);
+  const code = chain.find((c) => c.code)?.code ?? 'unknown';
+  if (code === 'ENOTFOUND')
+    return new ImageError('download_failed', `host of ${url} does not resolve`);
+  return new ImageError('download_failed', `could not download ${url} (${code})`, true);
+}
+
+/** Downloads images over http(s) under contract §4's rules. */
+export class HttpImageFetcher implements ImageFetcher {
+  private readonly agent: Agent;
+
+  constructor(
+    private readonly policy: AddressPolicy,
+    private readonly limits: FetchLimits = CONTRACT_FETCH_LIMITS,
+  ) {
+    this.agent = new Agent({
+      connect: { lookup: guardedLookup(policy) as never, timeout: limits.deadlineMs },
+      headersTimeout: limits.deadlineMs,
+      bodyTimeout: limits.deadlineMs,
+    });
+  }
+
+  async fetch(url: string): Promise<Uint8Array> {
+    const signal = AbortSignal.timeout(this.limits.deadlineMs);
+    let current = new URL(url);
+    try {
+      for (let hop = 0; ; hop++) {
+        this.checkTarget(current);
+        const res = await request(current, {
+          dispatcher: this.agent,
+          method: 'GET',
+          signal,
+          headers: {
+            accept: 'image/jpeg, image/png;q=0.9, */*;q=0.1',
+            'user-agent': 'visual-search-service/0.1',
+          },
+        });
+        if ([301, 302, 303, 307, 308].includes(res.statusCode)) {
+          await res.body.dump();
+          const location = res.headers.location;
+          if (typeof location !== 'string')
+            throw new ImageError('download_failed', `redirect from ${current} without a Location`);
+          if (hop >= this.limits.maxRedirects)
+            throw new ImageError(
+              'download_failed',
+              `more than ${this.limits.maxRedirects} redirects`,
+            );
+          current = new URL(location, current);
+          continue;
+        }
+        if (res.statusCode !== 200) {
+          await res.body.dump();
+          const s = res.statusCode;
+          if (s === 404 || s === 410) throw new ImageError('not_found', `${current} answered ${s}`);
+          const transient = s >= 500 || s === 408 || s === 429;
+          throw new ImageError('download_failed', `${current} answered ${s}`, transient);
+        }
+        return await this.readBody(res.body, res.headers['content-length'], String(current));
+      }
+    } catch (e) {
+      throw classify(e, url);
+    }
+  }
+
+  private checkTarget(u: URL): void {
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new ImageError(
+        'forbidden_address',
+        `scheme ${u.protocol} is not allowed (http, https)`,
+      );
+    // Literal IPs never reach the DNS lookup, so they are checked here.
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    if (net.isIP(host) && !this.policy(host))
+      throw new ImageError('forbidden_address', `${host} is not a public address`);
+  }
+
+  private async readBody(
+    body: AsyncIterable<Buffer> & { destroy(): void },
+    length: unknown,
+    url: string,
+  ): Promise<Uint8Array> {
+    const max = this.limits.maxBytes;
+    if (typeof length === 'string' && Number(length) > max) {
+      body.destroy();
+      throw new ImageError('too_large', `${url} is ${length} bytes; at most ${max}`);
+    }
+    const parts: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of body) {
+      size += chunk.length;
+      if (size > max) {
+        body.destroy();
+        throw new ImageError('too_large', `${url} is larger than ${max} bytes`);
+      }
+      parts.push(chunk);
+    }
+    return Buffer.concat(parts);
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}

@@ -1,0 +1,171 @@
+import { EventEmitter } from 'node:events';
+import type { Logger } from 'pino';
+import type { ProcessingJob } from '../../../domain/item';
+import {
+  RetryLater,
+  type JobHandler,
+  type JobQueue,
+  type QueueStats,
+} from '../../../ports/job-queue';
+import { guarded, openDb, type Db } from '../../embedded/db';
+
+/** Unexpected handler errors (bugs, outages) are retried this often before a job is parked. */
+const MAX_UNEXPECTED_ATTEMPTS = 5;
+const POLL_MS = 1000;
+
+interface JobRow {
+  id: number;
+  payload: string;
+  attempt: number;
+}
+
+/**
+ * A durable queue in its own SQLite file: a job survives a crash from the moment `enqueue`
+ * resolves. Jobs are keyed by (dataset, item, url), so re-enqueueing the same work is a no-op.
+ * One consuming process per file: on start, jobs left running by a crash are made ready again.
+ */
+export class SqliteJobQueue implements JobQueue {
+  private readonly db: Db;
+  private readonly wake = new EventEmitter();
+  private inFlight = new Set<Promise<void>>();
+  private running = false;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    file: string,
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.db = openDb(file);
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS jobs (
+        id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, payload TEXT NOT NULL,
+        attempt INTEGER NOT NULL, run_at INTEGER NOT NULL, state TEXT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS jobs_ready ON jobs(state, run_at);
+      CREATE TABLE IF NOT EXISTS dead_jobs (
+        id INTEGER PRIMARY KEY, payload TEXT NOT NULL, error TEXT NOT NULL, died_at INTEGER NOT NULL
+      );
+    `);
+  }
+
+  enqueue(jobs: ProcessingJob[]): Promise<void> {
+    if (jobs.length === 0) return Promise.resolve();
+    return guarded(() => {
+      const ins = this.db.prepare(
+        `INSERT INTO jobs (key, payload, attempt, run_at, state) VALUES (?, ?, ?, ?, 'ready') ON CONFLICT(key) DO NOTHING`,
+      );
+      const at = this.now();
+      this.db.transaction(() => {
+        for (const j of jobs)
+          ins.run(
+            `${j.datasetId}\u0000${j.itemId}\u0000${j.url}`,
+            JSON.stringify(j),
+            j.attempt,
+            at,
+          );
+      })();
+      this.wake.emit('job');
+    });
+  }
+
+  async consume(handler: JobHandler, concurrency: number): Promise<void> {
+    this.db.prepare(`UPDATE jobs SET state = 'ready' WHERE state = 'running'`).run();
+    this.running = true;
+    const pump = (): void => {
+      if (!this.running) return;
+      const free = concurrency - this.inFlight.size;
+      if (free <= 0) return;
+      const claimed = this.db
+        .prepare(
+          `UPDATE jobs SET state = 'running' WHERE id IN (
+             SELECT id FROM jobs WHERE state = 'ready' AND run_at <= ? ORDER BY run_at, id LIMIT ?
+           ) RETURNING id, payload, attempt`,
+        )
+        .all(this.now(), free) as JobRow[];
+      for (const row of claimed) {
+        const p = this.runOne(row, handler).finally(() => {
+          this.inFlight.delete(p);
+          setImmediate(pump);
+        });
+        this.inFlight.add(p);
+      }
+      this.schedule(pump);
+    };
+    this.wake.on('job', pump);
+    pump();
+  }
+
+  /** Wakes at the next delayed job (or after POLL_MS) so retries run on time. */
+  private schedule(pump: () => void): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (!this.running) return;
+    const next = this.db
+      .prepare(`SELECT MIN(run_at) AS t FROM jobs WHERE state = 'ready'`)
+      .get() as { t: number | null };
+    const delay = next.t === null ? POLL_MS : Math.max(5, Math.min(POLL_MS, next.t - this.now()));
+    this.timer = setTimeout(pump, delay);
+    this.timer.unref();
+  }
+
+  private async runOne(row: JobRow, handler: JobHandler): Promise<void> {
+    const job = { ...(JSON.parse(row.payload) as ProcessingJob), attempt: row.attempt };
+    try {
+      await handler(job);
+      this.db.prepare('DELETE FROM jobs WHERE id = ?').run(row.id);
+    } catch (e) {
+      const retry = e instanceof RetryLater;
+      if (!retry && row.attempt >= MAX_UNEXPECTED_ATTEMPTS) {
+        this.log.error({ err: e, job }, 'job failed repeatedly; moved to dead_jobs');
+        this.db.transaction(() => {
+          this.db
+            .prepare('INSERT INTO dead_jobs (payload, error, died_at) VALUES (?, ?, ?)')
+            .run(row.payload, String(e), this.now());
+          this.db.prepare('DELETE FROM jobs WHERE id = ?').run(row.id);
+        })();
+        return;
+      }
+      const delay = retry ? e.delayMs : 1000 * 2 ** row.attempt;
+      if (!retry) this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
+      this.db
+        .prepare(`UPDATE jobs SET state = 'ready', attempt = attempt + 1, run_at = ? WHERE id = ?`)
+        .run(this.now() + delay, row.id);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.wake.removeAllListeners();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  stats(): Promise<QueueStats> {
+    return guarded(() => {
+      const now = this.now();
+      const r = this.db
+        .prepare(
+          `SELECT
+             SUM(state = 'ready' AND run_at <= ?) AS ready,
+             SUM(state = 'ready' AND run_at > ?) AS delayed,
+             SUM(state = 'running') AS running
+           FROM jobs`,
+        )
+        .get(now, now) as { ready: number | null; delayed: number | null; running: number | null };
+      const dead = (this.db.prepare('SELECT COUNT(*) AS n FROM dead_jobs').get() as { n: number })
+        .n;
+      return { ready: r.ready ?? 0, delayed: r.delayed ?? 0, running: r.running ?? 0, dead };
+    });
+  }
+
+  ping(): Promise<void> {
+    return guarded(() => {
+      this.db.prepare('SELECT 1').get();
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.stop();
+    this.db.close();
+  }
+}

@@ -1,0 +1,130 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pino, { type Logger } from 'pino';
+import { EmbeddedAccountStore } from '../adapters/embedded/account-store';
+import { EmbeddedContentStore } from '../adapters/embedded/content-store';
+import { openDb } from '../adapters/embedded/db';
+import { EmbeddedSearchEngine } from '../adapters/embedded/search-engine';
+import { allowAll, publicOnly } from '../adapters/images/address-policy';
+import { HttpImageFetcher } from '../adapters/images/http-fetcher';
+import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
+import { SqliteJobQueue } from '../adapters/queue/in-process/sqlite-queue';
+import type { Config } from '../config/env';
+import { ProcessImageHandler } from '../jobs/process-image';
+import type { AccountStore } from '../ports/account-store';
+import type { ContentStore } from '../ports/content-store';
+import type { JobQueue } from '../ports/job-queue';
+import type { SearchEngine } from '../ports/search-engine';
+import { AuthService } from '../services/auth';
+import { ContentService } from '../services/content';
+import { DatasetService } from '../services/datasets';
+import { OrganisationService } from '../services/organisations';
+import { issueToken } from '../services/tokens';
+import { UsageService } from '../services/usage';
+import { VisionService } from '../services/vision';
+
+export interface Container {
+  config: Config;
+  log: Logger;
+  accounts: AccountStore;
+  content: ContentStore;
+  engine: SearchEngine;
+  queue: JobQueue;
+  auth: AuthService;
+  organisations: OrganisationService;
+  datasets: DatasetService;
+  contentService: ContentService;
+  vision: VisionService;
+  usage: UsageService;
+  processImage: ProcessImageHandler;
+  /** Set on first start when no OPERATOR_TOKEN is configured; printed once, stored as a hash. */
+  bootstrapOperatorToken?: string;
+  close(): Promise<void>;
+}
+
+/** The server key derives browse tokens; it lives beside the data, outside the database. */
+function loadServerKey(dataDir: string): Buffer {
+  const file = path.join(dataDir, 'server.key');
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    fs.writeFileSync(file, crypto.randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+  }
+  return Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'hex');
+}
+
+function unavailableBackend(name: string, value: string, issue: string): never {
+  throw new Error(
+    `${name}=${value} is not available in this build yet (${issue}); use the default`,
+  );
+}
+
+export async function buildContainer(
+  config: Config,
+  opts: { log?: Logger; now?: () => number } = {},
+): Promise<Container> {
+  const log = opts.log ?? pino({ level: config.LOG_LEVEL });
+  const now = opts.now ?? Date.now;
+  const clock = (): Date => new Date(now());
+  if (config.SEARCH_BACKEND !== 'embedded')
+    unavailableBackend('SEARCH_BACKEND', config.SEARCH_BACKEND, 'Elasticsearch engine');
+  if (config.QUEUE !== 'inprocess') unavailableBackend('QUEUE', config.QUEUE, 'RabbitMQ queue');
+  if (config.EMBEDDER !== 'descriptor')
+    unavailableBackend('EMBEDDER', config.EMBEDDER, 'ONNX embedder');
+
+  const db = openDb(path.join(config.dataDir, 'store.db'));
+  const accounts = new EmbeddedAccountStore(db);
+  const content = new EmbeddedContentStore(db);
+  const engine = new EmbeddedSearchEngine(db);
+  const queue = new SqliteJobQueue(
+    path.join(config.dataDir, 'queue.db'),
+    log.child({ component: 'queue' }),
+    now,
+  );
+  const fetcher = new HttpImageFetcher(config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : publicOnly);
+
+  const auth = new AuthService(accounts, config.OPERATOR_TOKEN);
+  let bootstrapOperatorToken: string | undefined;
+  if (!config.OPERATOR_TOKEN && !(await accounts.getMeta('operator_token_prefix'))) {
+    const { token, record } = issueToken('op', {}, clock());
+    await accounts.putToken(record);
+    await accounts.setMeta('operator_token_prefix', record.prefix);
+    bootstrapOperatorToken = token;
+  }
+  const serverKey = loadServerKey(config.dataDir);
+
+  return {
+    config,
+    log,
+    accounts,
+    content,
+    engine,
+    queue,
+    auth,
+    organisations: new OrganisationService(accounts, auth, clock),
+    datasets: new DatasetService(accounts, content, auth, serverKey, clock),
+    contentService: new ContentService(
+      content,
+      queue,
+      auth,
+      log.child({ component: 'content' }),
+      now,
+    ),
+    vision: new VisionService(content, engine, auth),
+    usage: new UsageService(accounts, content, auth, clock),
+    processImage: new ProcessImageHandler(
+      content,
+      fetcher,
+      new SharpImageAnalyzer(),
+      log.child({ component: 'worker' }),
+      now,
+      config.RETRY_BASE_MS,
+    ),
+    bootstrapOperatorToken,
+    async close() {
+      await queue.close();
+      await fetcher.close();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
+  .transform((v) => ['true', '1', 'yes'].includes(v));
+
+const ROLES = ['api', 'worker'] as const;
+
+const schema = z.object({
+  PORT: z.coerce
+    .number({ message: 'expected a port number' })
+    .int()
+    .min(0)
+    .max(65535)
+    .default(4000),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  OPERATOR_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  SEARCH_BACKEND: z.enum(['embedded', 'elasticsearch']).default('embedded'),
+  ELASTICSEARCH_URL: z.url().default('http://127.0.0.1:9200'),
+  QUEUE: z.enum(['inprocess', 'rabbitmq']).default('inprocess'),
+  AMQP_URL: z
+    .string()
+    .regex(/^amqps?:\/\//, 'expected an amqp:// URL')
+    .default('amqp://guest:guest@127.0.0.1:5672'),
+  APP_ROLES: z
+    .string()
+    .default('api,worker')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((r) => r.trim())
+        .filter(Boolean),
+    )
+    .refine((rs) => rs.length > 0 && rs.every((r) => (ROLES as readonly string[]).includes(r)), {
+      message: 'expected a comma-separated list of api, worker',
+    })
+    .transform((rs) => new Set(rs as Array<(typeof ROLES)[number]>)),
+  WORKER_CONCURRENCY: z.coerce
+    .number({ message: 'expected a number' })
+    .int()
+    .min(1)
+    .max(256)
+    .default(4),
+  IMAGE_FETCH_ALLOW_PRIVATE: bool.default(false),
+  EMBEDDER: z.enum(['descriptor', 'onnx']).default('descriptor'),
+  EMBEDDER_MODEL_PATH: z.string().optional(),
+  PUBLIC_BASE_URL: z
+    .url()
+    .transform((u) => u.replace(/\/+$/, ''))
+    .optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** First retry delay for transient image failures; later ones grow ×4. */
+  RETRY_BASE_MS: z.coerce.number({ message: 'expected milliseconds' }).int().min(1).default(1000),
+  /** Requests per minute per token; 0 turns the limit off. */
+  RATE_LIMIT_PER_MINUTE: z.coerce
+    .number({ message: 'expected a number' })
+    .int()
+    .min(0)
+    .default(1200),
+  NODE_ENV: z.string().default('development'),
+});
+
+export type Config = z.output<typeof schema> & { dataDir: string };
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads and validates the environment once; every bad variable is named in one error. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const input = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => v !== undefined && v !== ''),
+  );
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => {
+        const name = String(i.path[0] ?? '?');
+        return `${name}=${JSON.stringify(env[name] ?? '')}: ${i.message}`;
+      }),
+    );
+  }
+  const c = parsed.data;
+  const problems: string[] = [];
+  if (c.EMBEDDER === 'onnx' && !c.EMBEDDER_MODEL_PATH)
+    problems.push('EMBEDDER_MODEL_PATH: required when EMBEDDER=onnx');
+  if (problems.length) throw new ConfigError(problems);
+  return { ...c, dataDir: path.resolve(c.DATA_DIR) };
+}

@@ -1,0 +1,102 @@
+import { invalid, type ErrorDetail } from './errors';
+import { LIMITS } from './limits';
+
+/** Array field → values enabled for querying; `['*']` enables every value. */
+export type EnabledFields = Record<string, string[]>;
+
+export interface DatasetSettings {
+  fields: EnabledFields;
+  version: number;
+}
+
+export interface Dataset {
+  id: string;
+  org: string;
+  name: string;
+  settings: DatasetSettings;
+  createdAt: string;
+}
+
+export interface DatasetCounts {
+  items: number;
+  processed: number;
+  pending: number;
+  errors: number;
+}
+
+export type DatasetStatus = 'pending' | 'published';
+
+/** `published` exactly while enough items are processed for the Vision API (contract §3). */
+export const statusOf = (c: DatasetCounts): DatasetStatus =>
+  c.processed >= LIMITS.minProcessedForVision ? 'published' : 'pending';
+
+/** `*` counts as one value toward the per-dataset limit. */
+export const indexedValueCount = (fields: EnabledFields): number =>
+  Object.values(fields).reduce((n, vs) => n + vs.length, 0);
+
+/**
+ * Validates a settings/fields body. Values may be given as strings or numbers (number arrays
+ * are allowed in metadata); they are kept as strings, which is how `q` values arrive.
+ */
+export function parseEnabledFields(body: unknown): EnabledFields {
+  const fields =
+    typeof body === 'object' && body !== null ? (body as { fields?: unknown }).fields : undefined;
+  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+    throw invalid('body must be { "fields": { "<array field>": ["value", …] | ["*"] } }', [
+      { field: 'fields', message: 'expected an object mapping field names to arrays of values' },
+    ]);
+  }
+  const out: EnabledFields = {};
+  const details: ErrorDetail[] = [];
+  for (const [name, values] of Object.entries(fields)) {
+    const at = `fields.${name}`;
+    if (name.length === 0 || name.length > LIMITS.metadataKeyMaxLength) {
+      details.push({
+        field: at,
+        message: `field name must be 1–${LIMITS.metadataKeyMaxLength} characters`,
+      });
+      continue;
+    }
+    if (!Array.isArray(values) || values.length === 0) {
+      details.push({ field: at, message: 'expected a non-empty array of values, or ["*"]' });
+      continue;
+    }
+    const bad = values.findIndex(
+      (v) => !(typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))),
+    );
+    if (bad >= 0) {
+      details.push({ field: `${at}[${bad}]`, message: 'values must be strings or numbers' });
+      continue;
+    }
+    const strings = [...new Set(values.map(String))];
+    if (strings.includes('*') && strings.length > 1) {
+      details.push({ field: at, message: '"*" enables every value and must be the only entry' });
+      continue;
+    }
+    out[name] = strings;
+  }
+  if (details.length) throw invalid('settings.fields is invalid', details);
+  const count = indexedValueCount(out);
+  if (count > LIMITS.indexedArrayValues) {
+    throw invalid(
+      `${count} indexed values requested; at most ${LIMITS.indexedArrayValues} across all fields per dataset ("*" counts as one)`,
+      [
+        {
+          field: 'fields',
+          message: `${count} values exceed the limit of ${LIMITS.indexedArrayValues}`,
+        },
+      ],
+    );
+  }
+  return out;
+}
+
+export function sameFields(a: EnabledFields, b: EnabledFields): boolean {
+  const norm = (f: EnabledFields): string =>
+    JSON.stringify(
+      Object.keys(f)
+        .sort()
+        .map((k) => [k, [...f[k]].sort()]),
+    );
+  return norm(a) === norm(b);
+}

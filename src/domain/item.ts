@@ -1,0 +1,38 @@
+import type { Metadata } from './metadata';
+
+export type ItemState = 'pending' | 'processed' | 'failed';
+
+/** An item as stored: what was written plus what processing produced. Times are epoch ms. */
+export interface StoredItem {
+  id: string;
+  url: string;
+  metadata: Metadata;
+  privateMetadata: Metadata;
+  state: ItemState;
+  createdAt: number;
+  updatedAt: number;
+  image?: { width: number; height: number; url: string };
+}
+
+export interface ListEntry {
+  id: string;
+  url: string;
+  processed: boolean;
+}
+
+export interface ProcessingErrorRecord {
+  id: string;
+  url: string;
+  code: string;
+  message: string;
+  attempts: number;
+  occurred_at: string;
+}
+
+/** One image to process: the job is stale (and skipped) once the item's url has changed. */
+export interface ProcessingJob {
+  datasetId: string;
+  itemId: string;
+  url: string;
+  attempt: number;
+}

@@ -1,0 +1,87 @@
+import { invalid, type ErrorDetail } from './errors';
+
+export type LimitType = 'fixed' | 'unlimited';
+export interface Allowance {
+  limitType: LimitType;
+  /** Present exactly when limitType is fixed. */
+  limit?: number;
+}
+
+export const REQUEST_TYPES = ['search', 'similar', 'explore', 'lens'] as const;
+export type RequestType = (typeof REQUEST_TYPES)[number];
+
+export interface Plan {
+  credits: Allowance;
+  images: Allowance;
+  requestCredits: Record<RequestType, number>;
+}
+
+export const DEFAULT_REQUEST_CREDITS: Record<RequestType, number> = {
+  search: 1,
+  similar: 1,
+  explore: 1,
+  lens: 2,
+};
+
+export const DEFAULT_PLAN: Plan = {
+  credits: { limitType: 'unlimited' },
+  images: { limitType: 'unlimited' },
+  requestCredits: { ...DEFAULT_REQUEST_CREDITS },
+};
+
+function parseAllowance(raw: unknown, at: string, details: ErrorDetail[]): Allowance {
+  if (raw === undefined) return { limitType: 'unlimited' };
+  const a = raw as { limitType?: unknown; limit?: unknown };
+  if (typeof raw !== 'object' || raw === null) {
+    details.push({ field: at, message: 'expected { limitType, limit? }' });
+    return { limitType: 'unlimited' };
+  }
+  if (a.limitType === 'unlimited') return { limitType: 'unlimited' };
+  if (a.limitType === 'fixed') {
+    if (typeof a.limit !== 'number' || !Number.isInteger(a.limit) || a.limit < 0) {
+      details.push({
+        field: `${at}.limit`,
+        message: 'a fixed allowance needs a non-negative integer limit',
+      });
+      return { limitType: 'unlimited' };
+    }
+    return { limitType: 'fixed', limit: a.limit };
+  }
+  details.push({ field: `${at}.limitType`, message: "limitType must be 'fixed' or 'unlimited'" });
+  return { limitType: 'unlimited' };
+}
+
+export function parsePlan(raw: unknown): Plan {
+  if (raw === undefined || raw === null) return structuredClone(DEFAULT_PLAN);
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    throw invalid('plan must be an object', [{ field: 'plan', message: 'expected an object' }]);
+  const p = raw as { credits?: unknown; images?: unknown; requestCredits?: unknown };
+  const details: ErrorDetail[] = [];
+  const credits = parseAllowance(p.credits, 'plan.credits', details);
+  const images = parseAllowance(p.images, 'plan.images', details);
+  const requestCredits = { ...DEFAULT_REQUEST_CREDITS };
+  if (p.requestCredits !== undefined) {
+    if (typeof p.requestCredits !== 'object' || p.requestCredits === null) {
+      details.push({
+        field: 'plan.requestCredits',
+        message: 'expected an object of request type → credits',
+      });
+    } else {
+      for (const [type, n] of Object.entries(p.requestCredits)) {
+        if (!(REQUEST_TYPES as readonly string[]).includes(type)) {
+          details.push({
+            field: `plan.requestCredits.${type}`,
+            message: `unknown request type (${REQUEST_TYPES.join(', ')})`,
+          });
+        } else if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
+          details.push({
+            field: `plan.requestCredits.${type}`,
+            message: 'credits must be a non-negative number',
+          });
+        } else requestCredits[type as RequestType] = n;
+      }
+    }
+  }
+  if (details.length) throw invalid('plan is invalid', details);
+  return { credits, images, requestCredits };
+}

@@ -1,0 +1,37 @@
+/** Processing error codes of contract §4. */
+export type ProcessingErrorCode =
+  | 'download_failed'
+  | 'not_found'
+  | 'too_large'
+  | 'unsupported_format'
+  | 'invalid_image'
+  | 'forbidden_address'
+  | 'timeout'
+  | 'quota_postponed';
+
+/** Why an image could not become features. `transient` failures are retried with backoff. */
+export class ImageError extends Error {
+  constructor(
+    readonly code: ProcessingErrorCode,
+    message: string,
+    readonly transient = false,
+  ) {
+    super(message);
+    this.name = 'ImageError';
+  }
+}
+
+export interface ImageFeatures {
+  width: number;
+  height: number;
+  format: 'jpeg' | 'png';
+}
+
+export interface ProcessingFailure {
+  code: ProcessingErrorCode;
+  message: string;
+  attempts: number;
+}
+
+/** Transient failures are tried this many times in all before they are recorded. */
+export const MAX_ATTEMPTS = 4;

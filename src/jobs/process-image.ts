@@ -1,0 +1,66 @@
+import type { Logger } from 'pino';
+import type { ProcessingJob } from '../domain/item';
+import { ImageError, MAX_ATTEMPTS } from '../domain/processing';
+import type { ContentStore } from '../ports/content-store';
+import type { ImageAnalyzer } from '../ports/image-analyzer';
+import type { ImageFetcher } from '../ports/image-fetcher';
+import { RetryLater, type JobQueue } from '../ports/job-queue';
+
+export const PROCESS_IMAGE = 'process-image';
+
+/**
+ * Downloads an item's image, turns it into features and forgets the bytes. Idempotent: a job
+ * whose url is no longer the item's (or that was already done) changes nothing, so redelivery
+ * and the recovery sweep are harmless.
+ */
+export class ProcessImageHandler {
+  constructor(
+    private readonly store: ContentStore,
+    private readonly fetcher: ImageFetcher,
+    private readonly analyzer: ImageAnalyzer,
+    private readonly log: Logger,
+    private readonly now: () => number,
+    private readonly retryBaseMs: number,
+  ) {}
+
+  readonly handle = async (job: ProcessingJob): Promise<void> => {
+    const [item] = await this.store.getItems(job.datasetId, [job.itemId]);
+    if (!item || item.url !== job.url || item.state !== 'pending') return;
+    try {
+      const bytes = await this.fetcher.fetch(job.url);
+      const features = await this.analyzer.analyze(bytes);
+      await this.store.markProcessed(job, features, this.now());
+    } catch (e) {
+      if (!(e instanceof ImageError)) throw e;
+      if (e.transient && job.attempt < MAX_ATTEMPTS) {
+        const delay = this.retryBaseMs * 4 ** (job.attempt - 1);
+        this.log.info({ job, code: e.code, delay }, 'transient image failure; retrying');
+        throw new RetryLater(delay, e.message);
+      }
+      await this.store.markFailed(
+        job,
+        { code: e.code, message: e.message, attempts: job.attempt },
+        this.now(),
+      );
+    }
+  };
+}
+
+/** Re-queues every pending item: covers a crash between the store write and the enqueue. */
+export async function requeuePending(
+  store: ContentStore,
+  queue: JobQueue,
+  log: Logger,
+): Promise<number> {
+  let after = 0;
+  let total = 0;
+  for (;;) {
+    const { jobs, next } = await store.pendingJobs(after, 1000);
+    await queue.enqueue(jobs);
+    total += jobs.length;
+    if (next === undefined) break;
+    after = next;
+  }
+  if (total) log.info({ jobs: total }, 'recovery sweep queued pending items');
+  return total;
+}

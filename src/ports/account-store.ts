@@ -1,0 +1,52 @@
+import type { Dataset, EnabledFields } from '../domain/dataset';
+import type { Plan } from '../domain/plan';
+
+export interface Organisation {
+  name: string;
+  plan: Plan;
+  createdAt: string;
+}
+
+export type TokenKind = 'op' | 'org' | 'ds';
+
+export interface TokenRecord {
+  prefix: string;
+  kind: TokenKind;
+  org?: string;
+  datasetId?: string;
+  /** sha256 of the whole token; the token itself is never stored. */
+  hash: string;
+  createdAt: string;
+}
+
+/** Organisations, tokens and datasets: the control plane. */
+export interface AccountStore {
+  createOrg(org: Organisation): Promise<boolean>;
+  getOrg(name: string): Promise<Organisation | undefined>;
+
+  putToken(token: TokenRecord): Promise<void>;
+  findToken(prefix: string): Promise<TokenRecord | undefined>;
+  listTokens(org: string): Promise<TokenRecord[]>;
+  /** Revokes one of the organisation's org tokens. */
+  deleteToken(org: string, prefix: string): Promise<boolean>;
+  /** Revokes any token by prefix (browse-token rotation). */
+  removeToken(prefix: string): Promise<void>;
+
+  /** False when a live dataset of that name exists in the organisation. */
+  createDataset(ds: Dataset): Promise<boolean>;
+  getDataset(org: string, name: string): Promise<Dataset | undefined>;
+  getDatasetById(id: string): Promise<Dataset | undefined>;
+  listDatasets(org: string): Promise<Dataset[]>;
+  /** Names of deleted datasets still reported by usage. */
+  listDeletedDatasets(org: string): Promise<Dataset[]>;
+  markDatasetDeleted(id: string, at: string): Promise<void>;
+  /** Replaces the enabled fields and bumps the version; returns the new version. */
+  updateEnabledFields(id: string, fields: EnabledFields): Promise<number>;
+  /** Counter mixed into the browse token; +1 revokes the previous one. */
+  browseRotation(id: string): Promise<number>;
+  bumpBrowseRotation(id: string): Promise<number>;
+
+  getMeta(key: string): Promise<string | undefined>;
+  setMeta(key: string, value: string): Promise<void>;
+  ping(): Promise<void>;
+}

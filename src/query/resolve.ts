@@ -1,0 +1,88 @@
+import { invalid, type ErrorDetail } from '../domain/errors';
+import type { EnabledFields } from '../domain/dataset';
+import { isServiceTimeField } from '../domain/limits';
+import type { ValueKind } from '../domain/metadata';
+import type { Condition, Filter } from './ast';
+
+/** Which value kinds each metadata field holds in the dataset (maintained by the store). */
+export type FieldCatalogue = ReadonlyMap<string, ReadonlySet<ValueKind>>;
+
+export interface ResolveContext {
+  enabled: EnabledFields;
+  catalogue: FieldCatalogue;
+  /** Path of the settings endpoint, named in errors so the client knows how to fix them. */
+  settingsPath: string;
+}
+
+export const isArrayField = (
+  ctx: Pick<ResolveContext, 'enabled' | 'catalogue'>,
+  field: string,
+): boolean => {
+  if (field in ctx.enabled) return true;
+  const kinds = ctx.catalogue.get(field);
+  return !!kinds && (kinds.has('string[]') || kinds.has('number[]'));
+};
+
+/**
+ * Applies the dataset's rules to parsed filters: array fields must be enabled (with the values
+ * used), repeated array keys AND together, repeated scalar keys keep the last filter.
+ */
+export function resolveFilters(filters: Filter[], ctx: ResolveContext): Condition[] {
+  const problems: ErrorDetail[] = [];
+  const arrayConds: Condition[] = [];
+  const scalarConds = new Map<string, Condition>();
+  for (const f of filters) {
+    if (f.kind === 'text') {
+      scalarConds.set('\u0000text', { kind: 'text', terms: f.terms });
+      continue;
+    }
+    if (isServiceTimeField(f.key) && f.kind === 'range') {
+      scalarConds.set(f.key, { kind: 'timeRange', field: f.key, gte: f.gte, lte: f.lte });
+      continue;
+    }
+    const cond: Condition =
+      f.kind === 'range'
+        ? { kind: 'range', field: f.key, gte: f.gte, lte: f.lte }
+        : { kind: f.kind === 'eq' ? 'match' : 'exclude', field: f.key, values: f.values };
+    if (!isArrayField(ctx, f.key)) {
+      scalarConds.set(f.key, cond);
+      continue;
+    }
+    const enabled = ctx.enabled[f.key];
+    if (!enabled) {
+      problems.push({
+        param: 'q',
+        position: f.pos,
+        field: f.key,
+        message: `array field '${f.key}' is not enabled for querying; enable it with PUT ${ctx.settingsPath}`,
+      });
+      continue;
+    }
+    const all = enabled.includes('*');
+    if (f.kind === 'range' && !all) {
+      problems.push({
+        param: 'q',
+        position: f.pos,
+        field: f.key,
+        message: `a range on array field '${f.key}' needs all its values enabled ("*") via PUT ${ctx.settingsPath}`,
+      });
+      continue;
+    }
+    if (f.kind !== 'range' && !all) {
+      const off = f.values.filter((v) => !enabled.includes(v));
+      if (off.length) {
+        problems.push({
+          param: 'q',
+          position: f.pos,
+          field: f.key,
+          value: off[0],
+          message: `value${off.length > 1 ? 's' : ''} ${off.map((v) => `'${v}'`).join(', ')} of array field '${f.key}' not enabled for querying; enable with PUT ${ctx.settingsPath}`,
+        });
+        continue;
+      }
+    }
+    arrayConds.push(cond);
+  }
+  if (problems.length) throw invalid(problems[0].message, problems);
+  return [...arrayConds, ...scalarConds.values()];
+}

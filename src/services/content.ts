@@ -1,0 +1,86 @@
+import type { Logger } from 'pino';
+import { invalid } from '../domain/errors';
+import { parseContentBatch, parseDeleteBody, type WriteMode } from '../domain/content';
+import type { ListEntry, ProcessingErrorRecord } from '../domain/item';
+import { LIMITS } from '../domain/limits';
+import type { ContentStore } from '../ports/content-store';
+import type { JobQueue } from '../ports/job-queue';
+import type { AuthService } from './auth';
+import type { Principal } from './principal';
+import { pageWindow } from './paging';
+
+export class ContentService {
+  constructor(
+    private readonly store: ContentStore,
+    private readonly queue: JobQueue,
+    private readonly auth: AuthService,
+    private readonly log: Logger,
+    private readonly now: () => number,
+  ) {}
+
+  /**
+   * POST (add/replace) or PUT (partial update). The batch is validated whole, stored in one
+   * transaction, then its images are queued. If queueing fails the items stay pending in the
+   * store and the worker's recovery sweep queues them, so an accepted write is never lost.
+   */
+  async write(
+    p: Principal,
+    org: string,
+    name: string,
+    body: unknown,
+    mode: WriteMode,
+  ): Promise<{ accepted: number }> {
+    const ds = await this.auth.adminDataset(p, org, name);
+    const writes = parseContentBatch(body, mode);
+    if (mode === 'put') {
+      const existing = await this.store.existingIds(
+        ds.id,
+        writes.map((w) => w.id),
+      );
+      const details = writes.flatMap((w, index) =>
+        existing.has(w.id)
+          ? []
+          : [{ index, id: w.id, field: 'id', message: 'no item with this id; add it with POST' }],
+      );
+      if (details.length)
+        throw invalid(`${details.length} items do not exist; nothing was stored`, details);
+    }
+    const jobs = await this.store.applyWrites(ds.id, writes, mode, this.now());
+    try {
+      await this.queue.enqueue(jobs);
+    } catch (err) {
+      this.log.warn(
+        { err, dataset: ds.id, jobs: jobs.length },
+        'queue unavailable; items stay pending for the recovery sweep',
+      );
+    }
+    return { accepted: writes.length };
+  }
+
+  async delete(p: Principal, org: string, name: string, body: unknown): Promise<void> {
+    const ds = await this.auth.adminDataset(p, org, name);
+    await this.store.deleteItems(ds.id, parseDeleteBody(body));
+  }
+
+  async list(
+    p: Principal,
+    org: string,
+    name: string,
+    q: { limit?: number; offset?: number },
+  ): Promise<ListEntry[]> {
+    const ds = await this.auth.adminDataset(p, org, name);
+    const { offset, limit } = pageWindow(q, LIMITS.listDefault, 1, LIMITS.listMax);
+    return this.store.list(ds.id, offset, limit);
+  }
+
+  async errors(
+    p: Principal,
+    org: string,
+    name: string,
+    q: { limit?: number; offset?: number },
+  ): Promise<{ errors: ProcessingErrorRecord[]; total: number }> {
+    const ds = await this.auth.adminDataset(p, org, name);
+    const { offset, limit } = pageWindow(q, LIMITS.listDefault, 1, LIMITS.listMax);
+    return this.store.listErrors(ds.id, offset, limit);
+  }
+}

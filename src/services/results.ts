@@ -1,0 +1,95 @@
+import type { StoredItem } from '../domain/item';
+import type { Scalar } from '../domain/metadata';
+import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../domain/limits';
+import { datasetPath } from './datasets';
+
+/** `fields` as requested: none, all public metadata plus generated fields (`*`), or a list. */
+export type FieldSelection = { all: true } | { all: false; names: string[] };
+
+export function parseFieldSelection(fields: string | undefined): FieldSelection {
+  if (fields === undefined || fields.trim() === '') return { all: false, names: [] };
+  const names = [
+    ...new Set(
+      fields
+        .split(',')
+        .map((f) => f.trim())
+        .filter(Boolean),
+    ),
+  ];
+  return names.includes('*') ? { all: true } : { all: false, names };
+}
+
+function generatedValue(item: StoredItem, field: string): Scalar | undefined {
+  switch (field) {
+    case 'image_width':
+      return item.image?.width;
+    case 'image_height':
+      return item.image?.height;
+    case 'image_url':
+      return item.image?.url;
+    case 'service_created_at':
+      return new Date(item.createdAt).toISOString();
+    case 'service_updated_at':
+      return new Date(item.updatedAt).toISOString();
+    default:
+      return undefined;
+  }
+}
+
+const GENERATED: readonly string[] = [...GENERATED_FIELDS, ...SERVICE_TIME_FIELDS];
+
+/** The public metadata a caller asked for; privateMetadata never leaves through the Vision API. */
+export function projectMetadata(item: StoredItem, sel: FieldSelection): Record<string, unknown> {
+  const names = sel.all ? [...Object.keys(item.metadata), ...GENERATED] : sel.names;
+  const out: Record<string, unknown> = {};
+  for (const n of names) {
+    const v = GENERATED.includes(n)
+      ? generatedValue(item, n)
+      : Object.hasOwn(item.metadata, n)
+        ? item.metadata[n]
+        : undefined;
+    if (v !== undefined) out[n] = v;
+  }
+  return out;
+}
+
+export interface ResultEntry {
+  id: string;
+  explore_url: string;
+  metadata: Record<string, unknown>;
+  score?: number;
+}
+
+/** What a result's explore_url carries over from the request (contract §7). */
+export interface Carry {
+  fields?: string;
+  q?: string;
+  limit?: number;
+}
+
+export function exploreUrl(
+  baseUrl: string,
+  org: string,
+  dataset: string,
+  id: string,
+  carry: Carry,
+): string {
+  const params = new URLSearchParams({ id });
+  if (carry.fields) params.set('fields', carry.fields);
+  if (carry.q) params.set('q', carry.q);
+  if (carry.limit !== undefined) params.set('limit', String(carry.limit));
+  // URLSearchParams writes spaces as '+'; %20 reads the same everywhere.
+  return `${baseUrl}${datasetPath(org, dataset)}/explore?${params.toString().replace(/\+/g, '%20')}`;
+}
+
+export function resultEntry(
+  item: StoredItem,
+  sel: FieldSelection,
+  link: { baseUrl: string; org: string; dataset: string; carry: Carry },
+): ResultEntry {
+  return {
+    id: item.id,
+    explore_url: exploreUrl(link.baseUrl, link.org, link.dataset, item.id, link.carry),
+    metadata: projectMetadata(item, sel),
+  };
+}

@@ -1,0 +1,156 @@
+import { AppError, invalid } from '../domain/errors';
+import type { Dataset } from '../domain/dataset';
+import { parseActionVars } from '../domain/action-vars';
+import { GENERATED_FIELDS, LIMITS, isServiceTimeField } from '../domain/limits';
+import type { ContentStore } from '../ports/content-store';
+import type { Facets, SearchEngine, SortOrder } from '../ports/search-engine';
+import type { Condition } from '../query/ast';
+import { parseQ } from '../query/parse';
+import { resolveFilters, type FieldCatalogue } from '../query/resolve';
+import type { AuthService } from './auth';
+import { datasetPath } from './datasets';
+import { visionPage } from './paging';
+import type { RequestContext } from './principal';
+import { parseFieldSelection, resultEntry, type ResultEntry } from './results';
+
+export interface SearchParams {
+  page?: number;
+  limit?: number;
+  sort?: string;
+  order?: string;
+  q?: string;
+  fields?: string;
+  v?: string;
+}
+
+const DEFAULT_SORT = 'service_updated_at';
+
+function sortProblem(field: string, catalogue: FieldCatalogue): string | undefined {
+  if (isServiceTimeField(field) || (GENERATED_FIELDS as readonly string[]).includes(field))
+    return undefined;
+  const kinds = catalogue.get(field);
+  if (!kinds) return `unknown sort field '${field}' (no item has it)`;
+  if (!kinds.has('string') && !kinds.has('number'))
+    return `sort field '${field}' holds ${[...kinds].join(', ')} values; only string or number fields can be sorted`;
+  return undefined;
+}
+
+/** The Vision API's non-visual reads: paginated search, content/details, content/fields. */
+export class VisionService {
+  constructor(
+    private readonly store: ContentStore,
+    private readonly engine: SearchEngine,
+    private readonly auth: AuthService,
+  ) {}
+
+  /** Parses and resolves q against the dataset's enabled fields and field types. */
+  async conditions(
+    ds: Dataset,
+    q: string | undefined,
+    catalogue?: FieldCatalogue,
+  ): Promise<Condition[]> {
+    const filters = parseQ(q);
+    if (filters.length === 0) return [];
+    return resolveFilters(filters, {
+      enabled: ds.settings.fields,
+      catalogue: catalogue ?? (await this.store.catalogue(ds.id)),
+      settingsPath: `${datasetPath(ds.org, ds.name)}/settings/fields`,
+    });
+  }
+
+  /** 409 until the dataset holds enough processed items for the Vision API (contract §2). */
+  async requireReady(ds: Dataset): Promise<void> {
+    const { processed } = await this.store.counts(ds.id);
+    if (processed < LIMITS.minProcessedForVision)
+      throw new AppError(
+        'dataset_not_ready',
+        `dataset '${ds.name}' has ${processed} processed items; the Vision API needs at least ${LIMITS.minProcessedForVision}`,
+      );
+  }
+
+  async search(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    p: SearchParams,
+  ): Promise<{ results: ResultEntry[]; total_results: number }> {
+    const ds = await this.auth.visionDataset(ctx.principal, org, name);
+    const { limit, offset } = visionPage(p);
+    const order = (p.order ?? 'desc') as SortOrder;
+    if (order !== 'asc' && order !== 'desc')
+      throw invalid("order must be 'asc' or 'desc'", [
+        { param: 'order', message: "expected 'asc' or 'desc'" },
+      ]);
+    parseActionVars(p.v);
+    const catalogue = await this.store.catalogue(ds.id);
+    const sort = p.sort === undefined || p.sort === '' ? DEFAULT_SORT : p.sort;
+    const sp = sortProblem(sort, catalogue);
+    if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
+    const conditions = await this.conditions(ds, p.q, catalogue);
+    const sel = parseFieldSelection(p.fields);
+    await this.requireReady(ds);
+    const { items, total } = await this.engine.search(ds.id, {
+      conditions,
+      sort: { field: sort, order },
+      offset,
+      limit,
+    });
+    const link = {
+      baseUrl: ctx.baseUrl,
+      org,
+      dataset: name,
+      carry: { fields: p.fields, q: p.q, limit: p.limit },
+    };
+    return { results: items.map((it) => resultEntry(it, sel, link)), total_results: total };
+  }
+
+  /** Processed items among `ids`, unique, in the order asked; unknown ids are absent. Not billable. */
+  async details(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    p: { ids?: string; fields?: string },
+  ): Promise<ResultEntry[]> {
+    const ds = await this.auth.visionDataset(ctx.principal, org, name);
+    if (p.ids === undefined || p.ids.trim() === '')
+      throw invalid('ids is required', [{ param: 'ids', message: 'comma-separated item ids' }]);
+    const ids = [
+      ...new Set(
+        p.ids
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
+    ];
+    if (ids.length > LIMITS.detailsMaxIds)
+      throw invalid(`at most ${LIMITS.detailsMaxIds} ids per request; got ${ids.length}`, [
+        { param: 'ids', message: 'too many ids' },
+      ]);
+    const sel = parseFieldSelection(p.fields);
+    const found = new Map(
+      (await this.store.getItems(ds.id, ids))
+        .filter((i) => i.state === 'processed')
+        .map((i) => [i.id, i]),
+    );
+    const link = { baseUrl: ctx.baseUrl, org, dataset: name, carry: { fields: p.fields } };
+    return ids.flatMap((id) => (found.has(id) ? [resultEntry(found.get(id)!, sel, link)] : []));
+  }
+
+  /** content/fields: `*` lists field names; named fields get value → count under q. Not billable. */
+  async fields(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    p: { fields?: string; q?: string },
+  ): Promise<string[] | Facets> {
+    const ds = await this.auth.visionDataset(ctx.principal, org, name);
+    const sel = parseFieldSelection(p.fields);
+    if (!sel.all && sel.names.length === 0)
+      throw invalid('fields is required: a comma-separated list of fields, or *', [
+        { param: 'fields', message: 'required' },
+      ]);
+    const conditions = await this.conditions(ds, p.q);
+    if (sel.all) return this.store.publicFields(ds.id);
+    return this.engine.facets(ds.id, conditions, sel.names);
+  }
+}
