@@ -1,0 +1,217 @@
+import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { startImageServer, type ImageServer } from '../helpers/image-server';
+
+let t: TestApp;
+let img: ImageServer;
+let ds: Awaited<ReturnType<typeof setupDataset>>;
+
+interface Doc {
+  id: string;
+  metadata: Record<string, unknown>;
+}
+const CATS = ['boots', 'heels', 'flats'];
+const docs: Doc[] = Array.from({ length: 210 }, (_, i) => {
+  const md: Record<string, unknown> = {
+    category: CATS[i % 3],
+    instock: i % 2 === 0,
+    title: `Item ${i} ${i % 4 === 0 ? 'red leather' : 'blue suede'}`,
+    sizes: i % 5 === 0 ? ['s', 'm'] : ['m', 'l'],
+    mixed: i % 7 === 0 ? `s${i % 3}` : i % 11,
+  };
+  if (i % 10 !== 9) md.price = (i % 40) * 1.5;
+  return { id: `s-${String(i).padStart(3, '0')}`, metadata: md };
+});
+
+const search = (qs: string) => t.call('GET', `${ds.base}/search?${qs}`, { token: ds.dsToken });
+const ids = (r: { body: { results: Array<{ id: string }> } }) => r.body.results.map((x) => x.id);
+const byId = (a: Doc, b: Doc) => (a.id < b.id ? -1 : 1);
+const allIds = async (qs: string) => {
+  const out: string[] = [];
+  for (let page = 1; ; page++) {
+    const r = await search(`${qs}&limit=50&page=${page}`);
+    expect(r.status).toBe(200);
+    out.push(...ids(r));
+    if (r.body.results.length < 50) return { ids: out, total: r.body.total_results as number };
+  }
+};
+
+beforeAll(async () => {
+  img = await startImageServer();
+  t = await startTestApp({ WORKER_CONCURRENCY: '8' });
+  ds = await setupDataset(t);
+  const content = docs.map((d, i) => ({ id: d.id, url: `${img.url}/img/${i}.png`, metadata: d.metadata, privateMetadata: { margin: i } }));
+  await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content: content.slice(0, 150) } });
+  await waitProcessed(t, ds.base, ds.orgToken, 150);
+}, 120_000);
+afterAll(async () => {
+  await t.stop();
+  await img.close();
+});
+
+describe('before 200 processed items', () => {
+  it('the Vision API answers 409 dataset_not_ready; details and fields still work', async () => {
+    const r = await search('');
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe('dataset_not_ready');
+    expect(r.body.error.message).toContain('150');
+    expect((await t.call('GET', `${ds.base}/content/details?ids=s-000`, { token: ds.dsToken })).status).toBe(200);
+    expect((await t.call('GET', `${ds.base}/content/fields?fields=*`, { token: ds.dsToken })).status).toBe(200);
+    expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe('pending');
+  });
+
+  it('then publishes once 200 are processed', async () => {
+    const content = docs.slice(150).map((d, i) => ({ id: d.id, url: `${img.url}/img/${150 + i}.png`, metadata: d.metadata, privateMetadata: { margin: 150 + i } }));
+    await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
+    await waitProcessed(t, ds.base, ds.orgToken, 210);
+    expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe('published');
+  }, 120_000);
+});
+
+describe('search', () => {
+  it('pages through everything, newest first by default, with total_results', async () => {
+    const r = await search('');
+    expect(r.body.total_results).toBe(210);
+    expect(r.body.results).toHaveLength(10);
+    const all = await allIds('');
+    expect(new Set(all.ids).size).toBe(210);
+    // the second batch was written later, so it leads service_updated_at desc
+    expect(all.ids.slice(0, 60).every((id) => Number(id.slice(2)) >= 150)).toBe(true);
+  });
+
+  const model = (pred: (m: Record<string, any>) => boolean) => docs.filter((d) => pred(d.metadata)).map((d) => d.id).sort();
+  it.each([
+    ['category:boots', (m: any) => m.category === 'boots'],
+    ['category:boots|heels', (m: any) => m.category !== 'flats'],
+    ['category:!boots|heels', (m: any) => m.category === 'flats'],
+    ['category:%21boots', (m: any) => m.category !== 'boots'],
+    ['instock:true', (m: any) => m.instock === true],
+    ['price:10:20', (m: any) => m.price !== undefined && m.price >= 10 && m.price <= 20],
+    ['price:30:', (m: any) => m.price >= 30],
+    ['price::3', (m: any) => m.price !== undefined && m.price <= 3],
+    ['price:!0', (m: any) => m.price !== 0],
+    ['price:4.5', (m: any) => m.price === 4.5],
+    ['mixed:3', (m: any) => m.mixed === 3],
+    ['mixed:s1', (m: any) => m.mixed === 's1'],
+    ['text:RED', (m: any) => m.title.includes('red')],
+    ['text:blue%20suede,category:heels', (m: any) => m.title.includes('blue suede') && m.category === 'heels'],
+    ['category:boots,category:heels', (m: any) => m.category === 'heels'],
+    ['nosuchfield:x', () => false],
+    ['nosuchfield:!x', () => true],
+  ])('q=%s matches the model', async (q, pred) => {
+    const got = await allIds(`q=${q}&sort=price&order=asc`);
+    expect(got.ids.slice().sort()).toEqual(model(pred));
+    expect(got.total).toBe(got.ids.length);
+  });
+
+  it('filters on privateMetadata without returning it', async () => {
+    const got = await allIds('q=margin:5:7&fields=*');
+    expect(got.ids.sort()).toEqual(['s-005', 's-006', 's-007']);
+    const r = await search('q=margin:5&fields=*');
+    expect(ids(r)).toEqual(['s-005']);
+    expect(Object.keys(r.body.results[0].metadata)).not.toContain('margin');
+    expect(JSON.stringify(r.body.results[0].metadata)).not.toContain('"margin"');
+  });
+
+  it('refuses array fields until enabled, then ANDs repeated keys', async () => {
+    const refused = await search('q=category:boots,sizes:s');
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.details[0]).toMatchObject({ param: 'q', position: 15, field: 'sizes' });
+    expect(refused.body.error.message).toContain('/settings/fields');
+    await t.call('PUT', `${ds.base}/settings/fields`, { token: ds.orgToken, body: { fields: { sizes: ['s', 'm'] } } });
+    expect((await allIds('q=sizes:s')).ids.sort()).toEqual(model((m) => m.sizes.includes('s')));
+    expect((await allIds('q=sizes:s,sizes:m')).ids.sort()).toEqual(model((m) => m.sizes.includes('s') && m.sizes.includes('m')));
+    expect((await allIds('q=sizes:!s')).ids.sort()).toEqual(model((m) => !m.sizes.includes('s')));
+    const notEnabled = await search('q=sizes:l');
+    expect(notEnabled.status).toBe(400);
+    expect(notEnabled.body.error.details[0].value).toBe('l');
+  });
+
+  it('sorts numbers ascending and descending with missing values last and ties by id', async () => {
+    const withPrice = docs.filter((d) => d.metadata.price !== undefined);
+    const missing = docs.filter((d) => d.metadata.price === undefined).sort(byId).map((d) => d.id);
+    const asc = withPrice.slice().sort((a, b) => (a.metadata.price as number) - (b.metadata.price as number) || byId(a, b)).map((d) => d.id);
+    const desc = withPrice.slice().sort((a, b) => (b.metadata.price as number) - (a.metadata.price as number) || byId(a, b)).map((d) => d.id);
+    expect((await allIds('sort=price&order=asc')).ids).toEqual([...asc, ...missing]);
+    expect((await allIds('sort=price&order=desc')).ids).toEqual([...desc, ...missing]);
+  });
+
+  it('sorts a field of mixed types: numbers, then strings, then missing', async () => {
+    const got = (await allIds('sort=mixed&order=asc')).ids;
+    const kinds = got.map((id) => typeof docs.find((d) => d.id === id)!.metadata.mixed);
+    expect(kinds.lastIndexOf('number')).toBeLessThan(kinds.indexOf('string'));
+  });
+
+  it('sorts strings and generated fields', async () => {
+    const cat = (await allIds('sort=category&order=asc')).ids;
+    expect(cat).toEqual(docs.slice().sort((a, b) => ((a.metadata.category as string) < (b.metadata.category as string) ? -1 : a.metadata.category === b.metadata.category ? byId(a, b) : 1)).map((d) => d.id));
+    expect((await search('sort=image_width')).status).toBe(200);
+    const created = (await allIds('sort=service_created_at&order=asc')).ids;
+    expect(created.slice(0, 150).every((id) => Number(id.slice(2)) < 150)).toBe(true);
+  });
+
+  it('pages are consistent slices', async () => {
+    const all = (await allIds('sort=price&order=asc')).ids;
+    const p3 = await search('sort=price&order=asc&limit=7&page=3');
+    expect(ids(p3)).toEqual(all.slice(14, 21));
+    const beyond = await search('limit=50&page=10');
+    expect(beyond.status).toBe(200);
+    expect(beyond.body.results).toEqual([]);
+    expect(beyond.body.total_results).toBe(210);
+  });
+
+  it('projects fields and builds explore_url carrying fields, q and limit', async () => {
+    const r = await search('q=category%3Aboots&fields=category,price&limit=3&sort=price&order=asc');
+    expect(r.body.results[0]).toEqual({
+      id: 's-000',
+      explore_url: `${t.url}${ds.base}/explore?id=s-000&fields=category%2Cprice&q=category%3Aboots&limit=3`,
+      metadata: { category: 'boots', price: 0 },
+    });
+    const none = await search('limit=2');
+    expect(none.body.results[0].metadata).toEqual({});
+  });
+
+  it.each([
+    ['limit=1', 'limit'],
+    ['limit=51', 'limit'],
+    ['limit=x', 'limit'],
+    ['page=0', 'page'],
+    ['page=201&limit=50', 'page'],
+    ['order=up', 'order'],
+    ['sort=nosuch', 'sort'],
+    ['sort=sizes', 'sort'],
+    ['sort=instock', 'sort'],
+    ['v=broken', 'v'],
+    ['q=price:1:2:3', 'q'],
+  ])('%s → 400 naming %s', async (qs, param) => {
+    const r = await search(qs);
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe('invalid_request');
+    expect(r.body.error.details[0].param).toBe(param);
+  });
+
+  it('accepts action variables', async () => {
+    expect((await search('v=a:exit,user_id:abc,page_view_id:12345')).status).toBe(200);
+  });
+});
+
+describe('content/fields', () => {
+  it('lists public and generated field names with *', async () => {
+    const r = await t.call('GET', `${ds.base}/content/fields?fields=*`, { token: ds.dsToken });
+    expect(r.body.fields).toEqual(expect.arrayContaining(['category', 'price', 'title', 'sizes', 'image_width', 'image_url', 'service_created_at']));
+    expect(r.body.fields).not.toContain('margin');
+  });
+
+  it('counts values of named fields under q', async () => {
+    const r = await t.call('GET', `${ds.base}/content/fields?fields=category,instock,sizes&q=price:0:3`, { token: ds.dsToken });
+    const matching = docs.filter((d) => d.metadata.price !== undefined && (d.metadata.price as number) <= 3);
+    const count = (f: (d: Doc) => boolean) => matching.filter(f).length;
+    expect(r.body.fields.category).toEqual(
+      Object.fromEntries(CATS.map((c) => [c, count((d) => d.metadata.category === c)]).filter(([, n]) => n)),
+    );
+    expect(r.body.fields.instock).toEqual({ true: count((d) => d.metadata.instock === true), false: count((d) => d.metadata.instock === false) });
+    expect(r.body.fields.sizes.m).toBe(matching.length);
+    const price = await t.call('GET', `${ds.base}/content/fields?fields=price&q=price:1.5`, { token: ds.dsToken });
+    expect(price.body.fields.price).toEqual({ '1.5': docs.filter((d) => d.metadata.price === 1.5).length });
+    expect((await t.call('GET', `${ds.base}/content/fields`, { token: ds.dsToken })).status).toBe(400);
+  });
+});
