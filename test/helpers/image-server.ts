@@ -38,6 +38,7 @@ export interface ImageServer {
  *   /corrupt.png             a truncated png
  *   /redirect/<n>?to=<url>   302 to `to`
  *   /slow.png                never answers in time
+ *   /delayed/<seed>.png?ms=N the image after N ms
  */
 export async function startImageServer(): Promise<ImageServer> {
   const hits = new Map<string, number>();
@@ -83,6 +84,11 @@ export async function startImageServer(): Promise<ImageServer> {
         return res.end();
       }
       if (u.pathname === '/slow.png') return; // never answers
+      if ((m = /^\/delayed\/(\d+)\.png$/.exec(u.pathname))) {
+        await new Promise((r) => setTimeout(r, Number(u.searchParams.get('ms') ?? 100)));
+        res.writeHead(200, { 'content-type': 'image/png' });
+        return res.end(await makeImage(Number(m[1])));
+      }
       res.writeHead(404);
       res.end('not here');
     })();
