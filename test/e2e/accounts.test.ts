@@ -172,7 +172,7 @@ describe('authentication, scopes and tenancy', () => {
   const details = (base: string) => `${base}/content/details?ids=a`;
 
   it('401 for missing, malformed and unknown tokens', async () => {
-    for (const headers of [
+    for (const headers of <Array<Record<string, string>>>[
       {},
       { authorization: 'Bearer x' },
       { authorization: 'token org_AAAAAAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB' },

@@ -15,12 +15,24 @@ afterAll(async () => {
   await img.close();
 });
 
-const post = (content: unknown[]) => t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
-const put = (content: unknown[]) => t.call('PUT', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
+const post = (content: unknown[]) =>
+  t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
+const put = (content: unknown[]) =>
+  t.call('PUT', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
 const details = (ids: string, fields = '*') =>
-  t.call('GET', `${ds.base}/content/details?ids=${encodeURIComponent(ids)}&fields=${encodeURIComponent(fields)}`, { token: ds.dsToken });
-const listed = async () => (await t.call('GET', `${ds.base}/content`, { token: ds.orgToken })).body.content as Array<{ id: string; url: string; processed: boolean }>;
-const processed = (id: string) => waitFor(`${id} processed`, async () => (await details(id)).body.results[0]);
+  t.call(
+    'GET',
+    `${ds.base}/content/details?ids=${encodeURIComponent(ids)}&fields=${encodeURIComponent(fields)}`,
+    { token: ds.dsToken },
+  );
+const listed = async () =>
+  (await t.call('GET', `${ds.base}/content`, { token: ds.orgToken })).body.content as Array<{
+    id: string;
+    url: string;
+    processed: boolean;
+  }>;
+const processed = (id: string) =>
+  waitFor(`${id} processed`, async () => (await details(id)).body.results[0]);
 const errorOf = (id: string) =>
   waitFor(`${id} failed`, async () => {
     const r = await t.call('GET', `${ds.base}/errors`, { token: ds.orgToken });
@@ -29,7 +41,14 @@ const errorOf = (id: string) =>
 
 describe('writing content', () => {
   it('accepts with 202, lists at once as unprocessed, then processes the image', async () => {
-    const r = await post([{ id: 'p1', url: `${img.url}/img/1.png`, metadata: { title: 'Red shoe', price: 10 }, privateMetadata: { cost: 4 } }]);
+    const r = await post([
+      {
+        id: 'p1',
+        url: `${img.url}/img/1.png`,
+        metadata: { title: 'Red shoe', price: 10 },
+        privateMetadata: { cost: 4 },
+      },
+    ]);
     expect(r.status).toBe(202);
     expect(r.body).toEqual({ status: 'accepted' });
     const entry = (await listed()).find((e) => e.id === 'p1');
@@ -53,7 +72,10 @@ describe('writing content', () => {
 
   it('returns only the requested fields, never privateMetadata', async () => {
     await processed('p1');
-    expect((await details('p1', 'price,cost,image_width')).body.results[0].metadata).toEqual({ price: 10, image_width: 48 });
+    expect((await details('p1', 'price,cost,image_width')).body.results[0].metadata).toEqual({
+      price: 10,
+      image_width: 48,
+    });
     expect((await details('p1', '')).body.results[0].metadata).toEqual({});
     expect(JSON.stringify((await details('p1', '*')).body)).not.toContain('cost');
   });
@@ -63,7 +85,9 @@ describe('writing content', () => {
     await processed('p2');
     const r = await details('p2,unknown,p1,p2', 'price');
     expect(r.body.results.map((x: { id: string }) => x.id)).toEqual(['p2', 'p1']);
-    expect((await t.call('GET', `${ds.base}/content/details`, { token: ds.dsToken })).status).toBe(400);
+    expect((await t.call('GET', `${ds.base}/content/details`, { token: ds.dsToken })).status).toBe(
+      400,
+    );
   });
 
   it('POST replaces metadata wholesale; PUT merges it; neither re-downloads an unchanged url', async () => {
@@ -85,14 +109,21 @@ describe('writing content', () => {
     await processed('u1');
     await put([{ id: 'u1', url: `${img.url}/img/21.png?v=2` }]);
     expect((await listed()).find((e) => e.id === 'u1')!.processed).toBe(false);
-    await waitFor('reprocessed', async () => (await details('u1', 'image_url')).body.results[0]?.metadata.image_url?.endsWith('?v=2'));
+    await waitFor('reprocessed', async () =>
+      (await details('u1', 'image_url')).body.results[0]?.metadata.image_url?.endsWith('?v=2'),
+    );
     expect(img.hits.get('/img/21.png')).toBe(2);
   });
 
   it('PUT on an unknown id is refused and stores nothing', async () => {
-    const r = await put([{ id: 'm1', metadata: { z: 1 } }, { id: 'ghost', metadata: { a: 1 } }]);
+    const r = await put([
+      { id: 'm1', metadata: { z: 1 } },
+      { id: 'ghost', metadata: { a: 1 } },
+    ]);
     expect(r.status).toBe(400);
-    expect(r.body.error.details).toEqual([{ index: 1, id: 'ghost', field: 'id', message: expect.stringContaining('POST') }]);
+    expect(r.body.error.details).toEqual([
+      { index: 1, id: 'ghost', field: 'id', message: expect.stringContaining('POST') },
+    ]);
     expect((await details('m1', 'z')).body.results[0].metadata).toEqual({});
   });
 
@@ -104,7 +135,9 @@ describe('writing content', () => {
       { id: 'no-url' },
     ]);
     expect(r.status).toBe(400);
-    expect(r.body.error.details.map((d: { index: number; field: string }) => [d.index, d.field])).toEqual([
+    expect(
+      r.body.error.details.map((d: { index: number; field: string }) => [d.index, d.field]),
+    ).toEqual([
       [1, 'id'],
       [2, 'url'],
       [3, 'url'],
@@ -113,7 +146,12 @@ describe('writing content', () => {
   });
 
   it('lists in code-point id order with limit and offset', async () => {
-    await post(['b', 'A', 'a', 'é', 'Z', '10', '9'].map((id) => ({ id: `o-${id}`, url: `${img.url}/img/40.png` })));
+    await post(
+      ['b', 'A', 'a', 'é', 'Z', '10', '9'].map((id) => ({
+        id: `o-${id}`,
+        url: `${img.url}/img/40.png`,
+      })),
+    );
     const all = (await listed()).map((e) => e.id).filter((id) => id.startsWith('o-'));
     expect(all).toEqual(['o-10', 'o-9', 'o-A', 'o-Z', 'o-a', 'o-b', 'o-é']);
     const everything = (await listed()).map((e) => e.id);
@@ -127,10 +165,16 @@ describe('writing content', () => {
   });
 
   it('DELETE removes items (unknown ids ignored) and their errors', async () => {
-    await post([{ id: 'd1', url: `${img.url}/img/50.png` }, { id: 'd2', url: `${img.url}/missing.png` }]);
+    await post([
+      { id: 'd1', url: `${img.url}/img/50.png` },
+      { id: 'd2', url: `${img.url}/missing.png` },
+    ]);
     await processed('d1');
     await errorOf('d2');
-    const r = await t.call('DELETE', `${ds.base}/content`, { token: ds.orgToken, body: { ids: ['d1', 'd2', 'never'] } });
+    const r = await t.call('DELETE', `${ds.base}/content`, {
+      token: ds.orgToken,
+      body: { ids: ['d1', 'd2', 'never'] },
+    });
     expect(r.status).toBe(202);
     expect((await details('d1')).body.results).toEqual([]);
     expect((await listed()).map((e) => e.id)).not.toContain('d1');
@@ -147,7 +191,13 @@ describe('processing failures', () => {
   ])('%s → %s', async (id, path, code) => {
     await post([{ id: `f-${id}`, url: `${img.url}${path}` }]);
     const e = await errorOf(`f-${id}`);
-    expect(e).toMatchObject({ id: `f-${id}`, url: `${img.url}${path}`, code, attempts: 1, occurred_at: expect.any(String) });
+    expect(e).toMatchObject({
+      id: `f-${id}`,
+      url: `${img.url}${path}`,
+      code,
+      attempts: 1,
+      occurred_at: expect.any(String),
+    });
     expect(e.message.length).toBeGreaterThan(5);
     expect((await details(`f-${id}`)).body.results).toEqual([]);
   });
@@ -191,7 +241,12 @@ describe('image safety with private addresses refused', () => {
       const s = await setupDataset(strict, 'strict', 'd');
       await strict.call('POST', `${s.base}/content`, {
         token: s.orgToken,
-        body: { content: [{ id: 'lo', url: `${img.url}/img/1.png` }, { id: 'meta', url: 'http://169.254.169.254/latest.png' }] },
+        body: {
+          content: [
+            { id: 'lo', url: `${img.url}/img/1.png` },
+            { id: 'meta', url: 'http://169.254.169.254/latest.png' },
+          ],
+        },
       });
       const errs = await waitFor('both refused', async () => {
         const r = await strict.call('GET', `${s.base}/errors`, { token: s.orgToken });

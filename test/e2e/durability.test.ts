@@ -36,7 +36,11 @@ function spawnServer(dataDir: string, port: number): ChildProcess {
 }
 
 beforeAll(async () => {
-  execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')]);
+  execFileSync(process.execPath, [
+    path.join(ROOT, 'node_modules/typescript/bin/tsc'),
+    '-p',
+    path.join(ROOT, 'tsconfig.build.json'),
+  ]);
   img = await startImageServer();
 }, 120_000);
 afterAll(async () => {
@@ -51,12 +55,25 @@ it('every write that got 202 survives SIGKILL, and its image is processed after 
   const call = async (method: string, p: string, token: string, body?: unknown) => {
     const r = await fetch(base + p, {
       method,
-      headers: { accept: V2, authorization: `token ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        accept: V2,
+        authorization: `token ${token}`,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       body: body ? JSON.stringify(body) : undefined,
     });
     return { status: r.status, body: (await r.json()) as any };
   };
-  const up = async () => waitFor('server up', () => fetch(`${base}/healthz`).then((r) => r.ok, () => false), 30_000);
+  const up = async () =>
+    waitFor(
+      'server up',
+      () =>
+        fetch(`${base}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      30_000,
+    );
 
   child = spawnServer(dataDir, port);
   await up();

@@ -39,8 +39,16 @@ beforeAll(async () => {
   img = await startImageServer();
   t = await startTestApp({ WORKER_CONCURRENCY: '8' });
   ds = await setupDataset(t);
-  const content = docs.map((d, i) => ({ id: d.id, url: `${img.url}/img/${i}.png`, metadata: d.metadata, privateMetadata: { margin: i } }));
-  await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content: content.slice(0, 150) } });
+  const content = docs.map((d, i) => ({
+    id: d.id,
+    url: `${img.url}/img/${i}.png`,
+    metadata: d.metadata,
+    privateMetadata: { margin: i },
+  }));
+  await t.call('POST', `${ds.base}/content`, {
+    token: ds.orgToken,
+    body: { content: content.slice(0, 150) },
+  });
   await waitProcessed(t, ds.base, ds.orgToken, 150);
 }, 120_000);
 afterAll(async () => {
@@ -54,16 +62,29 @@ describe('before 200 processed items', () => {
     expect(r.status).toBe(409);
     expect(r.body.error.code).toBe('dataset_not_ready');
     expect(r.body.error.message).toContain('150');
-    expect((await t.call('GET', `${ds.base}/content/details?ids=s-000`, { token: ds.dsToken })).status).toBe(200);
-    expect((await t.call('GET', `${ds.base}/content/fields?fields=*`, { token: ds.dsToken })).status).toBe(200);
-    expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe('pending');
+    expect(
+      (await t.call('GET', `${ds.base}/content/details?ids=s-000`, { token: ds.dsToken })).status,
+    ).toBe(200);
+    expect(
+      (await t.call('GET', `${ds.base}/content/fields?fields=*`, { token: ds.dsToken })).status,
+    ).toBe(200);
+    expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe(
+      'pending',
+    );
   });
 
   it('then publishes once 200 are processed', async () => {
-    const content = docs.slice(150).map((d, i) => ({ id: d.id, url: `${img.url}/img/${150 + i}.png`, metadata: d.metadata, privateMetadata: { margin: 150 + i } }));
+    const content = docs.slice(150).map((d, i) => ({
+      id: d.id,
+      url: `${img.url}/img/${150 + i}.png`,
+      metadata: d.metadata,
+      privateMetadata: { margin: 150 + i },
+    }));
     await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
     await waitProcessed(t, ds.base, ds.orgToken, 210);
-    expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe('published');
+    expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe(
+      'published',
+    );
   }, 120_000);
 });
 
@@ -78,7 +99,11 @@ describe('search', () => {
     expect(all.ids.slice(0, 60).every((id) => Number(id.slice(2)) >= 150)).toBe(true);
   });
 
-  const model = (pred: (m: Record<string, any>) => boolean) => docs.filter((d) => pred(d.metadata)).map((d) => d.id).sort();
+  const model = (pred: (m: Record<string, any>) => boolean) =>
+    docs
+      .filter((d) => pred(d.metadata))
+      .map((d) => d.id)
+      .sort();
   it.each([
     ['category:boots', (m: any) => m.category === 'boots'],
     ['category:boots|heels', (m: any) => m.category !== 'flats'],
@@ -93,7 +118,10 @@ describe('search', () => {
     ['mixed:3', (m: any) => m.mixed === 3],
     ['mixed:s1', (m: any) => m.mixed === 's1'],
     ['text:RED', (m: any) => m.title.includes('red')],
-    ['text:blue%20suede,category:heels', (m: any) => m.title.includes('blue suede') && m.category === 'heels'],
+    [
+      'text:blue%20suede,category:heels',
+      (m: any) => m.title.includes('blue suede') && m.category === 'heels',
+    ],
     ['category:boots,category:heels', (m: any) => m.category === 'heels'],
     ['nosuchfield:x', () => false],
     ['nosuchfield:!x', () => true],
@@ -115,11 +143,20 @@ describe('search', () => {
   it('refuses array fields until enabled, then ANDs repeated keys', async () => {
     const refused = await search('q=category:boots,sizes:s');
     expect(refused.status).toBe(400);
-    expect(refused.body.error.details[0]).toMatchObject({ param: 'q', position: 15, field: 'sizes' });
+    expect(refused.body.error.details[0]).toMatchObject({
+      param: 'q',
+      position: 15,
+      field: 'sizes',
+    });
     expect(refused.body.error.message).toContain('/settings/fields');
-    await t.call('PUT', `${ds.base}/settings/fields`, { token: ds.orgToken, body: { fields: { sizes: ['s', 'm'] } } });
+    await t.call('PUT', `${ds.base}/settings/fields`, {
+      token: ds.orgToken,
+      body: { fields: { sizes: ['s', 'm'] } },
+    });
     expect((await allIds('q=sizes:s')).ids.sort()).toEqual(model((m) => m.sizes.includes('s')));
-    expect((await allIds('q=sizes:s,sizes:m')).ids.sort()).toEqual(model((m) => m.sizes.includes('s') && m.sizes.includes('m')));
+    expect((await allIds('q=sizes:s,sizes:m')).ids.sort()).toEqual(
+      model((m) => m.sizes.includes('s') && m.sizes.includes('m')),
+    );
     expect((await allIds('q=sizes:!s')).ids.sort()).toEqual(model((m) => !m.sizes.includes('s')));
     const notEnabled = await search('q=sizes:l');
     expect(notEnabled.status).toBe(400);
@@ -128,9 +165,18 @@ describe('search', () => {
 
   it('sorts numbers ascending and descending with missing values last and ties by id', async () => {
     const withPrice = docs.filter((d) => d.metadata.price !== undefined);
-    const missing = docs.filter((d) => d.metadata.price === undefined).sort(byId).map((d) => d.id);
-    const asc = withPrice.slice().sort((a, b) => (a.metadata.price as number) - (b.metadata.price as number) || byId(a, b)).map((d) => d.id);
-    const desc = withPrice.slice().sort((a, b) => (b.metadata.price as number) - (a.metadata.price as number) || byId(a, b)).map((d) => d.id);
+    const missing = docs
+      .filter((d) => d.metadata.price === undefined)
+      .sort(byId)
+      .map((d) => d.id);
+    const asc = withPrice
+      .slice()
+      .sort((a, b) => (a.metadata.price as number) - (b.metadata.price as number) || byId(a, b))
+      .map((d) => d.id);
+    const desc = withPrice
+      .slice()
+      .sort((a, b) => (b.metadata.price as number) - (a.metadata.price as number) || byId(a, b))
+      .map((d) => d.id);
     expect((await allIds('sort=price&order=asc')).ids).toEqual([...asc, ...missing]);
     expect((await allIds('sort=price&order=desc')).ids).toEqual([...desc, ...missing]);
   });
@@ -143,7 +189,18 @@ describe('search', () => {
 
   it('sorts strings and generated fields', async () => {
     const cat = (await allIds('sort=category&order=asc')).ids;
-    expect(cat).toEqual(docs.slice().sort((a, b) => ((a.metadata.category as string) < (b.metadata.category as string) ? -1 : a.metadata.category === b.metadata.category ? byId(a, b) : 1)).map((d) => d.id));
+    expect(cat).toEqual(
+      docs
+        .slice()
+        .sort((a, b) =>
+          (a.metadata.category as string) < (b.metadata.category as string)
+            ? -1
+            : a.metadata.category === b.metadata.category
+              ? byId(a, b)
+              : 1,
+        )
+        .map((d) => d.id),
+    );
     expect((await search('sort=image_width')).status).toBe(200);
     const created = (await allIds('sort=service_created_at&order=asc')).ids;
     expect(created.slice(0, 150).every((id) => Number(id.slice(2)) < 150)).toBe(true);
@@ -197,21 +254,48 @@ describe('search', () => {
 describe('content/fields', () => {
   it('lists public and generated field names with *', async () => {
     const r = await t.call('GET', `${ds.base}/content/fields?fields=*`, { token: ds.dsToken });
-    expect(r.body.fields).toEqual(expect.arrayContaining(['category', 'price', 'title', 'sizes', 'image_width', 'image_url', 'service_created_at']));
+    expect(r.body.fields).toEqual(
+      expect.arrayContaining([
+        'category',
+        'price',
+        'title',
+        'sizes',
+        'image_width',
+        'image_url',
+        'service_created_at',
+      ]),
+    );
     expect(r.body.fields).not.toContain('margin');
   });
 
   it('counts values of named fields under q', async () => {
-    const r = await t.call('GET', `${ds.base}/content/fields?fields=category,instock,sizes&q=price:0:3`, { token: ds.dsToken });
-    const matching = docs.filter((d) => d.metadata.price !== undefined && (d.metadata.price as number) <= 3);
+    const r = await t.call(
+      'GET',
+      `${ds.base}/content/fields?fields=category,instock,sizes&q=price:0:3`,
+      { token: ds.dsToken },
+    );
+    const matching = docs.filter(
+      (d) => d.metadata.price !== undefined && (d.metadata.price as number) <= 3,
+    );
     const count = (f: (d: Doc) => boolean) => matching.filter(f).length;
     expect(r.body.fields.category).toEqual(
-      Object.fromEntries(CATS.map((c) => [c, count((d) => d.metadata.category === c)]).filter(([, n]) => n)),
+      Object.fromEntries(
+        CATS.map((c) => [c, count((d) => d.metadata.category === c)]).filter(([, n]) => n),
+      ),
     );
-    expect(r.body.fields.instock).toEqual({ true: count((d) => d.metadata.instock === true), false: count((d) => d.metadata.instock === false) });
+    expect(r.body.fields.instock).toEqual({
+      true: count((d) => d.metadata.instock === true),
+      false: count((d) => d.metadata.instock === false),
+    });
     expect(r.body.fields.sizes.m).toBe(matching.length);
-    const price = await t.call('GET', `${ds.base}/content/fields?fields=price&q=price:1.5`, { token: ds.dsToken });
-    expect(price.body.fields.price).toEqual({ '1.5': docs.filter((d) => d.metadata.price === 1.5).length });
-    expect((await t.call('GET', `${ds.base}/content/fields`, { token: ds.dsToken })).status).toBe(400);
+    const price = await t.call('GET', `${ds.base}/content/fields?fields=price&q=price:1.5`, {
+      token: ds.dsToken,
+    });
+    expect(price.body.fields.price).toEqual({
+      '1.5': docs.filter((d) => d.metadata.price === 1.5).length,
+    });
+    expect((await t.call('GET', `${ds.base}/content/fields`, { token: ds.dsToken })).status).toBe(
+      400,
+    );
   });
 });

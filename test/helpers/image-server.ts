@@ -40,7 +40,7 @@ export interface ImageServer {
  *   /slow.png                never answers in time
  *   /delayed/<seed>.png?ms=N the image after N ms
  */
-export async function startImageServer(): Promise<ImageServer> {
+export async function startImageServer(host = '127.0.0.1'): Promise<ImageServer> {
   const hits = new Map<string, number>();
   const failuresLeft = new Map<string, number>();
   const server = http.createServer((req, res) => {
@@ -93,10 +93,10 @@ export async function startImageServer(): Promise<ImageServer> {
       res.end('not here');
     })();
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(0, host, r));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     hits,
     failuresLeft,
     close: () =>
