@@ -7,17 +7,13 @@ import type {
   StoredItem,
 } from '../../domain/item';
 import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
-import {
-  mergeMetadata,
-  type Metadata,
-  type MetadataPatch,
-  type ValueKind,
-} from '../../domain/metadata';
+import { applyWrite } from '../../domain/content-write';
+import type { Metadata, ValueKind } from '../../domain/metadata';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
 import type { ContentStore } from '../../ports/content-store';
 import type { FieldCatalogue } from '../../query/resolve';
 import { guarded, type Db } from './db';
-import { itemTerms, kindEntries, valueRows, type Scope } from './indexing';
+import { itemTerms, kindEntries, valueRows, type Scope } from '../value-index';
 
 export interface ItemRow {
   pk: number;
@@ -132,64 +128,46 @@ export class EmbeddedContentStore implements ContentStore {
       this.db.transaction(() => {
         const jobs = new Map<string, ProcessingJob>();
         for (const w of writes) {
-          const old = this.st.byId.get(datasetId, w.id) as ItemRow | undefined;
-          if (!old) {
-            // PUT only touches existing items (checked by the service); a concurrent delete wins.
-            if (mode === 'put' || w.url === undefined) continue;
-            const md = (w.metadata ?? {}) as Metadata;
-            const priv = (w.privateMetadata ?? {}) as Metadata;
+          const row = this.st.byId.get(datasetId, w.id) as ItemRow | undefined;
+          const old = row && toStoredItem(row);
+          const out = applyWrite(old, w, mode, now);
+          // PUT only touches existing items (checked by the service); a concurrent delete wins.
+          if (!out) continue;
+          const { item } = out;
+          if (!row || !old) {
             const { pk } = this.st.insert.get(
               datasetId,
-              w.id,
-              w.url,
-              JSON.stringify(md),
-              JSON.stringify(priv),
+              item.id,
+              item.url,
+              JSON.stringify(item.metadata),
+              JSON.stringify(item.privateMetadata),
               now,
               now,
             ) as { pk: number };
-            this.indexMetadata(pk, datasetId, md, priv);
-            jobs.set(w.id, { datasetId, itemId: w.id, url: w.url, attempt: 1 });
-            continue;
+            this.indexMetadata(pk, datasetId, item.metadata, item.privateMetadata);
+          } else {
+            const clear = out.urlChanged ? 1 : 0;
+            this.st.update.run(
+              item.url,
+              JSON.stringify(item.metadata),
+              JSON.stringify(item.privateMetadata),
+              item.state,
+              now,
+              clear,
+              clear,
+              clear,
+              row.pk,
+            );
+            if (out.urlChanged) {
+              this.st.delError.run(datasetId, w.id);
+              this.st.delValues.run(row.pk, 'gen', 'gen');
+            }
+            if (out.metadataChanged) {
+              this.unindexMetadata(row.pk, datasetId, old.metadata, old.privateMetadata);
+              this.indexMetadata(row.pk, datasetId, item.metadata, item.privateMetadata);
+            }
           }
-          const oldMd = JSON.parse(old.metadata) as Metadata;
-          const oldPriv = JSON.parse(old.private_metadata) as Metadata;
-          const next = (base: Metadata, given: ContentWrite['metadata']): Metadata =>
-            given === undefined
-              ? base
-              : mode === 'post'
-                ? (given as Metadata)
-                : mergeMetadata(base, given as MetadataPatch);
-          const md = next(oldMd, w.metadata);
-          const priv = next(oldPriv, w.privateMetadata);
-          const url = w.url ?? old.url;
-          const urlChanged = url !== old.url;
-          // A failed item is retried when its url is sent again: the client may have fixed the source.
-          const reprocess = urlChanged || old.state === 'failed';
-          const state = reprocess ? 'pending' : old.state;
-          const clear = urlChanged ? 1 : 0;
-          this.st.update.run(
-            url,
-            JSON.stringify(md),
-            JSON.stringify(priv),
-            state,
-            now,
-            clear,
-            clear,
-            clear,
-            old.pk,
-          );
-          if (urlChanged) {
-            this.st.delError.run(datasetId, w.id);
-            this.st.delValues.run(old.pk, 'gen', 'gen');
-          }
-          if (
-            old.metadata !== JSON.stringify(md) ||
-            old.private_metadata !== JSON.stringify(priv)
-          ) {
-            this.unindexMetadata(old.pk, datasetId, oldMd, oldPriv);
-            this.indexMetadata(old.pk, datasetId, md, priv);
-          }
-          if (reprocess) jobs.set(w.id, { datasetId, itemId: w.id, url, attempt: 1 });
+          if (out.reprocess) jobs.set(w.id, { datasetId, itemId: w.id, url: item.url, attempt: 1 });
           else jobs.delete(w.id);
         }
         this.st.kindPrune.run(datasetId);

@@ -1,5 +1,5 @@
-import { kindOf, type Metadata, type ValueKind } from '../../domain/metadata';
-import { textTerms } from '../../query/text';
+import { kindOf, type Metadata, type ValueKind } from '../domain/metadata';
+import { textTerms } from '../query/text';
 
 export type Scope = 'pub' | 'priv' | 'gen';
 
@@ -11,6 +11,12 @@ export interface ValueRow {
   sval: string | null;
   nval: number | null;
 }
+
+/**
+ * Strings longer than this are searchable by `text:` but not by equality or sort, on every
+ * engine (Elasticsearch cannot index longer keyword terms).
+ */
+export const FILTERABLE_STRING_MAX = 8191;
 
 function scalarRow(
   field: string,
