@@ -1,3 +1,4 @@
+import { Client } from '@elastic/elasticsearch';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -6,6 +7,7 @@ import { EmbeddedAccountStore } from '../adapters/embedded/account-store';
 import { EmbeddedContentStore } from '../adapters/embedded/content-store';
 import { openDb } from '../adapters/embedded/db';
 import { EmbeddedSearchEngine } from '../adapters/embedded/search-engine';
+import { ElasticsearchStore } from '../adapters/elasticsearch/es-store';
 import { allowAll, publicOnly } from '../adapters/images/address-policy';
 import { HttpImageFetcher } from '../adapters/images/http-fetcher';
 import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
@@ -66,16 +68,24 @@ export async function buildContainer(
   const log = opts.log ?? pino({ level: config.LOG_LEVEL });
   const now = opts.now ?? Date.now;
   const clock = (): Date => new Date(now());
-  if (config.SEARCH_BACKEND !== 'embedded')
-    unavailableBackend('SEARCH_BACKEND', config.SEARCH_BACKEND, 'Elasticsearch engine');
   if (config.QUEUE !== 'inprocess') unavailableBackend('QUEUE', config.QUEUE, 'RabbitMQ queue');
   if (config.EMBEDDER !== 'descriptor')
     unavailableBackend('EMBEDDER', config.EMBEDDER, 'ONNX embedder');
 
   const db = openDb(path.join(config.dataDir, 'store.db'));
   const accounts = new EmbeddedAccountStore(db);
-  const content = new EmbeddedContentStore(db);
-  const engine = new EmbeddedSearchEngine(db);
+  let content: ContentStore;
+  let engine: SearchEngine;
+  let es: Client | undefined;
+  if (config.SEARCH_BACKEND === 'elasticsearch') {
+    es = new Client({ node: config.ELASTICSEARCH_URL, requestTimeout: 30_000, maxRetries: 2 });
+    const store = new ElasticsearchStore(es, config.ES_INDEX_PREFIX, now);
+    content = store;
+    engine = store;
+  } else {
+    content = new EmbeddedContentStore(db);
+    engine = new EmbeddedSearchEngine(db);
+  }
   const queue = new SqliteJobQueue(
     path.join(config.dataDir, 'queue.db'),
     log.child({ component: 'queue' }),
@@ -124,6 +134,7 @@ export async function buildContainer(
     async close() {
       await queue.close();
       await fetcher.close();
+      await es?.close();
       db.close();
     },
   };

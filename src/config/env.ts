@@ -19,6 +19,11 @@ const schema = z.object({
   OPERATOR_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SEARCH_BACKEND: z.enum(['embedded', 'elasticsearch']).default('embedded'),
   ELASTICSEARCH_URL: z.url().default('http://127.0.0.1:9200'),
+  /** Prefix of every index this service creates (several installations can share a cluster). */
+  ES_INDEX_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,40}$/, 'lowercase letters, digits, _ or -')
+    .default('vss-'),
   QUEUE: z.enum(['inprocess', 'rabbitmq']).default('inprocess'),
   AMQP_URL: z
     .string()

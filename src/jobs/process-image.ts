@@ -52,14 +52,14 @@ export async function requeuePending(
   queue: JobQueue,
   log: Logger,
 ): Promise<number> {
-  let after = 0;
+  let cursor: string | undefined;
   let total = 0;
   for (;;) {
-    const { jobs, next } = await store.pendingJobs(after, 1000);
+    const { jobs, next } = await store.pendingJobs(cursor, 1000);
     await queue.enqueue(jobs);
     total += jobs.length;
     if (next === undefined) break;
-    after = next;
+    cursor = next;
   }
   if (total) log.info({ jobs: total }, 'recovery sweep queued pending items');
   return total;

@@ -38,6 +38,9 @@ export interface ContentStore {
     limit: number,
   ): Promise<{ errors: ProcessingErrorRecord[]; total: number }>;
   /** Items waiting for processing, for re-enqueueing after a crash. */
-  pendingJobs(afterPk: number, limit: number): Promise<{ jobs: ProcessingJob[]; next?: number }>;
+  pendingJobs(
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<{ jobs: ProcessingJob[]; next?: string }>;
   ping(): Promise<void>;
 }

@@ -36,11 +36,25 @@ export function tempDir(prefix = 'vss-'): string {
 }
 
 /** The whole service in this process on a free port, with a fresh data directory. */
+/** Engine under test: `TEST_SEARCH_BACKEND=elasticsearch` runs the suites on Elasticsearch. */
+export const SEARCH_BACKEND = process.env.TEST_SEARCH_BACKEND ?? 'embedded';
+
+function backendEnv(): Record<string, string> {
+  if (SEARCH_BACKEND !== 'elasticsearch') return {};
+  return {
+    SEARCH_BACKEND,
+    ELASTICSEARCH_URL: process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200',
+    ES_INDEX_PREFIX: `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`,
+  };
+}
+
 export async function startTestApp(
   env: Record<string, string> = {},
   dataDir = tempDir(),
 ): Promise<TestApp> {
+  const be = backendEnv();
   const config = loadConfig({
+    ...be,
     PORT: '0',
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
@@ -75,7 +89,14 @@ export async function startTestApp(
       }
       return { status: r.status, headers: r.headers, body: parsed as never };
     },
-    stop: () => app.stop(),
+    async stop() {
+      await app.stop();
+      if (be.ES_INDEX_PREFIX) {
+        await fetch(`${be.ELASTICSEARCH_URL}/${be.ES_INDEX_PREFIX}*`, { method: 'DELETE' }).catch(
+          () => undefined,
+        );
+      }
+    },
   };
 }
 

@@ -364,16 +364,24 @@ export class EmbeddedContentStore implements ContentStore {
     });
   }
 
-  pendingJobs(afterPk: number, limit: number): Promise<{ jobs: ProcessingJob[]; next?: number }> {
+  pendingJobs(
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<{ jobs: ProcessingJob[]; next?: string }> {
     return guarded(() => {
       const rows = this.db
         .prepare(
           `SELECT pk, dataset_id, id, url FROM items WHERE state = 'pending' AND pk > ? ORDER BY pk LIMIT ?`,
         )
-        .all(afterPk, limit) as { pk: number; dataset_id: string; id: string; url: string }[];
+        .all(Number(cursor ?? 0), limit) as {
+        pk: number;
+        dataset_id: string;
+        id: string;
+        url: string;
+      }[];
       return {
         jobs: rows.map((r) => ({ datasetId: r.dataset_id, itemId: r.id, url: r.url, attempt: 1 })),
-        ...(rows.length === limit ? { next: rows[rows.length - 1].pk } : {}),
+        ...(rows.length === limit ? { next: String(rows[rows.length - 1].pk) } : {}),
       };
     });
   }

@@ -1,0 +1,84 @@
+import type { ItemState, StoredItem } from '../../domain/item';
+import type { Metadata } from '../../domain/metadata';
+import type { ProcessingFailure } from '../../domain/processing';
+import { itemTerms, valueRows, type Scope } from '../value-index';
+
+export interface Attr {
+  f: string;
+  scope: Scope;
+  t: 's' | 'n' | 'b';
+  arr: boolean;
+  s?: string;
+  n?: number;
+}
+
+export interface ItemDoc {
+  dataset: string;
+  id: string;
+  url: string;
+  state: ItemState;
+  created_at: number;
+  updated_at: number;
+  metadata: Metadata;
+  private_metadata: Metadata;
+  image?: { width: number; height: number; url: string } | null;
+  error?: (ProcessingFailure & { url: string; occurred_at: string }) | null;
+  has_error: boolean;
+  terms: string[];
+  attrs: Attr[];
+}
+
+const toAttrs = (md: Metadata, scope: Scope): Attr[] =>
+  valueRows(md, scope).map((r) => ({
+    f: r.field,
+    scope: r.scope,
+    t: r.vtype,
+    arr: r.isArray === 1,
+    ...(r.sval !== null ? { s: r.sval } : {}),
+    ...(r.nval !== null ? { n: r.nval } : {}),
+  }));
+
+export function toDoc(
+  datasetId: string,
+  item: StoredItem,
+  error: ItemDoc['error'] = null,
+): ItemDoc {
+  const gen = item.image
+    ? toAttrs(
+        {
+          image_width: item.image.width,
+          image_height: item.image.height,
+          image_url: item.image.url,
+        },
+        'gen',
+      )
+    : [];
+  return {
+    dataset: datasetId,
+    id: item.id,
+    url: item.url,
+    state: item.state,
+    created_at: item.createdAt,
+    updated_at: item.updatedAt,
+    metadata: item.metadata,
+    private_metadata: item.privateMetadata,
+    image: item.image ?? null,
+    error,
+    has_error: !!error,
+    terms: itemTerms(item.metadata),
+    attrs: [...toAttrs(item.metadata, 'pub'), ...toAttrs(item.privateMetadata, 'priv'), ...gen],
+  };
+}
+
+export function fromDoc(d: ItemDoc): StoredItem {
+  return {
+    id: d.id,
+    url: d.url,
+    metadata: d.metadata,
+    privateMetadata: d.private_metadata,
+    state: d.state,
+    createdAt: d.created_at,
+    updatedAt: d.updated_at,
+    ...(d.state === 'processed' && d.image ? { image: d.image } : {}),
+  };
+}

@@ -1,0 +1,163 @@
+import { isServiceTimeField } from '../../domain/limits';
+import { literalForms, type Condition } from '../../query/ast';
+import type { SearchRequest } from '../../ports/search-engine';
+
+/** Query DSL as plain JSON: built by pure functions, pinned by golden files. */
+export type Dsl = Record<string, unknown>;
+
+const TIME_FIELD = { service_created_at: 'created_at', service_updated_at: 'updated_at' } as const;
+
+const attrs = (field: string, ...filters: Dsl[]): Dsl => ({
+  nested: {
+    path: 'attrs',
+    query: { bool: { filter: [{ term: { 'attrs.f': field } }, ...filters] } },
+  },
+});
+
+/** Items holding any of `values` in `field`: strings exactly, numbers and booleans when the value reads as one. */
+function anyOf(field: string, values: string[]): Dsl {
+  const forms = values.map(literalForms);
+  const nums = forms.flatMap((f) => (f.num !== undefined ? [f.num] : []));
+  const bools = forms.flatMap((f) => (f.bool !== undefined ? [String(f.bool)] : []));
+  const should: Dsl[] = [
+    {
+      bool: {
+        filter: [{ term: { 'attrs.t': 's' } }, { terms: { 'attrs.s': forms.map((f) => f.str) } }],
+      },
+    },
+  ];
+  if (nums.length)
+    should.push({
+      bool: { filter: [{ term: { 'attrs.t': 'n' } }, { terms: { 'attrs.n': nums } }] },
+    });
+  if (bools.length)
+    should.push({
+      bool: { filter: [{ term: { 'attrs.t': 'b' } }, { terms: { 'attrs.s': bools } }] },
+    });
+  return attrs(field, { bool: { should, minimum_should_match: 1 } });
+}
+
+const bounds = (c: { gte?: number; lte?: number }): Dsl => ({
+  ...(c.gte !== undefined ? { gte: c.gte } : {}),
+  ...(c.lte !== undefined ? { lte: c.lte } : {}),
+});
+
+/** One condition as a filter clause; `exclude` is returned as { must_not }. */
+export function conditionDsl(c: Condition): { filter?: Dsl[]; must_not?: Dsl[] } {
+  switch (c.kind) {
+    case 'match':
+      return { filter: [anyOf(c.field, c.values)] };
+    case 'exclude':
+      return { must_not: [anyOf(c.field, c.values)] };
+    case 'range':
+      return {
+        filter: [attrs(c.field, { term: { 'attrs.t': 'n' } }, { range: { 'attrs.n': bounds(c) } })],
+      };
+    case 'timeRange':
+      return { filter: [{ range: { [TIME_FIELD[c.field]]: bounds(c) } }] };
+    case 'text':
+      return { filter: c.terms.map((t) => ({ term: { terms: t } })) };
+  }
+}
+
+/** Processed items satisfying every condition. Never query_string: input is never parsed by ES. */
+export function whereDsl(conditions: Condition[]): Dsl {
+  const filter: Dsl[] = [{ term: { state: 'processed' } }];
+  const mustNot: Dsl[] = [];
+  for (const c of conditions) {
+    const d = conditionDsl(c);
+    filter.push(...(d.filter ?? []));
+    mustNot.push(...(d.must_not ?? []));
+  }
+  return { bool: { filter, ...(mustNot.length ? { must_not: mustNot } : {}) } };
+}
+
+/** Numbers first, then strings, then items lacking the field (both orders); ties by id. */
+export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
+  if (isServiceTimeField(sort.field))
+    return [{ [TIME_FIELD[sort.field]]: { order: sort.order } }, { id: { order: 'asc' } }];
+  const scalar = (t: 'n' | 's'): Dsl => ({
+    path: 'attrs',
+    filter: {
+      bool: {
+        filter: [
+          { term: { 'attrs.f': sort.field } },
+          { term: { 'attrs.t': t } },
+          { term: { 'attrs.arr': false } },
+        ],
+      },
+    },
+  });
+  return [
+    { 'attrs.n': { order: sort.order, missing: '_last', nested: scalar('n') } },
+    { 'attrs.s': { order: sort.order, missing: '_last', nested: scalar('s') } },
+    { id: { order: 'asc' } },
+  ];
+}
+
+export function searchBody(req: SearchRequest): Dsl {
+  return {
+    query: whereDsl(req.conditions),
+    sort: sortDsl(req.sort),
+    from: req.offset,
+    size: req.limit,
+    track_total_hits: true,
+  };
+}
+
+const MAX_FACET_VALUES = 1000;
+
+/** content/fields counts: one nested aggregation per field, public and generated values only. */
+export function facetsBody(conditions: Condition[], fields: string[]): Dsl {
+  const aggs: Dsl = {};
+  fields.forEach((field, i) => {
+    aggs[`f${i}`] = {
+      nested: { path: 'attrs' },
+      aggs: {
+        sel: {
+          filter: {
+            bool: {
+              filter: [
+                { term: { 'attrs.f': field } },
+                { terms: { 'attrs.scope': ['pub', 'gen'] } },
+              ],
+            },
+          },
+          aggs: {
+            s: { terms: { field: 'attrs.s', size: MAX_FACET_VALUES } },
+            n: { terms: { field: 'attrs.n', size: MAX_FACET_VALUES } },
+          },
+        },
+      },
+    };
+  });
+  return { size: 0, query: whereDsl(conditions), aggs };
+}
+
+/** Field → value kinds (public and private metadata), for q resolution and sort checks. */
+export function catalogueBody(scopes: string[]): Dsl {
+  return {
+    size: 0,
+    aggs: {
+      a: {
+        nested: { path: 'attrs' },
+        aggs: {
+          sel: {
+            filter: { terms: { 'attrs.scope': scopes } },
+            aggs: {
+              fields: {
+                terms: { field: 'attrs.f', size: 65_536 },
+                aggs: {
+                  t: {
+                    terms: { field: 'attrs.t' },
+                    aggs: { arr: { terms: { field: 'attrs.arr' } } },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+}
