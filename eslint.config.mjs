@@ -25,7 +25,7 @@ export default tseslint.config(
       'data/**',
       '.cache/**',
       'coverage/**',
-      '*.js',
+      '**/*.js',
       'src/generated/**',
       'test/generated/**',
     ],

@@ -17,7 +17,7 @@ import type { Facets, SearchEngine, SearchRequest } from '../../ports/search-eng
 import type { Condition } from '../../query/ast';
 import type { FieldCatalogue } from '../../query/resolve';
 import { fromDoc, toDoc, type ItemDoc } from './document';
-import { catalogueBody, facetsBody, searchBody, type Dsl } from './dsl';
+import { catalogueBody, facetsBody, searchBody } from './dsl';
 import { ITEM_MAPPING, ITEM_SETTINGS } from './mapping';
 
 /** Optimistic-concurrency retries before a write gives up with 503. */

@@ -1,0 +1,55 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { facetsBody, searchBody } from '../../src/adapters/elasticsearch/dsl';
+import { parseQ } from '../../src/query/parse';
+import { resolveFilters } from '../../src/query/resolve';
+import type { ValueKind } from '../../src/domain/metadata';
+
+/**
+ * Golden files pin the query DSL the engine sends for representative requests. After an
+ * intended change, regenerate with `UPDATE_GOLDEN=1 npx jest dsl-golden` and review the diff.
+ */
+const DIR = path.join(__dirname, '../fixtures/es-dsl');
+const catalogue = new Map<string, Set<ValueKind>>([['sizes', new Set<ValueKind>(['string[]'])]]);
+const conditions = (q: string) =>
+  resolveFilters(parseQ(q), { enabled: { sizes: ['*'] }, catalogue, settingsPath: '/x' });
+
+const cases: Record<string, () => unknown> = {
+  'default-sort': () =>
+    searchBody({
+      conditions: [],
+      sort: { field: 'service_updated_at', order: 'desc' },
+      offset: 0,
+      limit: 10,
+    }),
+  'filters-and-metadata-sort': () =>
+    searchBody({
+      conditions: conditions(
+        'category:boots|10|true,colour:!red,price:10:,sizes:s,sizes:m,text:red%20dress,service_created_at:1700000000000:',
+      ),
+      sort: { field: 'price', order: 'asc' },
+      offset: 20,
+      limit: 10,
+    }),
+  facets: () => facetsBody(conditions('instock:true'), ['category', 'price']),
+};
+
+describe('Elasticsearch DSL golden files', () => {
+  it.each(Object.keys(cases))('%s', (name) => {
+    const file = path.join(DIR, `${name}.json`);
+    const actual = `${JSON.stringify(cases[name](), null, 2)}\n`;
+    // A missing golden file is written locally, but is a failure in CI.
+    if (process.env.UPDATE_GOLDEN || (!fs.existsSync(file) && !process.env.CI)) {
+      fs.mkdirSync(DIR, { recursive: true });
+      fs.writeFileSync(file, actual);
+    }
+    expect(actual).toBe(fs.readFileSync(file, 'utf8'));
+  });
+
+  it('never emits query_string or script clauses', () => {
+    for (const name of Object.keys(cases)) {
+      const text = JSON.stringify(cases[name]());
+      expect(text).not.toMatch(/query_string|simple_query_string|"script"/);
+    }
+  });
+});
