@@ -6,20 +6,36 @@ const base = {
 };
 
 /**
- * Two runs of the same suites: on the embedded defaults, and on a real Elasticsearch (started by
- * scripts/services.sh when it is not already reachable). `--selectProjects embedded` skips it.
+ * `embedded`: everything that needs no outside service, on the embedded defaults.
+ * `production`: the REST end-to-end suites again on Elasticsearch + RabbitMQ, the adapter
+ * contract suites (each runs the same cases on the embedded adapter and the real one) and the
+ * fault tests. Its globalSetup starts the local services via scripts/services.sh when they are
+ * not already reachable. `--selectProjects embedded` skips it.
  */
 module.exports = {
   testTimeout: 60000,
   projects: [
-    { ...base, displayName: 'embedded', roots: ['<rootDir>/test'], testMatch: ['**/*.test.ts'] },
     {
       ...base,
-      displayName: 'elasticsearch',
+      displayName: 'embedded',
       roots: ['<rootDir>/test'],
-      testMatch: ['**/e2e/accounts.test.ts', '**/e2e/content.test.ts', '**/e2e/search.test.ts'],
+      testMatch: ['**/*.test.ts'],
+      testPathIgnorePatterns: ['/test/contract/', '/test/faults/'],
+    },
+    {
+      ...base,
+      displayName: 'production',
+      roots: ['<rootDir>/test'],
+      testMatch: [
+        '**/e2e/accounts.test.ts',
+        '**/e2e/content.test.ts',
+        '**/e2e/search.test.ts',
+        '**/contract/*.test.ts',
+        '**/faults/*.test.ts',
+      ],
       globalSetup: '<rootDir>/test/setup/services.js',
-      setupFiles: ['<rootDir>/test/setup/elasticsearch-env.js'],
+      globalTeardown: '<rootDir>/test/setup/cleanup.js',
+      setupFiles: ['<rootDir>/test/setup/production-env.js'],
     },
   ],
 };

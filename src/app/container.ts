@@ -11,6 +11,7 @@ import { ElasticsearchStore } from '../adapters/elasticsearch/es-store';
 import { allowAll, publicOnly } from '../adapters/images/address-policy';
 import { HttpImageFetcher } from '../adapters/images/http-fetcher';
 import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
+import { AmqpJobQueue } from '../adapters/queue/rabbitmq/amqp-queue';
 import { SqliteJobQueue } from '../adapters/queue/in-process/sqlite-queue';
 import type { Config } from '../config/env';
 import { ProcessImageHandler } from '../jobs/process-image';
@@ -61,6 +62,36 @@ function unavailableBackend(name: string, value: string, issue: string): never {
   );
 }
 
+async function openQueue(config: Config, log: Logger, now: () => number): Promise<JobQueue> {
+  if (config.QUEUE === 'inprocess')
+    return new SqliteJobQueue(
+      path.join(config.dataDir, 'queue.db'),
+      log,
+      now,
+      config.RETRY_BASE_MS,
+    );
+  const queue = new AmqpJobQueue(
+    config.AMQP_URL,
+    config.AMQP_QUEUE_PREFIX,
+    log,
+    config.RETRY_BASE_MS,
+  );
+  try {
+    await queue.start();
+  } catch (e) {
+    throw new Error(
+      `cannot reach RabbitMQ at AMQP_URL (${redact(config.AMQP_URL)}): ${(e as Error).message}`,
+      { cause: e },
+    );
+  }
+  return queue;
+}
+
+/** Keeps credentials out of start-up errors and logs. */
+function redact(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
 export async function buildContainer(
   config: Config,
   opts: { log?: Logger; now?: () => number } = {},
@@ -68,7 +99,6 @@ export async function buildContainer(
   const log = opts.log ?? pino({ level: config.LOG_LEVEL });
   const now = opts.now ?? Date.now;
   const clock = (): Date => new Date(now());
-  if (config.QUEUE !== 'inprocess') unavailableBackend('QUEUE', config.QUEUE, 'RabbitMQ queue');
   if (config.EMBEDDER !== 'descriptor')
     unavailableBackend('EMBEDDER', config.EMBEDDER, 'ONNX embedder');
 
@@ -86,11 +116,7 @@ export async function buildContainer(
     content = new EmbeddedContentStore(db);
     engine = new EmbeddedSearchEngine(db);
   }
-  const queue = new SqliteJobQueue(
-    path.join(config.dataDir, 'queue.db'),
-    log.child({ component: 'queue' }),
-    now,
-  );
+  const queue = await openQueue(config, log.child({ component: 'queue' }), now);
   const fetcher = new HttpImageFetcher(config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : publicOnly);
 
   const auth = new AuthService(accounts, config.OPERATOR_TOKEN);

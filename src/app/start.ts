@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildRestServer } from '../api/rest/server';
 import type { Config } from '../config/env';
-import { requeuePending } from '../jobs/process-image';
+import { startRecovery } from '../jobs/recovery';
 import { buildContainer, type Container } from './container';
 
 export interface RunningApp {
@@ -21,9 +21,11 @@ export async function startApp(
   const container = await buildContainer(config, opts);
   let server: FastifyInstance | undefined;
   let url: string | undefined;
+  let recovery: ReturnType<typeof startRecovery> | undefined;
   if (config.APP_ROLES.has('worker')) {
     await container.queue.consume(container.processImage.handle, config.WORKER_CONCURRENCY);
-    await requeuePending(container.content, container.queue, container.log);
+    recovery = startRecovery(container.content, container.queue, container.log);
+    await recovery.sweep();
   }
   if (config.APP_ROLES.has('api')) {
     server = await buildRestServer(container);
@@ -39,6 +41,7 @@ export async function startApp(
     async stop() {
       if (stopped) return;
       stopped = true;
+      recovery?.stop();
       await server?.close();
       await container.queue.stop();
       await container.close();

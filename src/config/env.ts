@@ -29,6 +29,11 @@ const schema = z.object({
     .string()
     .regex(/^amqps?:\/\//, 'expected an amqp:// URL')
     .default('amqp://guest:guest@127.0.0.1:5672'),
+  /** Prefix of the RabbitMQ queues (several installations can share a vhost). */
+  AMQP_QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,60}$/, 'letters, digits, _, - or .')
+    .default('vss.'),
   APP_ROLES: z
     .string()
     .default('api,worker')

@@ -29,5 +29,10 @@ export interface JobQueue {
   stop(): Promise<void>;
   stats(): Promise<QueueStats>;
   ping(): Promise<void>;
+  /**
+   * Set by the worker: called after the queue re-established its connection, when messages
+   * published during the outage may be missing.
+   */
+  onReconnect?: () => void;
   close(): Promise<void>;
 }

@@ -35,18 +35,33 @@ export function tempDir(prefix = 'vss-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-/** The whole service in this process on a free port, with a fresh data directory. */
-/** Engine under test: `TEST_SEARCH_BACKEND=elasticsearch` runs the suites on Elasticsearch. */
+/**
+ * Engines under test: `TEST_SEARCH_BACKEND=elasticsearch` and `TEST_QUEUE=rabbitmq` (set by the
+ * production jest project) run the suites on the real services, each app on its own indices
+ * and queues.
+ */
 export const SEARCH_BACKEND = process.env.TEST_SEARCH_BACKEND ?? 'embedded';
+export const QUEUE = process.env.TEST_QUEUE ?? 'inprocess';
 
-function backendEnv(): Record<string, string> {
-  if (SEARCH_BACKEND !== 'elasticsearch') return {};
-  return {
-    SEARCH_BACKEND,
-    ELASTICSEARCH_URL: process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200',
-    ES_INDEX_PREFIX: `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`,
-  };
+export function backendEnv(): Record<string, string> {
+  const tag = `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  const env: Record<string, string> = {};
+  if (SEARCH_BACKEND === 'elasticsearch')
+    Object.assign(env, {
+      SEARCH_BACKEND,
+      ELASTICSEARCH_URL: process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200',
+      ES_INDEX_PREFIX: `${tag}-`,
+    });
+  if (QUEUE === 'rabbitmq')
+    Object.assign(env, {
+      QUEUE,
+      AMQP_URL: process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672',
+      AMQP_QUEUE_PREFIX: `test.${tag}.`,
+    });
+  return env;
 }
+
+/** The whole service in this process on a free port, with a fresh data directory. */
 
 export async function startTestApp(
   env: Record<string, string> = {},

@@ -35,6 +35,8 @@ export class SqliteJobQueue implements JobQueue {
     file: string,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
+    /** First delay after an unexpected handler error; later ones double. */
+    private readonly unexpectedRetryBaseMs = 1000,
   ) {
     this.db = openDb(file);
     this.db.exec(`
@@ -125,7 +127,7 @@ export class SqliteJobQueue implements JobQueue {
         })();
         return;
       }
-      const delay = retry ? e.delayMs : 1000 * 2 ** row.attempt;
+      const delay = retry ? e.delayMs : this.unexpectedRetryBaseMs * 2 ** row.attempt;
       if (!retry) this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
       this.db
         .prepare(`UPDATE jobs SET state = 'ready', attempt = attempt + 1, run_at = ? WHERE id = ?`)

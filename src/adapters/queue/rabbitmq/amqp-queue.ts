@@ -1,0 +1,309 @@
+import amqp, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import type { ConsumeMessage } from 'amqplib';
+import { once } from 'node:events';
+import type { Logger } from 'pino';
+import { AppError } from '../../../domain/errors';
+import type { ProcessingJob } from '../../../domain/item';
+import {
+  RetryLater,
+  type JobHandler,
+  type JobQueue,
+  type QueueStats,
+} from '../../../ports/job-queue';
+import { declareRetryQueue, declareTopology, queueNames, type QueueNames } from './topology';
+
+/** Unexpected handler errors (bugs, outages) are retried this often before a job is parked. */
+const MAX_UNEXPECTED_ATTEMPTS = 5;
+/** How long `enqueue` waits for a broker connection before giving up with 503. */
+const CONNECT_WAIT_MS = 5000;
+const RECONNECT_MAX_MS = 10_000;
+
+interface Session {
+  conn: ChannelModel;
+  pub: ConfirmChannel;
+  consumer?: Channel;
+  consumerStarting?: Promise<void>;
+  retryQueues: Set<string>;
+}
+
+const sleep = (ms: number): Promise<void> =>
+  new Promise((r) => {
+    setTimeout(r, ms).unref();
+  });
+
+/**
+ * RabbitMQ job queue. `enqueue` resolves only after the broker confirmed every message
+ * (persistent, on a quorum queue), so a 202 never rests on a message the broker might drop.
+ * Consumers ack manually after the handler finished; a worker that dies leaves its messages
+ * unacked and the broker hands them to another worker. The connection is re-established after
+ * a broker restart, and exactly one consumer is re-registered on the new connection.
+ */
+export class AmqpJobQueue implements JobQueue {
+  private readonly names: QueueNames;
+  private session?: Session;
+  private connecting?: Promise<Session>;
+  private closing = false;
+  private consumeWith?: { handler: JobHandler; concurrency: number };
+  private consumerTag?: string;
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Called after every (re)connection, e.g. to re-queue items a broker outage left behind. */
+  onReconnect?: () => void;
+
+  constructor(
+    private readonly url: string,
+    prefix: string,
+    private readonly log: Logger,
+    /** First delay after an unexpected handler error; later ones double. */
+    private readonly unexpectedRetryBaseMs = 1000,
+  ) {
+    this.names = queueNames(prefix);
+  }
+
+  /** Connects once, failing fast: start-up should say plainly that the broker is unreachable. */
+  async start(): Promise<void> {
+    await this.connect();
+  }
+
+  private connect(): Promise<Session> {
+    if (this.session) return Promise.resolve(this.session);
+    this.connecting ??= this.open().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  private async open(): Promise<Session> {
+    const conn = await amqp.connect(this.url, { timeout: CONNECT_WAIT_MS });
+    try {
+      const pub = await conn.createConfirmChannel();
+      await declareTopology(pub, this.names);
+      const session: Session = { conn, pub, retryQueues: new Set() };
+      conn.on('error', (err: Error) => this.log.warn({ err }, 'broker connection error'));
+      conn.on('close', () => this.lost(session));
+      // A channel error (e.g. a failed declaration) closes just that channel; start afresh.
+      pub.on('error', (err: Error) => this.log.warn({ err }, 'publish channel error'));
+      pub.on('close', () => {
+        if (this.session === session) void conn.close().catch(() => undefined);
+      });
+      this.session = session;
+      if (this.consumeWith) await this.startConsumer(session);
+      this.log.info({ queue: this.names.jobs }, 'connected to broker');
+      return session;
+    } catch (e) {
+      await conn.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private lost(session: Session): void {
+    if (this.session !== session) return;
+    this.session = undefined;
+    this.consumerTag = undefined;
+    if (this.closing) return;
+    this.log.warn('broker connection lost; reconnecting');
+    void this.reconnectLoop();
+  }
+
+  private async reconnectLoop(): Promise<void> {
+    for (let attempt = 0; !this.closing && !this.session; attempt++) {
+      await sleep(Math.min(RECONNECT_MAX_MS, 250 * 2 ** attempt));
+      if (this.closing || this.session) return;
+      try {
+        await this.connect();
+        this.onReconnect?.();
+        return;
+      } catch (err) {
+        this.log.warn({ err, attempt }, 'broker still unreachable');
+      }
+    }
+  }
+
+  /** Waits briefly for a connection so a blip during a broker restart does not fail writes. */
+  private async ready(): Promise<Session> {
+    if (this.session) return this.session;
+    if (this.closing) throw new AppError('unavailable', 'the job queue is shutting down');
+    const deadline = Date.now() + CONNECT_WAIT_MS;
+    while (Date.now() < deadline) {
+      try {
+        return await this.connect();
+      } catch {
+        await sleep(200);
+      }
+    }
+    throw new AppError('unavailable', 'the job queue (RabbitMQ) is unreachable', undefined, 5);
+  }
+
+  async enqueue(jobs: ProcessingJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    const { pub } = await this.ready();
+    await this.publish(pub, this.names.jobs, jobs);
+  }
+
+  private async publish(pub: ConfirmChannel, queue: string, jobs: ProcessingJob[]): Promise<void> {
+    for (const job of jobs) {
+      const ok = pub.sendToQueue(queue, Buffer.from(JSON.stringify(job)), {
+        persistent: true,
+        contentType: 'application/json',
+      });
+      if (!ok) await Promise.race([once(pub, 'drain'), once(pub, 'close')]);
+    }
+    await pub.waitForConfirms();
+  }
+
+  async consume(handler: JobHandler, concurrency: number): Promise<void> {
+    this.consumeWith = { handler, concurrency };
+    await this.startConsumer(await this.ready());
+  }
+
+  /** Idempotent per session, so a reconnect and a restart can never add a second consumer. */
+  private startConsumer(session: Session): Promise<void> {
+    if (session.consumer) return Promise.resolve();
+    session.consumerStarting ??= this.openConsumer(session).finally(() => {
+      session.consumerStarting = undefined;
+    });
+    return session.consumerStarting;
+  }
+
+  private async openConsumer(session: Session): Promise<void> {
+    const { handler, concurrency } = this.consumeWith!;
+    const ch = await session.conn.createChannel();
+    ch.on('error', (err: Error) => this.log.warn({ err }, 'consumer channel error'));
+    // A channel can close alone (a protocol error); keep exactly one consumer on this session.
+    ch.on('close', () => {
+      if (session.consumer !== ch) return;
+      session.consumer = undefined;
+      this.consumerTag = undefined;
+      if (this.session === session && this.consumeWith && !this.closing)
+        void sleep(500).then(() => {
+          if (this.session === session && this.consumeWith && !session.consumer)
+            return this.startConsumer(session).catch((err: unknown) =>
+              this.log.warn({ err }, 'could not restart the consumer'),
+            );
+        });
+    });
+    await ch.prefetch(concurrency);
+    session.consumer = ch;
+    const { consumerTag } = await ch.consume(
+      this.names.jobs,
+      (msg) => {
+        if (!msg) return; // cancelled by the broker (queue deleted); the reconnect re-consumes
+        const p = this.handle(session, ch, msg, handler).finally(() => this.inFlight.delete(p));
+        this.inFlight.add(p);
+      },
+      { noAck: false },
+    );
+    this.consumerTag = consumerTag;
+  }
+
+  private async handle(
+    session: Session,
+    ch: Channel,
+    msg: ConsumeMessage,
+    handler: JobHandler,
+  ): Promise<void> {
+    let job: ProcessingJob;
+    try {
+      job = parseJob(msg.content);
+    } catch (err) {
+      this.log.error({ err }, 'unreadable job message; dead-lettered');
+      this.settle(ch, msg, false);
+      return;
+    }
+    try {
+      await handler(job);
+      this.settle(ch, msg, true);
+    } catch (e) {
+      const retry = e instanceof RetryLater;
+      if (!retry && job.attempt >= MAX_UNEXPECTED_ATTEMPTS) {
+        this.log.error({ err: e, job }, 'job failed repeatedly; dead-lettered');
+        this.settle(ch, msg, false);
+        return;
+      }
+      if (!retry) this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
+      const delay = retry ? e.delayMs : this.unexpectedRetryBaseMs * 2 ** job.attempt;
+      try {
+        const queue = await this.retryQueue(session, delay);
+        await this.publish(session.pub, queue, [{ ...job, attempt: job.attempt + 1 }]);
+        this.settle(ch, msg, true);
+      } catch (err) {
+        // Without a confirmed retry the original stays unacked and is redelivered instead.
+        this.log.warn({ err, job }, 'could not schedule a retry; the broker will redeliver');
+      }
+    }
+  }
+
+  private async retryQueue(session: Session, delayMs: number): Promise<string> {
+    const name = this.names.retry(delayMs);
+    if (!session.retryQueues.has(name)) {
+      await declareRetryQueue(session.pub, this.names, delayMs);
+      session.retryQueues.add(name);
+    }
+    return name;
+  }
+
+  /** Ack, or reject to the dead queue. A closed channel means the broker redelivers anyway. */
+  private settle(ch: Channel, msg: ConsumeMessage, ok: boolean): void {
+    try {
+      if (ok) ch.ack(msg);
+      else ch.nack(msg, false, false);
+    } catch (err) {
+      this.log.debug({ err }, 'could not settle a message on a closed channel');
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.consumeWith = undefined;
+    const ch = this.session?.consumer;
+    if (ch && this.consumerTag) {
+      await ch.cancel(this.consumerTag).catch(() => undefined);
+      this.consumerTag = undefined;
+    }
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  async stats(): Promise<QueueStats> {
+    const { conn } = await this.ready();
+    // A passive check of a missing queue closes its channel, so each check gets its own.
+    const ch = await conn.createChannel();
+    ch.on('error', () => undefined);
+    try {
+      const jobs = await ch.checkQueue(this.names.jobs);
+      const dead = await ch.checkQueue(this.names.dead);
+      let delayed = 0;
+      for (const name of this.session?.retryQueues ?? [])
+        delayed += (await ch.checkQueue(name)).messageCount;
+      return {
+        ready: jobs.messageCount,
+        delayed,
+        running: this.inFlight.size,
+        dead: dead.messageCount,
+      };
+    } finally {
+      await ch.close().catch(() => undefined);
+    }
+  }
+
+  async ping(): Promise<void> {
+    if (!this.session) throw new AppError('unavailable', 'not connected to RabbitMQ');
+  }
+
+  async close(): Promise<void> {
+    await this.stop();
+    this.closing = true;
+    const s = this.session;
+    this.session = undefined;
+    if (s) await s.conn.close().catch(() => undefined);
+  }
+}
+
+function parseJob(body: Buffer): ProcessingJob {
+  const j = JSON.parse(body.toString('utf8')) as Partial<ProcessingJob>;
+  if (
+    typeof j.datasetId !== 'string' ||
+    typeof j.itemId !== 'string' ||
+    typeof j.url !== 'string' ||
+    typeof j.attempt !== 'number'
+  )
+    throw new Error('job message lacks datasetId, itemId, url or attempt');
+  return j as ProcessingJob;
+}

@@ -1,0 +1,50 @@
+import type { Logger } from 'pino';
+import type { ContentStore } from '../ports/content-store';
+import type { JobQueue } from '../ports/job-queue';
+import { requeuePending } from './process-image';
+
+/** How often an idle worker checks for pending items that have no job. */
+export const IDLE_SWEEP_MS = 5 * 60_000;
+
+/**
+ * Items can be pending without a job: the API crashed between its store write and the
+ * enqueue, or the broker was unreachable when it enqueued. The worker re-queues pending items
+ * at start, after every broker reconnection, and whenever its queue has been idle for a while
+ * (so a backlog is never duplicated wholesale). Jobs are idempotent, so overlap is harmless.
+ */
+export function startRecovery(
+  store: ContentStore,
+  queue: JobQueue,
+  log: Logger,
+  intervalMs = IDLE_SWEEP_MS,
+): { stop(): void; sweep(): Promise<number> } {
+  let running: Promise<number> | undefined;
+  const sweep = (): Promise<number> => {
+    running ??= requeuePending(store, queue, log)
+      .catch((err: unknown) => {
+        log.warn({ err }, 'recovery sweep failed; will try again');
+        return 0;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+  queue.onReconnect = () => void sweep();
+  const timer = setInterval(() => {
+    queue.stats().then(
+      (s) => {
+        if (s.ready + s.delayed + s.running === 0) void sweep();
+      },
+      () => undefined,
+    );
+  }, intervalMs);
+  timer.unref();
+  return {
+    sweep,
+    stop() {
+      clearInterval(timer);
+      queue.onReconnect = undefined;
+    },
+  };
+}

@@ -1,0 +1,165 @@
+/**
+ * One set of cases for every JobQueue adapter: the durable in-process queue (SQLite) and
+ * RabbitMQ on the real local broker (started by scripts/services.sh).
+ */
+import path from 'node:path';
+import pino from 'pino';
+import { AmqpJobQueue } from '../../src/adapters/queue/rabbitmq/amqp-queue';
+import { SqliteJobQueue } from '../../src/adapters/queue/in-process/sqlite-queue';
+import type { ProcessingJob } from '../../src/domain/item';
+import { RetryLater, type JobQueue } from '../../src/ports/job-queue';
+import { tempDir } from '../helpers/app';
+
+const log = pino({ level: 'silent' });
+const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+
+interface Adapter {
+  /** Opens a queue; calls with the same `place` reach the same stored jobs. */
+  open(place: string): Promise<JobQueue>;
+  newPlace(): string;
+}
+
+const adapters: Array<[string, Adapter]> = [
+  [
+    'in-process (SQLite)',
+    {
+      newPlace: () => path.join(tempDir('vss-queue-'), 'queue.db'),
+      open: async (file) => new SqliteJobQueue(file, log, Date.now, 20),
+    },
+  ],
+  [
+    'RabbitMQ',
+    {
+      newPlace: () => `test.${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}.`,
+      open: async (prefix) => {
+        const q = new AmqpJobQueue(AMQP_URL, prefix, log, 20);
+        await q.start();
+        return q;
+      },
+    },
+  ],
+];
+
+const job = (i: number, over: Partial<ProcessingJob> = {}): ProcessingJob => ({
+  datasetId: 'ds1',
+  itemId: `item-${i}`,
+  url: `http://img.test/${i}.png`,
+  attempt: 1,
+  ...over,
+});
+
+async function until(cond: () => boolean, ms = 15000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
+  const open: JobQueue[] = [];
+  const openQueue = async (place: string): Promise<JobQueue> => {
+    const q = await adapter.open(place);
+    open.push(q);
+    return q;
+  };
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((q) => q.close()));
+  });
+
+  test('delivers every enqueued job to the handler with its payload intact', async () => {
+    const q = await openQueue(adapter.newPlace());
+    const jobs = Array.from({ length: 25 }, (_, i) => job(i));
+    await q.enqueue(jobs);
+    const seen: ProcessingJob[] = [];
+    await q.consume(async (j) => {
+      seen.push(j);
+    }, 4);
+    await until(() => seen.length >= 25);
+    expect(seen.map((j) => j.itemId).sort()).toEqual(jobs.map((j) => j.itemId).sort());
+    expect(seen.find((j) => j.itemId === 'item-7')).toEqual(job(7));
+    const stats = await q.stats();
+    expect(stats).toMatchObject({ ready: 0, running: 0, dead: 0 });
+  });
+
+  test('jobs enqueued before a restart are delivered after it', async () => {
+    const place = adapter.newPlace();
+    const first = await openQueue(place);
+    await first.enqueue([job(1), job(2), job(3)]);
+    await first.close();
+    const second = await openQueue(place);
+    const seen: string[] = [];
+    await second.consume(async (j) => {
+      seen.push(j.itemId);
+    }, 2);
+    await until(() => seen.length >= 3);
+    expect(seen.sort()).toEqual(['item-1', 'item-2', 'item-3']);
+  });
+
+  test('never runs more than `concurrency` jobs at once', async () => {
+    const q = await openQueue(adapter.newPlace());
+    await q.enqueue(Array.from({ length: 12 }, (_, i) => job(i)));
+    let now = 0;
+    let peak = 0;
+    let done = 0;
+    await q.consume(async () => {
+      now++;
+      peak = Math.max(peak, now);
+      await new Promise((r) => setTimeout(r, 30));
+      now--;
+      done++;
+    }, 3);
+    await until(() => done === 12);
+    expect(peak).toBe(3);
+  });
+
+  test('RetryLater redelivers after the delay with the attempt counted', async () => {
+    const q = await openQueue(adapter.newPlace());
+    await q.enqueue([job(1)]);
+    const attempts: Array<{ attempt: number; at: number }> = [];
+    await q.consume(async (j) => {
+      attempts.push({ attempt: j.attempt, at: Date.now() });
+      if (j.attempt < 3) throw new RetryLater(300, 'try later');
+    }, 1);
+    await until(() => attempts.length === 3);
+    expect(attempts.map((a) => a.attempt)).toEqual([1, 2, 3]);
+    expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(250);
+    expect(attempts[2]!.at - attempts[1]!.at).toBeGreaterThanOrEqual(250);
+  });
+
+  test('a job that keeps failing unexpectedly is parked as dead, not retried forever', async () => {
+    const q = await openQueue(adapter.newPlace());
+    await q.enqueue([job(1)]);
+    let calls = 0;
+    await q.consume(async () => {
+      calls++;
+      throw new Error('bug');
+    }, 1);
+    await until(() => calls === 5, 20000);
+    let stats = await q.stats();
+    for (let i = 0; i < 50 && stats.dead === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      stats = await q.stats();
+    }
+    expect(stats.dead).toBe(1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(calls).toBe(5);
+  });
+
+  test('stop() waits for jobs in flight and then takes no more', async () => {
+    const q = await openQueue(adapter.newPlace());
+    await q.enqueue([job(1), job(2), job(3), job(4)]);
+    const finished: string[] = [];
+    let started = 0;
+    await q.consume(async (j) => {
+      started++;
+      await new Promise((r) => setTimeout(r, 300));
+      finished.push(j.itemId);
+    }, 2);
+    await until(() => started === 2);
+    await q.stop();
+    expect(finished).toHaveLength(2);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(started).toBe(2);
+  });
+});
