@@ -1,0 +1,229 @@
+/**
+ * One set of cases for every ContentStore + SearchEngine adapter: the embedded SQLite engine and
+ * Elasticsearch on the real local server (started by scripts/services.sh).
+ */
+import { Client } from '@elastic/elasticsearch';
+import path from 'node:path';
+import { EmbeddedContentStore } from '../../src/adapters/embedded/content-store';
+import { openDb } from '../../src/adapters/embedded/db';
+import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
+import { ElasticsearchStore } from '../../src/adapters/elasticsearch/es-store';
+import type { ContentWrite } from '../../src/domain/content';
+import type { ProcessingJob } from '../../src/domain/item';
+import type { Condition } from '../../src/query/ast';
+import type { ContentStore } from '../../src/ports/content-store';
+import type { SearchEngine } from '../../src/ports/search-engine';
+import { tempDir } from '../helpers/app';
+
+const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
+
+interface Engines {
+  store: ContentStore;
+  engine: SearchEngine;
+  close(): Promise<void>;
+}
+
+const adapters: Array<[string, () => Engines]> = [
+  [
+    'embedded (SQLite)',
+    () => {
+      const db = openDb(path.join(tempDir('vss-store-'), 'store.db'));
+      return {
+        store: new EmbeddedContentStore(db),
+        engine: new EmbeddedSearchEngine(db),
+        close: async () => db.close(),
+      };
+    },
+  ],
+  [
+    'Elasticsearch',
+    () => {
+      const client = new Client({ node: ES_URL });
+      const prefix = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
+      const es = new ElasticsearchStore(client, prefix, Date.now);
+      return {
+        store: es,
+        engine: es,
+        close: async () => {
+          await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
+          await client.close();
+        },
+      };
+    },
+  ],
+];
+
+const T0 = Date.UTC(2026, 0, 1);
+const features = { width: 40, height: 30, format: 'png' as const };
+const url = (id: string, v = 1): string => `https://img.test/${id}-v${v}.png`;
+
+describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make) => {
+  let e: Engines;
+  let ds: string;
+  beforeEach(() => {
+    e = make();
+    ds = `ds${Math.random().toString(36).slice(2, 10)}`;
+  });
+  afterEach(() => e.close());
+
+  const write = (writes: ContentWrite[], mode: 'post' | 'put' = 'post'): Promise<ProcessingJob[]> =>
+    e.store.applyWrites(ds, writes, mode, T0);
+
+  async function processAll(jobs: ProcessingJob[]): Promise<void> {
+    for (const j of jobs) expect(await e.store.markProcessed(j, features, T0 + 1)).toBe(true);
+  }
+
+  const search = (conditions: Condition[], field = 'id', order: 'asc' | 'desc' = 'asc') =>
+    e.engine.search(ds, { conditions, sort: { field, order }, offset: 0, limit: 50 });
+
+  test('an accepted item is listed at once as unprocessed and needs one job', async () => {
+    const jobs = await write([{ id: 'a', url: url('a'), metadata: { color: 'red' } }]);
+    expect(jobs).toEqual([{ datasetId: ds, itemId: 'a', url: url('a'), attempt: 1 }]);
+    expect(await e.store.list(ds, 0, 10)).toEqual([{ id: 'a', url: url('a'), processed: false }]);
+    expect(await e.store.counts(ds)).toEqual({ items: 1, processed: 0, pending: 1, errors: 0 });
+    expect((await search([])).total).toBe(0); // search sees processed items only
+    await processAll(jobs);
+    const { items, total } = await search([]);
+    expect(total).toBe(1);
+    expect(items[0]).toMatchObject({ id: 'a', state: 'processed', image: { width: 40 } });
+  });
+
+  test('a job for an old url never overwrites the result for the new one', async () => {
+    const [old] = await write([{ id: 'a', url: url('a', 1) }]);
+    const [fresh] = await write([{ id: 'a', url: url('a', 2) }], 'put');
+    expect(fresh!.url).toBe(url('a', 2));
+    expect(await e.store.markProcessed(old!, { ...features, width: 999 }, T0)).toBe(false);
+    expect(await e.store.markFailed(old!, { code: 'timeout', message: 'x', attempts: 4 }, T0)).toBe(
+      false,
+    );
+    const [item] = await e.store.getItems(ds, ['a']);
+    expect(item).toMatchObject({ url: url('a', 2), state: 'pending' });
+    expect(await e.store.markProcessed(fresh!, features, T0)).toBe(true);
+    expect((await e.store.getItems(ds, ['a']))[0]!.image).toEqual({
+      width: 40,
+      height: 30,
+      url: url('a', 2),
+    });
+  });
+
+  test('processing succeeds once: a redelivered job reports no change', async () => {
+    const jobs = await write([{ id: 'a', url: url('a') }]);
+    expect(await e.store.markProcessed(jobs[0]!, features, T0)).toBe(true);
+    expect(await e.store.markProcessed(jobs[0]!, features, T0)).toBe(false);
+    expect(await e.store.counts(ds)).toMatchObject({ processed: 1, pending: 0 });
+  });
+
+  test('concurrent results for the same job: exactly one wins', async () => {
+    const [job] = await write([{ id: 'a', url: url('a') }]);
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => e.store.markProcessed(job!, features, T0)),
+    );
+    expect(results.filter(Boolean)).toHaveLength(1);
+  });
+
+  test('re-writing the same url needs no new job; metadata alone changes', async () => {
+    const jobs = await write([{ id: 'a', url: url('a'), metadata: { n: 1 } }]);
+    await processAll(jobs);
+    expect(await write([{ id: 'a', url: url('a'), metadata: { n: 2 } }])).toEqual([]);
+    expect((await e.store.getItems(ds, ['a']))[0]).toMatchObject({
+      state: 'processed',
+      metadata: { n: 2 },
+    });
+  });
+
+  test('a key may be a number on one item and a string on another; ranges compare numbers', async () => {
+    const jobs = await write([
+      { id: 'a', url: url('a'), metadata: { size: 10 } },
+      { id: 'b', url: url('b'), metadata: { size: 'XL' } },
+      { id: 'c', url: url('c'), metadata: { size: 9 } },
+      { id: 'd', url: url('d'), metadata: { size: 100 } },
+    ]);
+    await processAll(jobs);
+    const ids = async (c: Condition[]): Promise<string[]> =>
+      (await search(c)).items.map((i) => i.id);
+    expect(await ids([{ kind: 'range', field: 'size', gte: 9, lte: 10 }])).toEqual(['a', 'c']);
+    expect(await ids([{ kind: 'range', field: 'size', gte: 50 }])).toEqual(['d']);
+    expect(await ids([{ kind: 'match', field: 'size', values: ['XL'] }])).toEqual(['b']);
+    expect(await ids([{ kind: 'match', field: 'size', values: ['10'] }])).toEqual(['a']);
+    // numbers sort as numbers, and items without a number for the key sort last
+    expect((await search([], 'size', 'asc')).items.map((i) => i.id).slice(0, 3)).toEqual([
+      'c',
+      'a',
+      'd',
+    ]);
+  });
+
+  test('a dataset with thousands of distinct keys stays searchable and harms no other', async () => {
+    const wide: ContentWrite[] = Array.from({ length: 20 }, (_, i) => ({
+      id: `w${i}`,
+      url: url(`w${i}`),
+      metadata: Object.fromEntries(Array.from({ length: 200 }, (_, k) => [`k${i}_${k}`, k])),
+    }));
+    await processAll(await write(wide));
+    const hit = await search([{ kind: 'range', field: 'k19_199', gte: 199 }]);
+    expect(hit.items.map((i) => i.id)).toEqual(['w19']);
+    const other = ds;
+    ds = `${other}x`;
+    await processAll(await write([{ id: 'z', url: url('z'), metadata: { color: 'red' } }]));
+    expect((await search([{ kind: 'match', field: 'color', values: ['red'] }])).total).toBe(1);
+  });
+
+  test('listing is in code point order at any offset, and the pending sweep sees each once', async () => {
+    const ids = Array.from({ length: 120 }, (_, i) => `id-${String(i).padStart(3, '0')}`);
+    ids.push('Z', 'a', 'é');
+    await write(ids.map((id) => ({ id, url: url(id) })));
+    const sorted = [...ids].sort();
+    expect((await e.store.list(ds, 0, 200)).map((r) => r.id)).toEqual(sorted);
+    expect((await e.store.list(ds, 117, 5)).map((r) => r.id)).toEqual(sorted.slice(117, 122));
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const { jobs, next } = await e.store.pendingJobs(cursor, 50);
+      seen.push(...jobs.filter((j) => j.datasetId === ds).map((j) => j.itemId));
+      if (next === undefined) break;
+      cursor = next;
+    }
+    expect(seen.sort()).toEqual(sorted);
+  });
+
+  test('failures are recorded with their code and leave the pending count', async () => {
+    const [job] = await write([{ id: 'a', url: url('a') }]);
+    const failure = { code: 'not_found' as const, message: 'HTTP 404', attempts: 1 };
+    expect(await e.store.markFailed(job!, failure, T0)).toBe(true);
+    expect(await e.store.counts(ds)).toEqual({ items: 1, processed: 0, pending: 0, errors: 1 });
+    const { errors, total } = await e.store.listErrors(ds, 0, 10);
+    expect(total).toBe(1);
+    expect(errors[0]).toMatchObject({ id: 'a', url: url('a'), code: 'not_found', attempts: 1 });
+  });
+
+  test('deleted items are gone from listing, details, search and counts', async () => {
+    await processAll(
+      await write([
+        { id: 'a', url: url('a') },
+        { id: 'b', url: url('b') },
+      ]),
+    );
+    expect(await e.store.deleteItems(ds, ['a', 'nope'])).toBe(1);
+    expect((await e.store.list(ds, 0, 10)).map((r) => r.id)).toEqual(['b']);
+    expect(await e.store.getItems(ds, ['a'])).toEqual([]);
+    expect((await search([])).items.map((i) => i.id)).toEqual(['b']);
+    expect(await e.store.counts(ds)).toMatchObject({ items: 1, processed: 1 });
+  });
+
+  test('facets count processed items under the filter', async () => {
+    await processAll(
+      await write([
+        { id: 'a', url: url('a'), metadata: { color: 'red', kind: 'boot' } },
+        { id: 'b', url: url('b'), metadata: { color: 'red', kind: 'shoe' } },
+        { id: 'c', url: url('c'), metadata: { color: 'blue', kind: 'boot' } },
+      ]),
+    );
+    await write([{ id: 'd', url: url('d'), metadata: { color: 'red', kind: 'boot' } }]);
+    const f = await e.engine.facets(
+      ds,
+      [{ kind: 'match', field: 'kind', values: ['boot'] }],
+      ['color'],
+    );
+    expect(f).toEqual({ color: { red: 1, blue: 1 } });
+  });
+});
