@@ -31,7 +31,9 @@ const adapters: Array<[string, () => Engines]> = [
       return {
         store: new EmbeddedContentStore(db),
         engine: new EmbeddedSearchEngine(db),
-        close: async () => db.close(),
+        close: async () => {
+          db.close();
+        },
       };
     },
   ],

@@ -1,46 +1,16 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
-import { OPERATOR, V2, tempDir, waitFor } from '../helpers/app';
+import type { ChildProcess } from 'node:child_process';
+import { OPERATOR, tempDir, waitFor } from '../helpers/app';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
+import { buildDist, freePort, httpClient, spawnService } from '../helpers/processes';
 
-const ROOT = path.resolve(__dirname, '../..');
 let img: ImageServer;
 let child: ChildProcess | undefined;
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-
-function spawnServer(dataDir: string, port: number): ChildProcess {
-  // The child's log goes beside its data, for diagnosing a failed run.
-  const log = fs.openSync(path.join(dataDir, 'server.log'), 'a');
-  return spawn(process.execPath, [path.join(ROOT, 'dist/main.js')], {
-    env: {
-      PATH: process.env.PATH,
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      OPERATOR_TOKEN: OPERATOR,
-      IMAGE_FETCH_ALLOW_PRIVATE: 'true',
-      WORKER_CONCURRENCY: '2',
-      LOG_LEVEL: process.env.TEST_SERVER_LOG_LEVEL ?? 'warn',
-    },
-    stdio: ['ignore', log, log],
-  });
-}
+const spawnServer = (dataDir: string, port: number): ChildProcess =>
+  spawnService(dataDir, 'server', { PORT: String(port), WORKER_CONCURRENCY: '2' });
 
 beforeAll(async () => {
-  execFileSync(process.execPath, [
-    path.join(ROOT, 'node_modules/typescript/bin/tsc'),
-    '-p',
-    path.join(ROOT, 'tsconfig.build.json'),
-  ]);
+  buildDist();
   img = await startImageServer();
 }, 120_000);
 afterAll(async () => {
@@ -51,29 +21,7 @@ afterAll(async () => {
 it('every write that got 202 survives SIGKILL, and its image is processed after restart', async () => {
   const dataDir = tempDir('vss-kill-');
   const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const call = async (method: string, p: string, token: string, body?: unknown) => {
-    const r = await fetch(base + p, {
-      method,
-      headers: {
-        accept: V2,
-        authorization: `token ${token}`,
-        ...(body ? { 'content-type': 'application/json' } : {}),
-      },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return { status: r.status, body: (await r.json()) as any };
-  };
-  const up = async () =>
-    waitFor(
-      'server up',
-      () =>
-        fetch(`${base}/healthz`).then(
-          (r) => r.ok,
-          () => false,
-        ),
-      30_000,
-    );
+  const { call, up } = httpClient(port);
 
   child = spawnServer(dataDir, port);
   await up();

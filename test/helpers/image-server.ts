@@ -25,6 +25,8 @@ export interface ImageServer {
   hits: Map<string, number>;
   /** Paths that answer 503 this many more times before succeeding. */
   failuresLeft: Map<string, number>;
+  /** Most requests that were open at the same time (shows several workers sharing load). */
+  peakInFlight(): number;
   close(): Promise<void>;
 }
 
@@ -43,7 +45,12 @@ export interface ImageServer {
 export async function startImageServer(host = '127.0.0.1'): Promise<ImageServer> {
   const hits = new Map<string, number>();
   const failuresLeft = new Map<string, number>();
+  let open = 0;
+  let peak = 0;
   const server = http.createServer((req, res) => {
+    open++;
+    peak = Math.max(peak, open);
+    res.once('close', () => open--);
     void (async () => {
       const u = new URL(req.url ?? '/', 'http://x');
       hits.set(u.pathname, (hits.get(u.pathname) ?? 0) + 1);
@@ -99,6 +106,7 @@ export async function startImageServer(host = '127.0.0.1'): Promise<ImageServer>
     url: `http://${host}:${port}`,
     hits,
     failuresLeft,
+    peakInFlight: () => peak,
     close: () =>
       new Promise((r) => {
         server.closeAllConnections();

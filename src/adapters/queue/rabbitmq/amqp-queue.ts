@@ -26,9 +26,10 @@ interface Session {
   retryQueues: Set<string>;
 }
 
+// Not unref'd: while the broker is away, a worker process has nothing else keeping it alive.
 const sleep = (ms: number): Promise<void> =>
   new Promise((r) => {
-    setTimeout(r, ms).unref();
+    setTimeout(r, ms);
   });
 
 /**
@@ -73,7 +74,7 @@ export class AmqpJobQueue implements JobQueue {
   }
 
   private async open(): Promise<Session> {
-    const conn = await amqp.connect(this.url, { timeout: CONNECT_WAIT_MS });
+    const conn = await connectWithin(withHeartbeat(this.url), CONNECT_WAIT_MS);
     try {
       const pub = await conn.createConfirmChannel();
       await declareTopology(pub, this.names);
@@ -293,6 +294,34 @@ export class AmqpJobQueue implements JobQueue {
     const s = this.session;
     this.session = undefined;
     if (s) await s.conn.close().catch(() => undefined);
+  }
+}
+
+/** Heartbeats let a worker notice a broker that vanished without closing the socket. */
+function withHeartbeat(url: string): string {
+  const u = new URL(url);
+  if (!u.searchParams.has('heartbeat')) u.searchParams.set('heartbeat', '15');
+  return u.toString();
+}
+
+/**
+ * amqplib's `timeout` covers only the TCP connect; a broker that is starting or stopping can
+ * accept the socket and never finish the handshake. Bound the whole thing, and close a
+ * connection that arrives too late.
+ */
+async function connectWithin(url: string, ms: number): Promise<ChannelModel> {
+  const pending = amqp.connect(url, { timeout: ms });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no AMQP handshake within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([pending, timeout]);
+  } catch (e) {
+    pending.then((c) => c.close()).catch(() => undefined);
+    throw e;
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -1,0 +1,95 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { OPERATOR, V2, waitFor } from './app';
+
+export const ROOT = path.resolve(__dirname, '../..');
+
+/** Fault tests run the real entry point (dist/main.js), as an operator would. */
+export function buildDist(): void {
+  execFileSync(process.execPath, [
+    path.join(ROOT, 'node_modules/typescript/bin/tsc'),
+    '-p',
+    path.join(ROOT, 'tsconfig.build.json'),
+  ]);
+}
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+/** Starts dist/main.js; its log goes to `<dataDir>/<name>.log` for diagnosing a failed run. */
+export function spawnService(
+  dataDir: string,
+  name: string,
+  env: Record<string, string>,
+): ChildProcess {
+  const log = fs.openSync(path.join(dataDir, `${name}.log`), 'a');
+  return spawn(process.execPath, [path.join(ROOT, 'dist/main.js')], {
+    env: {
+      PATH: process.env.PATH,
+      DATA_DIR: dataDir,
+      HOST: '127.0.0.1',
+      OPERATOR_TOKEN: OPERATOR,
+      IMAGE_FETCH_ALLOW_PRIVATE: 'true',
+      RETRY_BASE_MS: '200',
+      LOG_LEVEL: process.env.TEST_SERVER_LOG_LEVEL ?? 'warn',
+      ...env,
+    },
+    stdio: ['ignore', log, log],
+  });
+}
+
+/** Sends a signal and resolves with the exit code. */
+export function stopProcess(child: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  child.kill(signal);
+  return exited;
+}
+
+export interface HttpClient {
+  base: string;
+  call(
+    method: string,
+    p: string,
+    token: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: any }>;
+  up(): Promise<void>;
+}
+
+export function httpClient(port: number): HttpClient {
+  const base = `http://127.0.0.1:${port}`;
+  return {
+    base,
+    async call(method, p, token, body) {
+      const r = await fetch(base + p, {
+        method,
+        headers: {
+          accept: V2,
+          authorization: `token ${token}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      return { status: r.status, body: (await r.json()) as any };
+    },
+    async up() {
+      await waitFor(
+        'server up',
+        () =>
+          fetch(`${base}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        30_000,
+      );
+    },
+  };
+}
