@@ -121,7 +121,12 @@ export async function buildContainer(
 
   const auth = new AuthService(accounts, config.OPERATOR_TOKEN);
   let bootstrapOperatorToken: string | undefined;
-  if (!config.OPERATOR_TOKEN && !(await accounts.getMeta('operator_token_prefix'))) {
+  // Only a process that serves the API can show the token to anyone.
+  if (
+    config.APP_ROLES.has('api') &&
+    !config.OPERATOR_TOKEN &&
+    !(await accounts.getMeta('operator_token_prefix'))
+  ) {
     const { token, record } = issueToken('op', {}, clock());
     await accounts.putToken(record);
     await accounts.setMeta('operator_token_prefix', record.prefix);
