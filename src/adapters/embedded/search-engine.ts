@@ -15,16 +15,23 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return guarded(() => {
       const where = whereClause(datasetId, req.conditions);
       const sort = sortSql(req.sort);
+      // One pass computes the page and the total (the filter is the expensive part).
       const rows = this.db
         .prepare(
-          `SELECT i.*${sort.columns} FROM items i WHERE ${where.sql} ${sort.order} LIMIT ? OFFSET ?`,
+          `SELECT i.*${sort.columns}, COUNT(*) OVER () AS total_rows FROM items i
+           WHERE ${where.sql} ${sort.order} LIMIT ? OFFSET ?`,
         )
-        .all(...sort.columnParams, ...where.params, req.limit, req.offset) as ItemRow[];
-      const total = (
-        this.db
-          .prepare(`SELECT COUNT(*) AS n FROM items i WHERE ${where.sql}`)
-          .get(...where.params) as { n: number }
-      ).n;
+        .all(...sort.columnParams, ...where.params, req.limit, req.offset) as Array<
+        ItemRow & { total_rows: number }
+      >;
+      // A page past the end has no row to carry the total.
+      const total = rows.length
+        ? rows[0]!.total_rows
+        : (
+            this.db
+              .prepare(`SELECT COUNT(*) AS n FROM items i WHERE ${where.sql}`)
+              .get(...where.params) as { n: number }
+          ).n;
       return { items: rows.map(toStoredItem), total };
     });
   }

@@ -1,0 +1,107 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { startApp, type RunningApp } from '../src/app/start';
+import { loadConfig } from '../src/config/env';
+
+export const OPERATOR = 'bench-operator-token-0123456789';
+export const V2 = 'application/vnd.service.v2+json';
+export const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
+export const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+export const RESULTS_DIR = path.join(__dirname, '..', '..', 'results');
+
+export type Engine = 'embedded' | 'elasticsearch';
+
+/** The service in this process, as `npm start` would run it, on a fresh data directory. */
+export async function startService(env: Record<string, string>): Promise<RunningApp> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vss-bench-'));
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    OPERATOR_TOKEN: OPERATOR,
+    RATE_LIMIT_PER_MINUTE: '0',
+    LOG_LEVEL: 'warn',
+    ...env,
+  });
+  return startApp(config, { log: pino({ level: 'warn' }) });
+}
+
+export async function call<T = any>(
+  base: string,
+  method: string,
+  p: string,
+  token: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
+  const r = await fetch(base + p, {
+    method,
+    headers: {
+      accept: V2,
+      authorization: `token ${token}`,
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: r.status, body: (await r.json()) as T };
+}
+
+/** Creates org `bench` and dataset `name`; returns the org token, browse token and dataset id. */
+export async function createDataset(
+  app: RunningApp,
+  name: string,
+): Promise<{ orgToken: string; dsToken: string; datasetId: string }> {
+  const base = app.url!;
+  const org = await call(base, 'POST', '/orgs', OPERATOR, { name: 'bench' });
+  if (org.status !== 201) throw new Error(`org: ${JSON.stringify(org.body)}`);
+  const orgToken = org.body.token as string;
+  const ds = await call(base, 'POST', '/orgs/bench/datasets', orgToken, { name });
+  if (ds.status !== 201) throw new Error(`dataset: ${JSON.stringify(ds.body)}`);
+  const stored = await app.container.accounts.getDataset('bench', name);
+  return { orgToken, dsToken: ds.body.dataset.browse_token as string, datasetId: stored!.id };
+}
+
+export function percentile(sorted: number[], p: number): number {
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+export function summarize(ms: number[]): { n: number; p50: number; p95: number; mean: number } {
+  const s = [...ms].sort((a, b) => a - b);
+  const round = (x: number): number => Math.round(x * 100) / 100;
+  return {
+    n: s.length,
+    p50: round(percentile(s, 50)),
+    p95: round(percentile(s, 95)),
+    mean: round(s.reduce((a, b) => a + b, 0) / s.length),
+  };
+}
+
+export function machine(): Record<string, unknown> {
+  return {
+    node: process.version,
+    cpus: os.cpus().length,
+    cpu_model: os.cpus()[0]?.model,
+    memory_gib: Math.round(os.totalmem() / 2 ** 30),
+  };
+}
+
+export function writeResult(name: string, result: unknown): string {
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = path.join(RESULTS_DIR, `${name}.json`);
+  fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+  return file;
+}
+
+/** A small deterministic PRNG, so every run measures the same catalogue. */
+export function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * Ingest throughput on both production shapes: items accepted per second by POST content
+ * (validated, stored durably, queued) and images processed per second by the workers
+ * (downloaded from a local image server, decoded with sharp, recorded).
+ *
+ *   npm run bench:ingest            (BENCH_INGEST_ITEMS, BENCH_BATCH, WORKER_CONCURRENCY)
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import amqp from 'amqplib';
+import sharp from 'sharp';
+import { queueNames } from '../src/adapters/queue/rabbitmq/topology';
+import {
+  AMQP_URL,
+  ES_URL,
+  call,
+  createDataset,
+  machine,
+  startService,
+  writeResult,
+} from './common';
+
+const ITEMS = Number(process.env.BENCH_INGEST_ITEMS ?? 5000);
+const BATCH = Number(process.env.BENCH_BATCH ?? 500);
+const CONCURRENCY = process.env.WORKER_CONCURRENCY ?? '8';
+
+const SETUPS: Array<{ name: string; env: Record<string, string> }> = [
+  { name: 'embedded + in-process queue', env: {} },
+  {
+    name: 'elasticsearch + rabbitmq',
+    env: {
+      SEARCH_BACKEND: 'elasticsearch',
+      ELASTICSEARCH_URL: ES_URL,
+      QUEUE: 'rabbitmq',
+      AMQP_URL,
+    },
+  },
+];
+
+/** 20 distinct 800×600 JPEGs (about 40 KB each), served under any /img/<n>.jpg path. */
+async function imageServer(): Promise<{ url: string; close(): void }> {
+  const images = await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      sharp({
+        create: {
+          width: 800,
+          height: 600,
+          channels: 3,
+          background: { r: i * 12, g: 90, b: 200 - i * 9 },
+        },
+      })
+        .composite([
+          {
+            input: Buffer.from(
+              `<svg width="800" height="600"><circle cx="${100 + i * 30}" cy="300" r="120" fill="white"/></svg>`,
+            ),
+          },
+        ])
+        .jpeg({ quality: 85 })
+        .toBuffer(),
+    ),
+  );
+  const server = http.createServer((req, res) => {
+    const n = Number(/(\d+)\.jpg$/.exec(req.url ?? '')?.[1] ?? 0);
+    res.writeHead(200, { 'content-type': 'image/jpeg' });
+    res.end(images[n % images.length]);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => server.close(),
+  };
+}
+
+async function run(
+  setup: (typeof SETUPS)[number],
+  images: string,
+): Promise<Record<string, unknown>> {
+  const tag = `bench${Date.now().toString(36)}`;
+  const app = await startService({
+    ...setup.env,
+    ...(setup.env.SEARCH_BACKEND ? { ES_INDEX_PREFIX: `${tag}-` } : {}),
+    ...(setup.env.QUEUE ? { AMQP_QUEUE_PREFIX: `${tag}.` } : {}),
+    IMAGE_FETCH_ALLOW_PRIVATE: 'true',
+    WORKER_CONCURRENCY: CONCURRENCY,
+  });
+  try {
+    const { orgToken } = await createDataset(app, 'ingest');
+    const base = app.url!;
+    const start = Date.now();
+    for (let b = 0; b < ITEMS; b += BATCH) {
+      const content = Array.from({ length: Math.min(BATCH, ITEMS - b) }, (_, i) => {
+        const n = b + i;
+        return {
+          id: `item-${n}`,
+          url: `${images}/img/${n}.jpg`,
+          metadata: { category: `c${n % 12}`, price: n % 500, tags: [`t${n % 7}`] },
+        };
+      });
+      const r = await call(base, 'POST', '/orgs/bench/datasets/ingest/content', orgToken, {
+        content,
+      });
+      if (r.status !== 202) throw new Error(`POST content: ${r.status} ${JSON.stringify(r.body)}`);
+    }
+    const acceptedS = (Date.now() - start) / 1000;
+    for (;;) {
+      const r = await call(base, 'GET', '/orgs/bench/datasets/ingest', orgToken);
+      const c = r.body.dataset.counts;
+      if (c.errors > 0) throw new Error(`processing errors: ${JSON.stringify(c)}`);
+      if (c.processed === ITEMS) break;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    const processedS = (Date.now() - start) / 1000;
+    const out = {
+      setup: setup.name,
+      items: ITEMS,
+      batch: BATCH,
+      worker_concurrency: Number(CONCURRENCY),
+      accept_seconds: acceptedS,
+      items_accepted_per_s: Math.round(ITEMS / acceptedS),
+      all_processed_seconds: processedS,
+      images_processed_per_s: Math.round((ITEMS / processedS) * 10) / 10,
+    };
+    process.stderr.write(`${JSON.stringify(out)}\n`);
+    return out;
+  } finally {
+    await app.stop();
+    fs.rmSync(app.container.config.dataDir, { recursive: true, force: true });
+    if (setup.env.SEARCH_BACKEND)
+      await fetch(`${ES_URL}/${tag}-*`, { method: 'DELETE' }).catch(() => undefined);
+    if (setup.env.QUEUE) await deleteQueues(`${tag}.`);
+  }
+}
+
+/** The bench's queues are throwaway; quorum queues would otherwise stay on the broker. */
+async function deleteQueues(prefix: string): Promise<void> {
+  const conn = await amqp.connect(AMQP_URL);
+  try {
+    const ch = await conn.createChannel();
+    const names = queueNames(prefix);
+    await ch.deleteQueue(names.jobs);
+    await ch.deleteQueue(names.dead);
+  } finally {
+    await conn.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const img = await imageServer();
+  const runs = [];
+  try {
+    for (const s of SETUPS) runs.push(await run(s, img.url));
+  } finally {
+    img.close();
+  }
+  const file = writeResult('ingest', {
+    benchmark: 'ingest',
+    date: new Date().toISOString(),
+    machine: machine(),
+    note: 'one process with api and worker roles; images 800x600 JPEG from a local server',
+    runs,
+  });
+  process.stdout.write(`written to ${file}\n`);
+}
+
+main().catch((e) => {
+  process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+  process.exit(1);
+});

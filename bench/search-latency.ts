@@ -1,0 +1,211 @@
+/**
+ * Search latency on 100,000 processed items, on both engines: a q filter + sort + page through
+ * the REST gateway, and (on Elasticsearch) the same compiled query sent straight to
+ * Elasticsearch, so the gateway's own cost shows as a ratio.
+ *
+ *   npm run bench:search            (BENCH_ITEMS, BENCH_REQUESTS, BENCH_ENGINES to change)
+ */
+import { Client } from '@elastic/elasticsearch';
+import fs from 'node:fs';
+import path from 'node:path';
+import { EmbeddedContentStore } from '../src/adapters/embedded/content-store';
+import { openDb } from '../src/adapters/embedded/db';
+import { toDoc } from '../src/adapters/elasticsearch/document';
+import { searchBody } from '../src/adapters/elasticsearch/dsl';
+import { ElasticsearchStore } from '../src/adapters/elasticsearch/es-store';
+import type { RunningApp } from '../src/app/start';
+import type { StoredItem } from '../src/domain/item';
+import { parseQ } from '../src/query/parse';
+import { resolveFilters } from '../src/query/resolve';
+import { catalogue } from './catalogue';
+import {
+  ES_URL,
+  V2,
+  createDataset,
+  machine,
+  startService,
+  summarize,
+  writeResult,
+  type Engine,
+} from './common';
+
+const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 400);
+const WARMUP = 40;
+const ENGINES = (process.env.BENCH_ENGINES ?? 'embedded,elasticsearch').split(',') as Engine[];
+
+/** A realistic listing query; the page and price window vary so no single result is cached. */
+function query(i: number): { q: string; sort: string; order: string; page: number; limit: number } {
+  const lo = 20 + (i % 10) * 5;
+  return {
+    q: `category:boots|sneakers|loafers,price:${lo}:${lo + 250},instock:true,color:!pink`,
+    sort: 'price',
+    order: i % 2 ? 'asc' : 'desc',
+    page: 1 + (i % 5),
+    limit: 24,
+  };
+}
+
+function seedEmbedded(app: RunningApp, datasetId: string): void {
+  // A second connection to the same file, in one transaction: the measured path is search,
+  // not 100,000 separate fsyncs.
+  const db = openDb(path.join(app.container.config.dataDir, 'store.db'));
+  const store = new EmbeddedContentStore(db);
+  db.exec('BEGIN');
+  let batch: StoredItem[] = [];
+  const flush = (): void => {
+    void store.applyWrites(
+      datasetId,
+      batch.map((it) => ({
+        id: it.id,
+        url: it.url,
+        metadata: it.metadata,
+        privateMetadata: it.privateMetadata,
+      })),
+      'post',
+      batch[0]!.createdAt,
+    );
+    for (const it of batch)
+      void store.markProcessed(
+        { datasetId, itemId: it.id, url: it.url, attempt: 1 },
+        { width: it.image!.width, height: it.image!.height, format: 'jpeg' },
+        it.updatedAt,
+      );
+    batch = [];
+  };
+  for (const it of catalogue(ITEMS)) {
+    batch.push(it);
+    if (batch.length === 1000) flush();
+  }
+  if (batch.length) flush();
+  db.exec('COMMIT');
+  db.close();
+}
+
+async function seedElasticsearch(
+  es: Client,
+  store: ElasticsearchStore,
+  datasetId: string,
+): Promise<void> {
+  const first = catalogue(1).next().value as StoredItem;
+  await store.applyWrites(datasetId, [{ id: first.id, url: first.url }], 'post', Date.now());
+  const index = store.index(datasetId);
+  let ops: object[] = [];
+  const flush = async (): Promise<void> => {
+    const r = await es.bulk({ operations: ops, refresh: false });
+    if (r.errors)
+      throw new Error(`bulk load failed: ${JSON.stringify(r.items.find((x) => x.index?.error))}`);
+    ops = [];
+  };
+  for (const it of catalogue(ITEMS)) {
+    ops.push({ index: { _index: index, _id: it.id } }, toDoc(datasetId, it));
+    if (ops.length >= 4000) await flush();
+  }
+  if (ops.length) await flush();
+  await es.indices.refresh({ index });
+  await es.indices.forcemerge({ index, max_num_segments: 1 }).catch(() => undefined);
+}
+
+async function timeRequests(run: (i: number) => Promise<void>): Promise<number[]> {
+  for (let i = 0; i < WARMUP; i++) await run(i);
+  const ms: number[] = [];
+  for (let i = 0; i < REQUESTS; i++) {
+    const t = process.hrtime.bigint();
+    await run(i);
+    ms.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  return ms;
+}
+
+async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
+  const prefix = `bench${Date.now().toString(36)}-`;
+  const app = await startService({
+    APP_ROLES: 'api',
+    ...(engine === 'elasticsearch'
+      ? { SEARCH_BACKEND: 'elasticsearch', ELASTICSEARCH_URL: ES_URL, ES_INDEX_PREFIX: prefix }
+      : {}),
+  });
+  const es = engine === 'elasticsearch' ? new Client({ node: ES_URL }) : undefined;
+  try {
+    const { dsToken, datasetId } = await createDataset(app, 'shoes');
+    const t0 = Date.now();
+    if (es) await seedElasticsearch(es, new ElasticsearchStore(es, prefix, Date.now), datasetId);
+    else seedEmbedded(app, datasetId);
+    const loadS = (Date.now() - t0) / 1000;
+    process.stderr.write(`[${engine}] loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`);
+
+    let total = -1;
+    const gateway = await timeRequests(async (i) => {
+      const p = new URLSearchParams(
+        Object.entries(query(i)).map(([k, v]): [string, string] => [k, String(v)]),
+      );
+      const r = await fetch(`${app.url}/orgs/bench/datasets/shoes/search?${p}`, {
+        headers: { accept: V2, authorization: `token ${dsToken}` },
+      });
+      const body = (await r.json()) as { total_results: number; results: unknown[] };
+      if (r.status !== 200 || body.results.length === 0)
+        throw new Error(`search: ${JSON.stringify(body)}`);
+      if (i === 0) total = body.total_results;
+    });
+    const out: Record<string, unknown> = {
+      engine,
+      items: ITEMS,
+      load_seconds: loadS,
+      sample_query: query(0),
+      sample_total_results: total,
+      gateway_ms: summarize(gateway),
+    };
+    if (es) {
+      const cat = await app.container.content.catalogue(datasetId);
+      const index = `${prefix}items-${datasetId}`;
+      const direct = await timeRequests(async (i) => {
+        const qy = query(i);
+        const conditions = resolveFilters(parseQ(qy.q), {
+          enabled: {},
+          catalogue: cat,
+          settingsPath: '',
+        });
+        await es.search({
+          index,
+          ...searchBody({
+            conditions,
+            sort: { field: qy.sort, order: qy.order as 'asc' | 'desc' },
+            offset: (qy.page - 1) * qy.limit,
+            limit: qy.limit,
+          }),
+        } as never);
+      });
+      const d = summarize(direct);
+      out.direct_elasticsearch_ms = d;
+      out.overhead_ratio_p50 = Math.round((summarize(gateway).p50 / d.p50) * 100) / 100;
+      out.overhead_ratio_p95 = Math.round((summarize(gateway).p95 / d.p95) * 100) / 100;
+      await es.indices.delete({ index: `${prefix}*` });
+    }
+    return out;
+  } finally {
+    await es?.close();
+    await app.stop();
+    fs.rmSync(app.container.config.dataDir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const runs = [];
+  for (const engine of ENGINES) runs.push(await benchEngine(engine));
+  const result = {
+    benchmark: 'search-latency',
+    date: new Date().toISOString(),
+    machine: machine(),
+    requests: REQUESTS,
+    warmup: WARMUP,
+    note: 'sequential requests from one client on the same machine as the service and Elasticsearch',
+    runs,
+  };
+  const file = writeResult('search-latency', result);
+  process.stdout.write(`${JSON.stringify(runs, null, 2)}\nwritten to ${file}\n`);
+}
+
+main().catch((e) => {
+  process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+  process.exit(1);
+});
