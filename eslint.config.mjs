@@ -28,6 +28,7 @@ export default tseslint.config(
       '**/*.js',
       'src/generated/**',
       'test/generated/**',
+      'bench/dist/**',
     ],
   },
   js.configs.recommended,
@@ -41,8 +42,8 @@ export default tseslint.config(
     },
   },
   {
-    // Tests read untyped JSON response bodies.
-    files: ['test/**/*.ts'],
+    // Tests and benchmarks read untyped JSON response bodies.
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
