@@ -71,8 +71,21 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
   const write = (writes: ContentWrite[], mode: 'post' | 'put' = 'post'): Promise<ProcessingJob[]> =>
     e.store.applyWrites(ds, writes, mode, T0);
 
+  /**
+   * Results become visible to counts/search at the engine's next refresh (about a second on
+   * Elasticsearch), as contract §4 allows; wait for that instead of forcing a refresh per write.
+   */
+  async function settled(): Promise<void> {
+    const deadline = Date.now() + 5000;
+    while ((await e.store.counts(ds)).pending > 0) {
+      if (Date.now() > deadline) throw new Error(`dataset ${ds} still has pending items after 5 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   async function processAll(jobs: ProcessingJob[]): Promise<void> {
     for (const j of jobs) expect(await e.store.markProcessed(j, features, T0 + 1)).toBe(true);
+    await settled();
   }
 
   const search = (conditions: Condition[], field = 'id', order: 'asc' | 'desc' = 'asc') =>
@@ -101,6 +114,7 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     const [item] = await e.store.getItems(ds, ['a']);
     expect(item).toMatchObject({ url: url('a', 2), state: 'pending' });
     expect(await e.store.markProcessed(fresh!, features, T0)).toBe(true);
+    await settled();
     expect((await e.store.getItems(ds, ['a']))[0]!.image).toEqual({
       width: 40,
       height: 30,
@@ -112,6 +126,7 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     const jobs = await write([{ id: 'a', url: url('a') }]);
     expect(await e.store.markProcessed(jobs[0]!, features, T0)).toBe(true);
     expect(await e.store.markProcessed(jobs[0]!, features, T0)).toBe(false);
+    await settled();
     expect(await e.store.counts(ds)).toMatchObject({ processed: 1, pending: 0 });
   });
 
@@ -192,6 +207,7 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     const [job] = await write([{ id: 'a', url: url('a') }]);
     const failure = { code: 'not_found' as const, message: 'HTTP 404', attempts: 1 };
     expect(await e.store.markFailed(job!, failure, T0)).toBe(true);
+    await settled();
     expect(await e.store.counts(ds)).toEqual({ items: 1, processed: 0, pending: 0, errors: 1 });
     const { errors, total } = await e.store.listErrors(ds, 0, 10);
     expect(total).toBe(1);
