@@ -25,6 +25,7 @@ export default tseslint.config(
       'data/**',
       '.cache/**',
       'coverage/**',
+      'test/graphql/generated.ts',
       '**/*.js',
       'src/generated/**',
       'test/generated/**',

@@ -30,6 +30,7 @@ module.exports = {
         '**/e2e/accounts.test.ts',
         '**/e2e/content.test.ts',
         '**/e2e/search.test.ts',
+        '**/e2e/graphql.test.ts',
         '**/contract/*.test.ts',
         '**/faults/*.test.ts',
       ],

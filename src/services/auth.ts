@@ -47,6 +47,16 @@ export class AuthService {
     );
   }
 
+  /** What a token is: its kind and, for org and dataset tokens, whose it is. */
+  async describe(
+    p: Principal,
+  ): Promise<{ kind: Principal['kind']; organisation?: string; dataset?: string }> {
+    if (p.kind === 'operator') return { kind: 'operator' };
+    if (p.kind === 'org') return { kind: 'org', organisation: p.org };
+    const ds = await this.accounts.getDatasetById(p.datasetId);
+    return { kind: 'dataset', organisation: p.org, dataset: ds?.name };
+  }
+
   requireOperator(p: Principal): void {
     if (p.kind !== 'operator')
       throw new AppError('forbidden', 'this endpoint needs the operator token');

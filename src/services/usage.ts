@@ -1,9 +1,32 @@
 import { invalid } from '../domain/errors';
 import { statusOf } from '../domain/dataset';
+import type { Plan } from '../domain/plan';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
+
+export interface AllowanceUsage {
+  limitType: 'fixed' | 'unlimited';
+  limit?: number;
+  remaining?: number;
+}
+
+export interface DatasetUsage {
+  images: number;
+  usage: Array<{ type: string; requests: number; credits: number }>;
+  status?: 'pending' | 'published';
+  deleted?: boolean;
+}
+
+/** The nested `usage` object of interface.md §3. */
+export interface UsageReport {
+  credits: AllowanceUsage & { used: number; month: number; year: number };
+  images: AllowanceUsage & { processed: number; total: number; year: number };
+  datasets: Record<string, DatasetUsage>;
+  lastUpdated: string;
+  requestCredits: Plan['requestCredits'];
+}
 
 /**
  * GET usage. Request metering is not built yet (issue 6): credits and per-type request counts
@@ -21,7 +44,7 @@ export class UsageService {
     p: Principal,
     org: string,
     q: { year?: number; month?: number },
-  ): Promise<Record<string, unknown>> {
+  ): Promise<UsageReport> {
     await this.auth.requireOrgAdmin(p, org);
     const now = this.clock();
     const year = q.year ?? now.getUTCFullYear();
@@ -33,7 +56,7 @@ export class UsageService {
     if (!Number.isInteger(month) || month < 1 || month > 12)
       throw invalid('month must be 1–12', [{ param: 'month', message: 'expected 1 to 12' }]);
     const o = (await this.accounts.getOrg(org))!;
-    const datasets: Record<string, unknown> = {};
+    const datasets: Record<string, DatasetUsage> = {};
     let total = 0;
     for (const ds of await this.accounts.listDatasets(org)) {
       const counts = await this.content.counts(ds.id);
@@ -43,7 +66,7 @@ export class UsageService {
     for (const ds of await this.accounts.listDeletedDatasets(org)) {
       if (!(ds.name in datasets)) datasets[ds.name] = { images: 0, usage: [], deleted: true };
     }
-    const allowance = (a: typeof o.plan.credits, used: number) =>
+    const allowance = (a: typeof o.plan.credits, used: number): AllowanceUsage =>
       a.limitType === 'fixed'
         ? { limitType: 'fixed', limit: a.limit, remaining: Math.max(0, (a.limit ?? 0) - used) }
         : { limitType: 'unlimited' };

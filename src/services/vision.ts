@@ -1,5 +1,6 @@
 import { AppError, invalid } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
+import type { StoredItem } from '../domain/item';
 import { parseActionVars } from '../domain/action-vars';
 import { GENERATED_FIELDS, LIMITS, isServiceTimeField } from '../domain/limits';
 import type { ContentStore } from '../ports/content-store';
@@ -68,14 +69,15 @@ export class VisionService {
       );
   }
 
-  async search(
+  /** Paginated search (request type `search`); REST and GraphQL shape the items their own way. */
+  async searchItems(
     ctx: RequestContext,
     org: string,
     name: string,
     p: SearchParams,
-  ): Promise<{ results: ResultEntry[]; total_results: number }> {
+  ): Promise<{ items: StoredItem[]; total: number; page: number; limit: number }> {
     const ds = await this.auth.visionDataset(ctx.principal, org, name);
-    const { limit, offset } = visionPage(p);
+    const { page, limit, offset } = visionPage(p);
     const order = (p.order ?? 'desc') as SortOrder;
     if (order !== 'asc' && order !== 'desc')
       throw invalid("order must be 'asc' or 'desc'", [
@@ -87,7 +89,6 @@ export class VisionService {
     const sp = sortProblem(sort, catalogue);
     if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
     const conditions = await this.conditions(ds, p.q, catalogue);
-    const sel = parseFieldSelection(p.fields);
     await this.requireReady(ds);
     const { items, total } = await this.engine.search(ds.id, {
       conditions,
@@ -95,6 +96,17 @@ export class VisionService {
       offset,
       limit,
     });
+    return { items, total, page, limit };
+  }
+
+  async search(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    p: SearchParams,
+  ): Promise<{ results: ResultEntry[]; total_results: number }> {
+    const sel = parseFieldSelection(p.fields);
+    const { items, total } = await this.searchItems(ctx, org, name, p);
     const link = {
       baseUrl: ctx.baseUrl,
       org,
@@ -105,35 +117,38 @@ export class VisionService {
   }
 
   /** Processed items among `ids`, unique, in the order asked; unknown ids are absent. Not billable. */
+  async detailsItems(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    rawIds: string[],
+  ): Promise<StoredItem[]> {
+    const ds = await this.auth.visionDataset(ctx.principal, org, name);
+    const ids = [...new Set(rawIds.map((s) => s.trim()).filter(Boolean))];
+    if (ids.length === 0)
+      throw invalid('ids is required', [{ param: 'ids', message: 'comma-separated item ids' }]);
+    if (ids.length > LIMITS.detailsMaxIds)
+      throw invalid(`at most ${LIMITS.detailsMaxIds} ids per request; got ${ids.length}`, [
+        { param: 'ids', message: 'too many ids' },
+      ]);
+    const found = new Map(
+      (await this.store.getItems(ds.id, ids))
+        .filter((i) => i.state === 'processed')
+        .map((i) => [i.id, i]),
+    );
+    return ids.flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
+  }
+
   async details(
     ctx: RequestContext,
     org: string,
     name: string,
     p: { ids?: string; fields?: string },
   ): Promise<ResultEntry[]> {
-    const ds = await this.auth.visionDataset(ctx.principal, org, name);
-    if (p.ids === undefined || p.ids.trim() === '')
-      throw invalid('ids is required', [{ param: 'ids', message: 'comma-separated item ids' }]);
-    const ids = [
-      ...new Set(
-        p.ids
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean),
-      ),
-    ];
-    if (ids.length > LIMITS.detailsMaxIds)
-      throw invalid(`at most ${LIMITS.detailsMaxIds} ids per request; got ${ids.length}`, [
-        { param: 'ids', message: 'too many ids' },
-      ]);
     const sel = parseFieldSelection(p.fields);
-    const found = new Map(
-      (await this.store.getItems(ds.id, ids))
-        .filter((i) => i.state === 'processed')
-        .map((i) => [i.id, i]),
-    );
+    const items = await this.detailsItems(ctx, org, name, (p.ids ?? '').split(','));
     const link = { baseUrl: ctx.baseUrl, org, dataset: name, carry: { fields: p.fields } };
-    return ids.flatMap((id) => (found.has(id) ? [resultEntry(found.get(id)!, sel, link)] : []));
+    return items.map((it) => resultEntry(it, sel, link));
   }
 
   /** content/fields: `*` lists field names; named fields get value → count under q. Not billable. */

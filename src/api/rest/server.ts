@@ -8,6 +8,7 @@ import Fastify, {
 } from 'fastify';
 import type { Container } from '../../app/container';
 import { AppError } from '../../domain/errors';
+import { registerGraphql } from '../graphql/server';
 import type { RequestContext } from '../../services/principal';
 import { errorBody, sendError } from './errors';
 import { checkAccept } from './negotiation';
@@ -22,8 +23,13 @@ declare module 'fastify' {
     ctx: RequestContext;
   }
   interface FastifyContextConfig {
-    /** Health checks and the GraphiQL page need no token. */
+    /** Health checks and the GraphiQL assets need no token. */
     public?: boolean;
+    /**
+     * /graphql: GraphQL negotiates its own media types and authenticates inside the operation
+     * (introspection needs no token), but the per-token rate limit still applies.
+     */
+    graphql?: boolean;
   }
 }
 
@@ -65,7 +71,7 @@ export async function buildRestServer(c: Container): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Request-Id', req.id);
-    if (req.routeOptions.config.public) return;
+    if (req.routeOptions.config.public || req.routeOptions.config.graphql) return;
     checkAccept(req.headers.accept);
     const principal = await c.auth.authenticate(req.headers.authorization);
     req.ctx = {
@@ -103,5 +109,6 @@ export async function buildRestServer(c: Container): Promise<FastifyInstance> {
   await app.register(datasetRoutes(c));
   await app.register(contentRoutes(c));
   await app.register(visionRoutes(c));
+  await registerGraphql(app, c);
   return app;
 }

@@ -1,0 +1,53 @@
+import type { GraphQLFormattedError } from 'graphql';
+import { GraphQLError } from 'graphql';
+import { unwrapResolverError } from '@apollo/server/errors';
+import type { Logger } from 'pino';
+import { AppError, isAppError } from '../../domain/errors';
+
+/** Apollo's own codes for a request that is not a valid GraphQL operation: the client's mistake. */
+const CLIENT_CODES = new Set([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_USER_INPUT',
+  'BAD_REQUEST',
+  'OPERATION_RESOLUTION_FAILURE',
+  'PERSISTED_QUERY_NOT_FOUND',
+  'PERSISTED_QUERY_NOT_SUPPORTED',
+]);
+
+/**
+ * The contract's error table in GraphQL form: `extensions.code` is the same code REST puts in
+ * `error.code`, with the HTTP status it would have had, the details and the request id. Anything
+ * unexpected becomes `internal` with no message or stack from inside.
+ */
+export function formatError(
+  formatted: GraphQLFormattedError,
+  error: unknown,
+  requestId: string | undefined,
+  log: Logger,
+): GraphQLFormattedError {
+  const original = unwrapResolverError(error);
+  const base = { message: formatted.message, locations: formatted.locations, path: formatted.path };
+  const ext = (e: AppError) => ({
+    code: e.code,
+    status: e.status,
+    ...(e.details?.length ? { details: e.details } : {}),
+    ...(e.retryAfter !== undefined ? { retryAfter: e.retryAfter } : {}),
+    ...(requestId ? { request_id: requestId } : {}),
+  });
+  if (isAppError(original))
+    return { ...base, message: original.message, extensions: ext(original) };
+  const code = formatted.extensions?.code;
+  if (typeof code === 'string' && CLIENT_CODES.has(code))
+    return { ...base, extensions: ext(new AppError('invalid_request', formatted.message)) };
+  // Input coercion errors (bad enum, wrong scalar type) arrive as plain GraphQLErrors without a
+  // resolver behind them: still the client's mistake.
+  if (original instanceof GraphQLError && !original.originalError && !formatted.path)
+    return { ...base, extensions: ext(new AppError('invalid_request', formatted.message)) };
+  log.error({ err: original, request_id: requestId }, 'unhandled GraphQL error');
+  return {
+    ...base,
+    message: 'internal error; quote request_id when reporting it',
+    extensions: ext(new AppError('internal', 'internal')),
+  };
+}

@@ -1,0 +1,54 @@
+import type { Plan as DomainPlan } from '../../domain/plan';
+import type { DatasetView } from '../../services/datasets';
+import { exploreUrl, type Carry } from '../../services/results';
+import type { StoredItem } from '../../domain/item';
+import { Plan, RequestCredit } from './types/account';
+import { Dataset } from './types/dataset';
+import type { DatasetStatus, LimitType, RequestType } from './types/enums';
+import { VisionItem } from './types/vision';
+
+// Service results → GraphQL objects. Shapes only; every rule stays in the services.
+
+export const requestCredits = (rc: DomainPlan['requestCredits']): RequestCredit[] =>
+  Object.entries(rc).map(([type, credits]) => ({ type: type as RequestType, credits }));
+
+export function toPlan(p: DomainPlan): Plan {
+  return {
+    credits: { limitType: p.credits.limitType as LimitType, limit: p.credits.limit },
+    images: { limitType: p.images.limitType as LimitType, limit: p.images.limit },
+    requestCredits: requestCredits(p.requestCredits),
+  };
+}
+
+export function toDataset(org: string, v: DatasetView): Dataset {
+  return Object.assign(new Dataset(), {
+    org,
+    name: v.name,
+    browseToken: v.browse_token,
+    contentUrl: v.content_url,
+    processingErrorsUrl: v.processing_errors_url,
+    settings: {
+      fields: Object.entries(v.settings.fields).map(([name, values]) => ({ name, values })),
+      version: v.settings.version,
+    },
+    status: v.status as DatasetStatus,
+    createdAt: v.created_at,
+    counts: v.counts,
+  });
+}
+
+export function toVisionItem(
+  item: StoredItem,
+  link: { baseUrl: string; org: string; dataset: string; carry: Carry },
+  score?: number,
+): VisionItem {
+  return Object.assign(new VisionItem(), {
+    item,
+    id: item.id,
+    exploreUrl: exploreUrl(link.baseUrl, link.org, link.dataset, item.id, link.carry),
+    score,
+    image: item.image,
+    createdAt: new Date(item.createdAt).toISOString(),
+    updatedAt: new Date(item.updatedAt).toISOString(),
+  });
+}

@@ -1,0 +1,172 @@
+import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Resolver, Root } from 'type-graphql';
+import type { GqlContext } from '../context';
+import { toDataset } from '../map';
+import {
+  ContentEntry,
+  ContentPage,
+  Dataset,
+  ProcessingErrorPage,
+  StoredContentItem,
+  WriteResult,
+} from '../types/dataset';
+import { ContentItemInput, ContentUpdateInput, EnabledFieldInput } from '../types/inputs';
+import { plain } from './accounts';
+
+@Resolver(() => Dataset)
+export class DatasetResolver {
+  @Mutation(() => Dataset, { description: 'Organisation token.' })
+  async createDataset(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('name', () => String) name: string,
+    @Ctx() ctx: GqlContext,
+  ): Promise<Dataset> {
+    const r = await ctx.c.datasets.create(await ctx.request(), organisation, { name });
+    return toDataset(organisation, r.dataset);
+  }
+
+  @Mutation(() => Boolean, { description: 'Permanent; usage keeps the dataset as deleted.' })
+  async deleteDataset(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('name', () => String) name: string,
+    @Ctx() ctx: GqlContext,
+  ): Promise<boolean> {
+    await ctx.c.datasets.delete(await ctx.request(), organisation, name);
+    return true;
+  }
+
+  @Mutation(() => Dataset, { description: 'A new browse token; the old one stops working.' })
+  async rotateBrowseToken(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('dataset', () => String) dataset: string,
+    @Ctx() ctx: GqlContext,
+  ): Promise<Dataset> {
+    const v = await ctx.c.datasets.rotateBrowseToken(await ctx.request(), organisation, dataset);
+    return toDataset(organisation, v);
+  }
+
+  @Mutation(() => Dataset, {
+    description: 'Array fields (and their values) enabled for querying; replaces the whole set.',
+  })
+  async setEnabledFields(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('dataset', () => String) dataset: string,
+    @Arg('fields', () => [EnabledFieldInput]) fields: EnabledFieldInput[],
+    @Ctx() ctx: GqlContext,
+  ): Promise<Dataset> {
+    const body = { fields: Object.fromEntries(fields.map((f) => [f.name, [...f.values]])) };
+    const v = await ctx.c.datasets.setEnabledFields(
+      await ctx.request(),
+      organisation,
+      dataset,
+      body,
+    );
+    return toDataset(organisation, v);
+  }
+
+  @Mutation(() => WriteResult, {
+    description:
+      'Add or replace items (REST POST content). All-or-nothing: every bad item is reported.',
+  })
+  async addContent(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('dataset', () => String) dataset: string,
+    @Arg('items', () => [ContentItemInput]) items: ContentItemInput[],
+    @Ctx() ctx: GqlContext,
+  ): Promise<WriteResult> {
+    const body = { content: plain(items) };
+    return ctx.c.contentService.write(await ctx.principal(), organisation, dataset, body, 'post');
+  }
+
+  @Mutation(() => WriteResult, {
+    description: 'Partial updates of existing items (REST PUT content).',
+  })
+  async updateContent(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('dataset', () => String) dataset: string,
+    @Arg('items', () => [ContentUpdateInput]) items: ContentUpdateInput[],
+    @Ctx() ctx: GqlContext,
+  ): Promise<WriteResult> {
+    // An omitted field and an explicit null both mean "keep" for url; only metadata keys use null.
+    const content = (plain(items) as Array<Record<string, unknown>>).map((i) =>
+      Object.fromEntries(Object.entries(i).filter(([, v]) => v !== null)),
+    );
+    return ctx.c.contentService.write(
+      await ctx.principal(),
+      organisation,
+      dataset,
+      { content },
+      'put',
+    );
+  }
+
+  @Mutation(() => Boolean, { description: 'Unknown ids are ignored.' })
+  async deleteContent(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('dataset', () => String) dataset: string,
+    @Arg('ids', () => [ID]) ids: string[],
+    @Ctx() ctx: GqlContext,
+  ): Promise<boolean> {
+    await ctx.c.contentService.delete(await ctx.principal(), organisation, dataset, { ids });
+    return true;
+  }
+
+  @FieldResolver(() => ContentPage, { description: 'Every item, processed or not, in id order.' })
+  async content(
+    @Root() d: Dataset,
+    @Arg('offset', () => Int, { defaultValue: 0 }) offset: number,
+    @Arg('limit', () => Int, { defaultValue: 100 }) limit: number,
+    @Ctx() ctx: GqlContext,
+  ): Promise<ContentPage> {
+    const rows = await ctx.c.contentService.list(await ctx.principal(), d.org, d.name, {
+      offset,
+      limit,
+    });
+    return {
+      totalResults: d.counts.items,
+      offset,
+      limit,
+      entries: rows.map((r) =>
+        Object.assign(new ContentEntry(), r, { org: d.org, dataset: d.name }),
+      ),
+    };
+  }
+
+  @FieldResolver(() => StoredContentItem, { nullable: true, description: 'One item by id.' })
+  async item(
+    @Root() d: Dataset,
+    @Arg('id', () => ID) id: string,
+    @Ctx() ctx: GqlContext,
+  ): Promise<StoredContentItem | null> {
+    const it = await ctx.itemLoader(d.org, d.name).load(id);
+    return it ? StoredContentItem.from(it) : null;
+  }
+
+  @FieldResolver(() => ProcessingErrorPage)
+  async processingErrors(
+    @Root() d: Dataset,
+    @Arg('offset', () => Int, { defaultValue: 0 }) offset: number,
+    @Arg('limit', () => Int, { defaultValue: 100 }) limit: number,
+    @Ctx() ctx: GqlContext,
+  ): Promise<ProcessingErrorPage> {
+    const r = await ctx.c.contentService.errors(await ctx.principal(), d.org, d.name, {
+      offset,
+      limit,
+    });
+    return {
+      totalResults: r.total,
+      entries: r.errors.map((e) => ({ ...e, occurredAt: e.occurred_at })),
+    };
+  }
+}
+
+@Resolver(() => ContentEntry)
+export class ContentEntryFields {
+  @FieldResolver(() => StoredContentItem, {
+    nullable: true,
+    description: 'The whole stored item (looked up in one batch for the page).',
+  })
+  async item(@Root() e: ContentEntry, @Ctx() ctx: GqlContext): Promise<StoredContentItem | null> {
+    const it = await ctx.itemLoader(e.org, e.dataset).load(e.id);
+    return it ? StoredContentItem.from(it) : null;
+  }
+}

@@ -1,0 +1,185 @@
+import {
+  Arg,
+  Args,
+  ArgsType,
+  Ctx,
+  Field,
+  FieldResolver,
+  Float,
+  ID,
+  Int,
+  Query,
+  Resolver,
+  Root,
+} from 'type-graphql';
+import { invalid } from '../../../domain/errors';
+import { parseFieldSelection, projectMetadata } from '../../../services/results';
+import type { GqlContext } from '../context';
+import { toVisionItem } from '../map';
+import { SortOrder } from '../types/enums';
+import { JSONObjectScalar, JSONScalar } from '../types/scalars';
+import { Facet, SearchConnection, Vision, VisionItem } from '../types/vision';
+
+@ArgsType()
+class SearchArgs {
+  @Field(() => String, { nullable: true, description: 'The q filter of contract §5.' })
+  q?: string;
+
+  @Field(() => String, {
+    nullable: true,
+    description: 'A metadata field or service_created_at/service_updated_at (the default).',
+  })
+  sort?: string;
+
+  @Field(() => SortOrder, { defaultValue: SortOrder.DESC })
+  order!: SortOrder;
+
+  @Field(() => Int, { defaultValue: 1 })
+  page!: number;
+
+  @Field(() => Int, { defaultValue: 10, description: '2 to 50.' })
+  limit!: number;
+
+  @Field(() => String, { nullable: true, description: 'Action variables, key:value pairs.' })
+  v?: string;
+}
+
+@Resolver(() => Vision)
+export class VisionResolver {
+  @Query(() => Vision, {
+    description: "A dataset through the Vision API; needs the dataset's token (its browse token).",
+  })
+  vision(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('dataset', () => String) dataset: string,
+  ): Vision {
+    return Object.assign(new Vision(), { org: organisation, dataset });
+  }
+
+  @FieldResolver(() => SearchConnection, { description: 'Billable (request type SEARCH).' })
+  async search(
+    @Root() vis: Vision,
+    @Args(() => SearchArgs) a: SearchArgs,
+    @Ctx() ctx: GqlContext,
+  ): Promise<SearchConnection> {
+    const rc = await ctx.request();
+    const r = await ctx.c.vision.searchItems(rc, vis.org, vis.dataset, {
+      q: a.q ?? undefined,
+      sort: a.sort ?? undefined,
+      order: a.order,
+      page: a.page,
+      limit: a.limit,
+      v: a.v ?? undefined,
+    });
+    const link = {
+      baseUrl: rc.baseUrl,
+      org: vis.org,
+      dataset: vis.dataset,
+      carry: { q: a.q ?? undefined, limit: a.limit },
+    };
+    return {
+      totalResults: r.total,
+      page: r.page,
+      limit: r.limit,
+      hasNextPage: r.page * r.limit < r.total,
+      results: r.items.map((i) => toVisionItem(i, link)),
+    };
+  }
+
+  @FieldResolver(() => [VisionItem], {
+    description:
+      'Processed items among ids, in the order asked; unknown ids are absent. Not billable.',
+  })
+  async details(
+    @Root() vis: Vision,
+    @Arg('ids', () => [ID]) ids: string[],
+    @Ctx() ctx: GqlContext,
+  ): Promise<VisionItem[]> {
+    const rc = await ctx.request();
+    const items = await ctx.c.vision.detailsItems(rc, vis.org, vis.dataset, ids);
+    const link = { baseUrl: rc.baseUrl, org: vis.org, dataset: vis.dataset, carry: {} };
+    return items.map((i) => toVisionItem(i, link));
+  }
+
+  @FieldResolver(() => [String], { description: 'Metadata field names, generated ones included.' })
+  async fieldNames(@Root() vis: Vision, @Ctx() ctx: GqlContext): Promise<string[]> {
+    const r = await ctx.c.vision.fields(await ctx.request(), vis.org, vis.dataset, { fields: '*' });
+    return r as string[];
+  }
+
+  @FieldResolver(() => [Facet], {
+    description: 'Value counts among items matching q. Not billable.',
+  })
+  async facets(
+    @Root() vis: Vision,
+    @Arg('fields', () => [String]) fields: string[],
+    @Arg('q', () => String, { nullable: true }) q: string | undefined,
+    @Ctx() ctx: GqlContext,
+  ): Promise<Facet[]> {
+    const names = fields.map((f) => f.trim());
+    const bad = names.findIndex((f) => f === '' || f === '*' || f.includes(','));
+    if (bad >= 0)
+      throw invalid('fields must name metadata fields (use fieldNames for the list of names)', [
+        { param: 'fields', index: bad, message: `'${names[bad]}' is not a field name` },
+      ]);
+    const r = await ctx.c.vision.fields(await ctx.request(), vis.org, vis.dataset, {
+      fields: names.join(','),
+      q: q ?? undefined,
+    });
+    return Object.entries(r).map(([field, counts]) => ({
+      field,
+      values: Object.entries(counts as Record<string, number>)
+        .map(([value, count]) => ({ value, count }))
+        .sort((x, y) => y.count - x.count || (x.value < y.value ? -1 : 1)),
+    }));
+  }
+}
+
+const valueOf = (i: VisionItem, field: string): unknown =>
+  Object.hasOwn(i.item.metadata, field) ? i.item.metadata[field] : undefined;
+
+@Resolver(() => VisionItem)
+export class VisionItemFields {
+  @FieldResolver(() => JSONObjectScalar, {
+    description:
+      'Public metadata: the named fields (generated ones such as image_width included), or all of them and the generated fields when fields is omitted.',
+  })
+  metadata(
+    @Root() i: VisionItem,
+    @Arg('fields', () => [String], { nullable: true }) fields: string[] | undefined,
+  ): Record<string, unknown> {
+    return projectMetadata(i.item, fields ? parseFieldSelection(fields.join(',')) : { all: true });
+  }
+
+  @FieldResolver(() => JSONScalar, { nullable: true, description: 'One metadata value, any type.' })
+  value(@Root() i: VisionItem, @Arg('field', () => String) field: string): unknown {
+    return valueOf(i, field) ?? null;
+  }
+
+  @FieldResolver(() => String, { nullable: true, description: 'The value if it is a string.' })
+  string(@Root() i: VisionItem, @Arg('field', () => String) field: string): string | null {
+    const v = valueOf(i, field);
+    return typeof v === 'string' ? v : null;
+  }
+
+  @FieldResolver(() => Float, { nullable: true, description: 'The value if it is a number.' })
+  number(@Root() i: VisionItem, @Arg('field', () => String) field: string): number | null {
+    const v = valueOf(i, field);
+    return typeof v === 'number' ? v : null;
+  }
+
+  @FieldResolver(() => Boolean, { nullable: true, description: 'The value if it is a boolean.' })
+  boolean(@Root() i: VisionItem, @Arg('field', () => String) field: string): boolean | null {
+    const v = valueOf(i, field);
+    return typeof v === 'boolean' ? v : null;
+  }
+
+  @FieldResolver(() => [String], {
+    nullable: true,
+    description: 'The value as a list of strings if it is an array (numbers as strings).',
+  })
+  strings(@Root() i: VisionItem, @Arg('field', () => String) field: string): string[] | null {
+    const v = valueOf(i, field);
+    return Array.isArray(v) ? v.map(String) : null;
+  }
+}

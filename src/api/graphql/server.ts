@@ -1,0 +1,108 @@
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { fastifyApolloHandler } from '@as-integrations/fastify';
+import { ApolloArmor } from '@escape.tech/graphql-armor';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import path from 'node:path';
+import type { Container } from '../../app/container';
+import { AppError } from '../../domain/errors';
+import { buildContext, type GqlContext } from './context';
+import { formatError } from './errors';
+import { CONTENT_TYPES, PAGE_CSP, graphiqlHtml, loadWebAssets } from './graphiql-page';
+import { GRAPHQL_LIMITS } from './limits';
+import { graphqlSchema } from './schema';
+
+/** Content writes go through GraphQL too, so the body limit matches REST content routes. */
+const GRAPHQL_BODY_LIMIT = 5 * 1024 * 1024;
+
+const wantsHtml = (req: FastifyRequest): boolean =>
+  req.method === 'GET' && /\btext\/html\b/.test(req.headers.accept ?? '');
+
+/**
+ * POST /graphql runs operations (GET too, for queries, behind Apollo's CSRF prevention);
+ * GET /graphql from a browser serves the bundled GraphiQL page and /graphql/assets/* its files.
+ */
+export async function registerGraphql(app: FastifyInstance, c: Container): Promise<void> {
+  const production = c.config.NODE_ENV === 'production';
+  const armor = new ApolloArmor({
+    maxDepth: { n: GRAPHQL_LIMITS.maxDepth, ignoreIntrospection: true },
+    maxAliases: { n: GRAPHQL_LIMITS.maxAliases },
+    costLimit: { maxCost: GRAPHQL_LIMITS.maxCost, ignoreIntrospection: true },
+    // The token limit is enforced by graphql-js's parser (parseOptions below): armor's plugin
+    // throws from a hook, which Apollo reports as a 500.
+    maxTokens: { enabled: false },
+    maxDirectives: { n: GRAPHQL_LIMITS.maxDirectives },
+    blockFieldSuggestion: { enabled: production },
+  });
+  const protection = armor.protect();
+  const apollo = new ApolloServer<GqlContext>({
+    schema: await graphqlSchema(),
+    introspection: !production,
+    csrfPrevention: true,
+    // main.ts owns SIGTERM (finish in-flight work, exit 0); Apollo's handler would re-raise the
+    // signal and kill the process mid-drain.
+    stopOnTerminationSignals: false,
+    includeStacktraceInErrorResponses: false,
+    allowBatchedHttpRequests: false,
+    parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
+    validationRules: protection.validationRules,
+    plugins: [
+      ...protection.plugins,
+      ApolloServerPluginLandingPageDisabled(),
+      {
+        // formatError has no context; the request id is attached per request here.
+        async requestDidStart({ contextValue }) {
+          return {
+            async willSendResponse({ response }) {
+              if (response.body.kind !== 'single') return;
+              for (const e of response.body.singleResult.errors ?? []) {
+                const ext = e.extensions as Record<string, unknown> | undefined;
+                if (ext && ext.request_id === undefined) ext.request_id = contextValue.requestId;
+              }
+            },
+          };
+        },
+      },
+    ],
+    formatError: (formatted, error) => formatError(formatted, error, undefined, c.log),
+  });
+  await apollo.start();
+  // Fastify drains HTTP connections on close; Apollo's drain plugin would call app.close() again
+  // from inside this hook and wait for itself.
+  app.addHook('onClose', async () => {
+    await apollo.stop();
+  });
+
+  const assets = loadWebAssets();
+  const run = fastifyApolloHandler(apollo, { context: async (req) => buildContext(c, req) });
+  const page = (reply: FastifyReply) =>
+    reply
+      .header('Content-Security-Policy', PAGE_CSP)
+      .header('Cache-Control', 'no-cache')
+      .type('text/html; charset=utf-8')
+      .send(graphiqlHtml(assets));
+
+  app.route({
+    method: ['GET', 'POST'],
+    url: '/graphql',
+    bodyLimit: GRAPHQL_BODY_LIMIT,
+    config: { graphql: true },
+    handler: function (req, reply) {
+      if (wantsHtml(req)) return page(reply);
+      return run.call(this, req as never, reply as never);
+    },
+  });
+
+  app.get<{ Params: { file: string } }>(
+    '/graphql/assets/:file',
+    { config: { public: true } },
+    async (req, reply) => {
+      const body = assets.files.get(req.params.file);
+      if (!body) throw new AppError('not_found', `no asset '${req.params.file}'`);
+      return reply
+        .type(CONTENT_TYPES[path.extname(req.params.file)] ?? 'application/octet-stream')
+        .header('Cache-Control', 'public, max-age=3600')
+        .send(body);
+    },
+  );
+}
