@@ -20,7 +20,14 @@ module.exports = {
       displayName: 'embedded',
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.test.ts'],
-      testPathIgnorePatterns: ['/test/contract/', '/test/faults/'],
+      testPathIgnorePatterns: ['/test/contract/', '/test/faults/', '/test/browser/'],
+    },
+    {
+      ...base,
+      displayName: 'browser',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/browser/*.test.ts'],
+      globalSetup: '<rootDir>/test/setup/browser.js',
     },
     {
       ...base,

@@ -20,6 +20,7 @@ async function main(): Promise<void> {
       `visual-search-service listening on ${app.url} (roles: ${[...config.APP_ROLES].join(', ')})`,
     );
     lines.push(`  health:  ${app.url}/healthz`);
+    lines.push(`  GraphQL: ${app.url}/graphql (open it in a browser for GraphiQL)`);
   } else
     lines.push(`visual-search-service worker running (roles: ${[...config.APP_ROLES].join(', ')})`);
   lines.push(`  data:    ${config.dataDir}`);
