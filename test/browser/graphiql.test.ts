@@ -51,7 +51,10 @@ test('the playground loads offline, sends the token header and shows the answer'
   await page.waitForSelector('.graphiql-container', { timeout: 20_000 });
 
   // Replace the Headers editor's text as a user would (insertText: no auto-closed brackets).
-  await page.getByRole('button', { name: /headers/i }).first().click();
+  await page
+    .getByRole('button', { name: /headers/i })
+    .first()
+    .click();
   await page.locator('.graphiql-editor-tool .CodeMirror:visible').click();
   await page.keyboard.press('Control+A');
   await page.keyboard.press('Backspace');
@@ -66,6 +69,8 @@ test('the playground loads offline, sends the token header and shows the answer'
 
   expect(requested.length).toBeGreaterThan(0);
   expect(requested.filter((u) => !u.startsWith(origin) && !u.startsWith('data:'))).toEqual([]);
-  expect(consoleErrors.filter((e) => /Content Security Policy|Failed to load/i.test(e))).toEqual([]);
+  expect(consoleErrors.filter((e) => /Content Security Policy|Failed to load/i.test(e))).toEqual(
+    [],
+  );
   await page.close();
 }, 60_000);
