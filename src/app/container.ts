@@ -7,6 +7,7 @@ import { EmbeddedAccountStore } from '../adapters/embedded/account-store';
 import { EmbeddedContentStore } from '../adapters/embedded/content-store';
 import { openDb } from '../adapters/embedded/db';
 import { EmbeddedSearchEngine } from '../adapters/embedded/search-engine';
+import { SqliteUsageLedger } from '../adapters/embedded/usage-ledger';
 import { ElasticsearchStore } from '../adapters/elasticsearch/es-store';
 import { allowAll, publicOnly } from '../adapters/images/address-policy';
 import { HttpImageFetcher } from '../adapters/images/http-fetcher';
@@ -19,11 +20,13 @@ import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { JobQueue } from '../ports/job-queue';
 import type { SearchEngine } from '../ports/search-engine';
+import type { UsageLedger } from '../ports/usage-ledger';
 import { AuthService } from '../services/auth';
 import { ContentService } from '../services/content';
 import { DatasetService } from '../services/datasets';
 import { OrganisationService } from '../services/organisations';
 import { issueToken } from '../services/tokens';
+import { MeteringService } from '../services/metering';
 import { UsageService } from '../services/usage';
 import { VisionService } from '../services/vision';
 
@@ -40,6 +43,7 @@ export interface Container {
   contentService: ContentService;
   vision: VisionService;
   usage: UsageService;
+  ledger: UsageLedger;
   processImage: ProcessImageHandler;
   /** Set on first start when no OPERATOR_TOKEN is configured; printed once, stored as a hash. */
   bootstrapOperatorToken?: string;
@@ -133,6 +137,8 @@ export async function buildContainer(
     bootstrapOperatorToken = token;
   }
   const serverKey = loadServerKey(config.dataDir);
+  const ledger = new SqliteUsageLedger(db);
+  const metering = new MeteringService(accounts, ledger, now);
 
   return {
     config,
@@ -151,10 +157,13 @@ export async function buildContainer(
       log.child({ component: 'content' }),
       now,
     ),
-    vision: new VisionService(content, engine, auth),
-    usage: new UsageService(accounts, content, auth, clock),
+    vision: new VisionService(content, engine, auth, metering),
+    usage: new UsageService(accounts, content, auth, ledger, clock),
+    ledger,
     processImage: new ProcessImageHandler(
       content,
+      accounts,
+      ledger,
       fetcher,
       new SharpImageAnalyzer(),
       log.child({ component: 'worker' }),

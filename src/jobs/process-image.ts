@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
 import type { ProcessingJob } from '../domain/item';
 import { ImageError, MAX_ATTEMPTS } from '../domain/processing';
+import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ImageFetcher } from '../ports/image-fetcher';
 import { RetryLater, type JobQueue } from '../ports/job-queue';
+import type { UsageLedger } from '../ports/usage-ledger';
 
 export const PROCESS_IMAGE = 'process-image';
 
@@ -16,6 +18,8 @@ export const PROCESS_IMAGE = 'process-image';
 export class ProcessImageHandler {
   constructor(
     private readonly store: ContentStore,
+    private readonly accounts: AccountStore,
+    private readonly ledger: UsageLedger,
     private readonly fetcher: ImageFetcher,
     private readonly analyzer: ImageAnalyzer,
     private readonly log: Logger,
@@ -25,11 +29,18 @@ export class ProcessImageHandler {
 
   readonly handle = async (job: ProcessingJob): Promise<void> => {
     const [item] = await this.store.getItems(job.datasetId, [job.itemId]);
-    if (!item || item.url !== job.url || item.state !== 'pending') return;
+    if (!item || item.url !== job.url) return;
+    if (item.state === 'processed') {
+      // Redelivered after a crash between the result and the count: counting is idempotent.
+      await this.countImage(job, item.updatedAt);
+      return;
+    }
+    if (item.state !== 'pending') return;
     try {
       const bytes = await this.fetcher.fetch(job.url);
       const features = await this.analyzer.analyze(bytes);
-      await this.store.markProcessed(job, features, this.now());
+      const at = this.now();
+      if (await this.store.markProcessed(job, features, at)) await this.countImage(job, at);
     } catch (e) {
       if (!(e instanceof ImageError)) throw e;
       if (e.transient && job.attempt < MAX_ATTEMPTS) {
@@ -44,6 +55,19 @@ export class ProcessImageHandler {
       );
     }
   };
+
+  /** One image per successful processing of an item's url (contract §8), never twice. */
+  private async countImage(job: ProcessingJob, at: number): Promise<void> {
+    const ds = await this.accounts.getDatasetById(job.datasetId);
+    if (!ds) return;
+    await this.ledger.recordImage({
+      org: ds.org,
+      datasetId: job.datasetId,
+      itemId: job.itemId,
+      url: job.url,
+      at,
+    });
+  }
 }
 
 /** Re-queues every pending item: covers a crash between the store write and the enqueue. */

@@ -1,6 +1,8 @@
 import { invalid } from '../domain/errors';
 import { statusOf } from '../domain/dataset';
 import type { Plan } from '../domain/plan';
+import type { UsageLedger } from '../ports/usage-ledger';
+import { MICRO, toMicro } from './metering';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { AuthService } from './auth';
@@ -28,15 +30,13 @@ export interface UsageReport {
   requestCredits: Plan['requestCredits'];
 }
 
-/**
- * GET usage. Request metering is not built yet (issue 6): credits and per-type request counts
- * are reported as zero; image totals come from the live datasets.
- */
+/** GET usage: request credits per month and images per year from the ledger (contract §8). */
 export class UsageService {
   constructor(
     private readonly accounts: AccountStore,
     private readonly content: ContentStore,
     private readonly auth: AuthService,
+    private readonly ledger: UsageLedger,
     private readonly clock: () => Date,
   ) {}
 
@@ -56,25 +56,50 @@ export class UsageService {
     if (!Number.isInteger(month) || month < 1 || month > 12)
       throw invalid('month must be 1–12', [{ param: 'month', message: 'expected 1 to 12' }]);
     const o = (await this.accounts.getOrg(org))!;
+    const [used, images] = await Promise.all([
+      this.ledger.month(org, year, month),
+      this.ledger.images(org, year),
+    ]);
     const datasets: Record<string, DatasetUsage> = {};
+    const nameOf = new Map<string, string>();
     let total = 0;
     for (const ds of await this.accounts.listDatasets(org)) {
       const counts = await this.content.counts(ds.id);
       total += counts.processed;
+      nameOf.set(ds.id, ds.name);
       datasets[ds.name] = { images: counts.processed, usage: [], status: statusOf(counts) };
     }
     for (const ds of await this.accounts.listDeletedDatasets(org)) {
+      nameOf.set(ds.id, ds.name);
       if (!(ds.name in datasets)) datasets[ds.name] = { images: 0, usage: [], deleted: true };
     }
-    const allowance = (a: typeof o.plan.credits, used: number): AllowanceUsage =>
+    // A deleted dataset and a new one of the same name share the entry: one line per type.
+    for (const u of used.perDataset) {
+      const entry = datasets[nameOf.get(u.datasetId) ?? u.datasetId];
+      if (!entry) continue;
+      const line = entry.usage.find((x) => x.type === u.type);
+      if (line) {
+        line.requests += u.requests;
+        line.credits = (toMicro(line.credits) + u.micro) / MICRO;
+      } else entry.usage.push({ type: u.type, requests: u.requests, credits: u.micro / MICRO });
+    }
+    const allowance = (a: typeof o.plan.credits, usedNow: number): AllowanceUsage =>
       a.limitType === 'fixed'
-        ? { limitType: 'fixed', limit: a.limit, remaining: Math.max(0, (a.limit ?? 0) - used) }
+        ? { limitType: 'fixed', limit: a.limit, remaining: Math.max(0, (a.limit ?? 0) - usedNow) }
         : { limitType: 'unlimited' };
+    const credits = used.micro / MICRO;
+    const newest = Math.max(used.lastAt ?? 0, images.lastAt ?? 0);
     return {
-      credits: { ...allowance(o.plan.credits, 0), used: 0, month, year },
-      images: { ...allowance(o.plan.images, 0), processed: 0, total, year },
+      credits: { ...allowance(o.plan.credits, credits), used: credits, month, year },
+      images: {
+        ...allowance(o.plan.images, images.processed),
+        processed: images.processed,
+        total,
+        year,
+      },
       datasets,
-      lastUpdated: now.toISOString(),
+      // The newest event counted; with none yet, the moment of this report.
+      lastUpdated: new Date(newest > 0 ? newest : now.getTime()).toISOString(),
       requestCredits: o.plan.requestCredits,
     };
   }

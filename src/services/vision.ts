@@ -9,6 +9,7 @@ import type { Condition } from '../query/ast';
 import { parseQ } from '../query/parse';
 import { resolveFilters, type FieldCatalogue } from '../query/resolve';
 import type { AuthService } from './auth';
+import type { MeteringService } from './metering';
 import { datasetPath } from './datasets';
 import { visionPage } from './paging';
 import type { RequestContext } from './principal';
@@ -42,6 +43,7 @@ export class VisionService {
     private readonly store: ContentStore,
     private readonly engine: SearchEngine,
     private readonly auth: AuthService,
+    private readonly metering: MeteringService,
   ) {}
 
   /** Parses and resolves q against the dataset's enabled fields and field types. */
@@ -83,19 +85,16 @@ export class VisionService {
       throw invalid("order must be 'asc' or 'desc'", [
         { param: 'order', message: "expected 'asc' or 'desc'" },
       ]);
-    parseActionVars(p.v);
+    const vars = parseActionVars(p.v);
     const catalogue = await this.store.catalogue(ds.id);
     const sort = p.sort === undefined || p.sort === '' ? DEFAULT_SORT : p.sort;
     const sp = sortProblem(sort, catalogue);
     if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
     const conditions = await this.conditions(ds, p.q, catalogue);
     await this.requireReady(ds);
-    const { items, total } = await this.engine.search(ds.id, {
-      conditions,
-      sort: { field: sort, order },
-      offset,
-      limit,
-    });
+    const { items, total } = await this.metering.billed(ds, 'search', vars, () =>
+      this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
+    );
     return { items, total, page, limit };
   }
 

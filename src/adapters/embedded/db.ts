@@ -67,6 +67,31 @@ const MIGRATIONS: string[] = [
   CREATE INDEX iv_item_field ON item_values(item_pk, field, vtype, is_array, scope, nval, sval);
   DROP INDEX iv_item;
   `,
+  // Metering (contract §8). Credits are integer micro-credits so fractional multipliers add up
+  // exactly and a fixed package admits exactly its size. usage_month is the running total the
+  // 402 check reads; usage_counters feeds GET usage; usage_events keeps each request with its v.
+  `
+  CREATE TABLE usage_events (
+    id INTEGER PRIMARY KEY, org TEXT NOT NULL, dataset_id TEXT NOT NULL, type TEXT NOT NULL,
+    micro INTEGER NOT NULL, ym INTEGER NOT NULL, at INTEGER NOT NULL, vars TEXT
+  );
+  CREATE INDEX usage_events_org ON usage_events(org, ym);
+  CREATE TABLE usage_month (
+    org TEXT NOT NULL, ym INTEGER NOT NULL, micro INTEGER NOT NULL,
+    PRIMARY KEY (org, ym)
+  ) WITHOUT ROWID;
+  CREATE TABLE usage_counters (
+    org TEXT NOT NULL, ym INTEGER NOT NULL, dataset_id TEXT NOT NULL, type TEXT NOT NULL,
+    requests INTEGER NOT NULL, micro INTEGER NOT NULL, last_at INTEGER NOT NULL,
+    PRIMARY KEY (org, ym, dataset_id, type)
+  ) WITHOUT ROWID;
+  CREATE TABLE image_events (
+    dataset_id TEXT NOT NULL, item_id TEXT NOT NULL, url TEXT NOT NULL,
+    org TEXT NOT NULL, year INTEGER NOT NULL, at INTEGER NOT NULL,
+    PRIMARY KEY (dataset_id, item_id, url)
+  ) WITHOUT ROWID;
+  CREATE INDEX image_events_org ON image_events(org, year);
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

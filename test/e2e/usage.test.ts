@@ -1,0 +1,181 @@
+/**
+ * Metering (contract §8) through both transports: what counts, what does not, fixed packages
+ * decided atomically, image counts, and the GET usage report.
+ */
+import { AppError } from '../../src/domain/errors';
+import { OPERATOR, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { gql } from '../helpers/graphql';
+import { startImageServer, type ImageServer } from '../helpers/image-server';
+
+let t: TestApp;
+let img: ImageServer;
+const READY = 200;
+
+interface Org {
+  name: string;
+  orgToken: string;
+  dsToken: string;
+  base: string;
+}
+
+/** An organisation with one published dataset of READY processed items. */
+async function publishedOrg(name: string, plan?: unknown): Promise<Org> {
+  const o = await t.call('POST', '/orgs', { token: OPERATOR, body: { name, plan } });
+  expect(o.status).toBe(201);
+  const d = await t.call('POST', `/orgs/${name}/datasets`, {
+    token: o.body.token,
+    body: { name: 'cat' },
+  });
+  const base = `/orgs/${name}/datasets/cat`;
+  const content = Array.from({ length: READY }, (_, i) => ({
+    id: `i${i}`,
+    url: `${img.url}/img/${i}.png`,
+    metadata: { color: i % 2 ? 'red' : 'blue' },
+  }));
+  await t.call('POST', `${base}/content`, { token: o.body.token, body: { content } });
+  await waitProcessed(t, base, o.body.token, READY);
+  return { name, orgToken: o.body.token, dsToken: d.body.dataset.browse_token, base };
+}
+
+const usage = async (o: Org, qs = '') =>
+  (await t.call('GET', `/orgs/${o.name}/usage${qs}`, { token: o.orgToken })).body.usage;
+
+const SEARCH = `query S($o: String!, $q: String) {
+  vision(organisation: $o, dataset: "cat") { search(q: $q) { totalResults } } }`;
+
+beforeAll(async () => {
+  img = await startImageServer();
+  t = await startTestApp({ WORKER_CONCURRENCY: '8' });
+}, 60_000);
+afterAll(async () => {
+  await t.stop();
+  await img.close();
+});
+
+test('successful searches count on both transports, each GraphQL alias once; failures, 409s and details do not', async () => {
+  const o = await publishedOrg('meter1', { requestCredits: { search: 0.5 } });
+  const before = await usage(o);
+  expect(before.credits).toMatchObject({ limitType: 'unlimited', used: 0 });
+  expect(before.images).toMatchObject({ processed: READY, total: READY });
+
+  expect((await t.call('GET', `${o.base}/search?q=color:red`, { token: o.dsToken })).status).toBe(
+    200,
+  );
+  // zero results still count
+  const none = await t.call('GET', `${o.base}/search?q=color:green&v=a:click`, {
+    token: o.dsToken,
+  });
+  expect(none.body.total_results).toBe(0);
+  const three = await gql(
+    t.url,
+    `{ a: vision(organisation: "meter1", dataset: "cat") { x: search { totalResults } y: search(q: "color:red") { totalResults } }
+       b: vision(organisation: "meter1", dataset: "cat") { search { totalResults } } }`,
+    {},
+    o.dsToken,
+  );
+  expect(three.errors).toBeUndefined();
+  // not counted: a malformed q, a bad page, content/details, facets
+  expect((await t.call('GET', `${o.base}/search?q=color`, { token: o.dsToken })).status).toBe(400);
+  expect(
+    (await gql(t.url, SEARCH, { o: 'meter1', q: 'price:1:2:3' }, o.dsToken)).errors,
+  ).toBeDefined();
+  expect(
+    (await t.call('GET', `${o.base}/content/details?ids=i1`, { token: o.dsToken })).status,
+  ).toBe(200);
+  expect(
+    (await t.call('GET', `${o.base}/content/fields?fields=color`, { token: o.dsToken })).status,
+  ).toBe(200);
+  // an engine failure after the charge is refunded (only 2xx responses count)
+  jest
+    .spyOn(t.app.container.engine, 'search')
+    .mockRejectedValueOnce(new AppError('unavailable', 'engine down', undefined, 5));
+  expect((await t.call('GET', `${o.base}/search`, { token: o.dsToken })).status).toBe(503);
+
+  const u = await usage(o);
+  expect(u.datasets.cat.usage).toEqual([{ type: 'search', requests: 5, credits: 2.5 }]);
+  expect(u.credits).toMatchObject({ limitType: 'unlimited', used: 2.5 });
+  expect(u.requestCredits).toMatchObject({ search: 0.5, lens: 2 });
+  expect(Date.now() - Date.parse(u.lastUpdated)).toBeLessThan(10_000);
+});
+
+test('a dataset still pending answers 409 and is not charged', async () => {
+  const o = await t.call('POST', '/orgs', { token: OPERATOR, body: { name: 'meter2' } });
+  const d = await t.call('POST', '/orgs/meter2/datasets', {
+    token: o.body.token,
+    body: { name: 'cat' },
+  });
+  const r = await t.call('GET', '/orgs/meter2/datasets/cat/search', {
+    token: d.body.dataset.browse_token,
+  });
+  expect(r.status).toBe(409);
+  const u = await t.call('GET', '/orgs/meter2/usage', { token: o.body.token });
+  expect(u.body.usage.credits.used).toBe(0);
+  expect(u.body.usage.datasets.cat.usage).toEqual([]);
+});
+
+test('a fixed package of R credits admits exactly R of many concurrent requests, on both transports', async () => {
+  const R = 7;
+  const o = await publishedOrg('meter3', { credits: { limitType: 'fixed', limit: R } });
+  const calls = Array.from({ length: 24 }, (_, i) =>
+    i % 2
+      ? t.call('GET', `${o.base}/search`, { token: o.dsToken }).then((r) => r.status)
+      : gql(t.url, SEARCH, { o: 'meter3' }, o.dsToken).then((r) =>
+          r.errors ? r.errors[0]!.extensions.code : 200,
+        ),
+  );
+  const outcomes = await Promise.all(calls);
+  expect(outcomes.filter((x) => x === 200)).toHaveLength(R);
+  expect(outcomes.filter((x) => x === 402 || x === 'payment_required')).toHaveLength(24 - R);
+  const u = await usage(o);
+  expect(u.credits).toEqual(
+    expect.objectContaining({ limitType: 'fixed', limit: R, used: R, remaining: 0 }),
+  );
+  expect(u.datasets.cat.usage).toEqual([{ type: 'search', requests: R, credits: R }]);
+  const refused = await t.call('GET', `${o.base}/search`, { token: o.dsToken });
+  expect(refused.status).toBe(402);
+  expect(refused.body.error.code).toBe('payment_required');
+  // details stay free when the package is used up
+  expect(
+    (await t.call('GET', `${o.base}/content/details?ids=i1`, { token: o.dsToken })).status,
+  ).toBe(200);
+});
+
+test('images count once per new url per item; re-posting the same url or redelivering does not', async () => {
+  const o = await publishedOrg('meter4');
+  const post = (content: unknown[]) =>
+    t.call('POST', `${o.base}/content`, { token: o.orgToken, body: { content } });
+  await post([{ id: 'i1', url: `${img.url}/img/1.png`, metadata: { color: 'pink' } }]); // same url
+  await post([{ id: 'i2', url: `${img.url}/img/2.png?v=2` }]); // new query string
+  await post([{ id: 'dup', url: `${img.url}/img/3.png` }]); // same url as i3, another id
+  await post([{ id: 'bad', url: `${img.url}/missing.png` }]); // fails: not counted
+  await waitProcessed(t, o.base, o.orgToken, READY + 2);
+  const job = { datasetId: '', itemId: 'i2', url: `${img.url}/img/2.png?v=2`, attempt: 1 };
+  const ds = await t.app.container.accounts.getDataset('meter4', 'cat');
+  await t.app.container.processImage.handle({ ...job, datasetId: ds!.id }); // a redelivery
+  const u = await usage(o);
+  expect(u.images).toMatchObject({
+    processed: READY + 2,
+    total: READY + 1,
+    limitType: 'unlimited',
+  });
+  expect(u.datasets.cat.images).toBe(READY + 1);
+});
+
+test('usage survives a restart, and other months are separate', async () => {
+  const o = await t.call('POST', '/orgs', { token: OPERATOR, body: { name: 'meter5' } });
+  const token = o.body.token as string;
+  const before = (await t.call('GET', '/orgs/meter1/usage', { token: OPERATOR })).status;
+  expect(before).toBe(403); // the operator does not read usage; org tokens do
+  const other = await t.call('GET', '/orgs/meter5/usage?year=2020&month=1', { token });
+  expect(other.body.usage.credits).toMatchObject({ used: 0, month: 1, year: 2020 });
+
+  const dataDir = t.dataDir;
+  const meter1 = (await t.call('POST', '/orgs/meter1/tokens', { token: OPERATOR })).body.token;
+  const was = (await t.call('GET', '/orgs/meter1/usage', { token: meter1 })).body.usage;
+  await t.stop();
+  t = await startTestApp({ WORKER_CONCURRENCY: '8' }, dataDir);
+  const now = (await t.call('GET', '/orgs/meter1/usage', { token: meter1 })).body.usage;
+  expect(now.credits).toEqual(was.credits);
+  expect(now.datasets.cat.usage).toEqual(was.datasets.cat.usage);
+  expect(now.images.processed).toBe(was.images.processed);
+});
