@@ -38,6 +38,7 @@ module.exports = {
         '**/e2e/content.test.ts',
         '**/e2e/search.test.ts',
         '**/e2e/graphql.test.ts',
+        '**/e2e/usage.test.ts',
         '**/contract/*.test.ts',
         '**/faults/*.test.ts',
       ],
