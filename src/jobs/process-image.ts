@@ -36,12 +36,34 @@ export class ProcessImageHandler {
       return;
     }
     if (item.state !== 'pending') return;
+    const ds = await this.accounts.getDatasetById(job.datasetId);
+    const org = ds && (await this.accounts.getOrg(ds.org));
+    if (!ds || !org) return;
+    const key = { org: ds.org, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
+    const images = org.plan.images;
+    const limit = images.limitType === 'fixed' ? images.limit : undefined;
+    if (!(await this.ledger.reserveImage({ ...key, at: this.now() }, limit))) {
+      const year = new Date(this.now()).getUTCFullYear();
+      await this.store.markPostponed(
+        job,
+        {
+          code: 'quota_postponed',
+          message: `the yearly package of ${limit} images for ${year} is used up; the item is processed when the limit allows`,
+          attempts: job.attempt,
+        },
+        this.now(),
+      );
+      return;
+    }
     try {
       const bytes = await this.fetcher.fetch(job.url);
       const features = await this.analyzer.analyze(bytes);
       const at = this.now();
-      if (await this.store.markProcessed(job, features, at)) await this.countImage(job, at);
+      if (await this.store.markProcessed(job, features, at))
+        await this.ledger.recordImage({ ...key, at });
+      else await this.ledger.releaseImage(key);
     } catch (e) {
+      await this.ledger.releaseImage(key).catch(() => undefined);
       if (!(e instanceof ImageError)) throw e;
       if (e.transient && job.attempt < MAX_ATTEMPTS) {
         const delay = this.retryBaseMs * 4 ** (job.attempt - 1);

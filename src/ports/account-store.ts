@@ -23,6 +23,8 @@ export interface TokenRecord {
 export interface AccountStore {
   createOrg(org: Organisation): Promise<boolean>;
   getOrg(name: string): Promise<Organisation | undefined>;
+  /** Replaces an organisation's plan; false when there is no such organisation. */
+  updatePlan(name: string, plan: Plan): Promise<boolean>;
 
   putToken(token: TokenRecord): Promise<void>;
   findToken(prefix: string): Promise<TokenRecord | undefined>;

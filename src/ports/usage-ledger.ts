@@ -29,16 +29,30 @@ export interface UsageLedger {
   refund(eventId: number): Promise<void>;
   month(org: string, year: number, month: number): Promise<MonthUsage>;
   /**
+   * Holds a place in the yearly image allowance before an image is downloaded, so workers
+   * running at once cannot overshoot a fixed limit. False when the year's allowance (counted
+   * images plus recent reservations) is used up. A reservation that is neither confirmed nor
+   * released (a crashed worker) stops counting after RESERVATION_TTL_MS; a redelivered job
+   * finds its own reservation and keeps it.
+   */
+  reserveImage(
+    e: ImageKey & { org: string; at: number },
+    limit: number | undefined,
+  ): Promise<boolean>;
+  releaseImage(e: ImageKey): Promise<void>;
+  /**
    * Counts one processed image; idempotent per (dataset, item, url), so a redelivered job is
    * never counted twice.
    */
-  recordImage(e: {
-    org: string;
-    datasetId: string;
-    itemId: string;
-    url: string;
-    at: number;
-  }): Promise<void>;
+  recordImage(e: ImageKey & { org: string; at: number }): Promise<void>;
   /** Images processed in a UTC year, and the newest such event. */
   images(org: string, year: number): Promise<{ processed: number; lastAt?: number }>;
 }
+
+export interface ImageKey {
+  datasetId: string;
+  itemId: string;
+  url: string;
+}
+
+export const RESERVATION_TTL_MS = 15 * 60_000;

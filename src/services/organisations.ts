@@ -44,6 +44,22 @@ export class OrganisationService {
     return { name: o.name, plan: o.plan, created_at: o.createdAt };
   }
 
+  /**
+   * Operator only: a new plan for an organisation (e.g. a raised image limit; items postponed
+   * by the old one are processed at the next recovery sweep).
+   */
+  async setPlan(p: Principal, org: string, body: unknown): Promise<{ name: string; plan: Plan }> {
+    this.auth.requireOperator(p);
+    const raw =
+      typeof body === 'object' && body !== null ? (body as { plan?: unknown }).plan : undefined;
+    if (raw === undefined)
+      throw invalid('body must be { "plan": { … } }', [{ field: 'plan', message: 'required' }]);
+    const plan = parsePlan(raw);
+    if (!(await this.accounts.updatePlan(org, plan)))
+      throw new AppError('not_found', `organisation '${org}' not found`);
+    return { name: org, plan };
+  }
+
   /** A new org token; the operator may issue one too (e.g. when all were lost). */
   async issueToken(
     p: Principal,

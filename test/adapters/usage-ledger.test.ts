@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { openDb, type Db } from '../../src/adapters/embedded/db';
 import { SqliteUsageLedger } from '../../src/adapters/embedded/usage-ledger';
+import { RESERVATION_TTL_MS } from '../../src/ports/usage-ledger';
 import { tempDir } from '../helpers/app';
 
 let db: Db;
@@ -59,4 +60,23 @@ test('images count per UTC year, once per (dataset, item, url)', async () => {
   });
   expect((await ledger.images('o', 2026)).processed).toBe(2);
   expect((await ledger.images('other', 2026)).processed).toBe(0);
+});
+
+test('image reservations hold places in a fixed limit; released or stale ones give them back', async () => {
+  const t0 = at('2026-07-01T00:00:00Z');
+  const key = (item: string) => ({ org: 'o', datasetId: 'd', itemId: item, url: `u-${item}` });
+  expect(await ledger.reserveImage({ ...key('a'), at: t0 }, 2)).toBe(true);
+  expect(await ledger.reserveImage({ ...key('b'), at: t0 }, 2)).toBe(true);
+  expect(await ledger.reserveImage({ ...key('c'), at: t0 }, 2)).toBe(false);
+  // a redelivered job keeps its own place
+  expect(await ledger.reserveImage({ ...key('a'), at: t0 + 1 }, 2)).toBe(true);
+  await ledger.releaseImage(key('b'));
+  expect(await ledger.reserveImage({ ...key('c'), at: t0 + 2 }, 2)).toBe(true);
+  await ledger.recordImage({ ...key('c'), at: t0 + 3 });
+  await ledger.releaseImage(key('c')); // a counted image is never released
+  expect((await ledger.images('o', 2026)).processed).toBe(1);
+  // 'a' was never confirmed (its worker died): after the TTL its place is free again
+  const later = t0 + RESERVATION_TTL_MS + 10;
+  expect(await ledger.reserveImage({ ...key('d'), at: later }, 2)).toBe(true);
+  expect(await ledger.reserveImage({ ...key('e'), at: later }, 2)).toBe(false);
 });

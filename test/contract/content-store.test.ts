@@ -214,6 +214,25 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     expect(errors[0]).toMatchObject({ id: 'a', url: url('a'), code: 'not_found', attempts: 1 });
   });
 
+  test('a postponed item stays pending with its reason, and processing clears the reason', async () => {
+    const [job] = await write([{ id: 'a', url: url('a') }]);
+    const failure = { code: 'quota_postponed' as const, message: 'limit', attempts: 1 };
+    expect(await e.store.markPostponed(job!, failure, T0)).toBe(true);
+    expect(await e.store.markPostponed({ ...job!, url: url('a', 9) }, failure, T0)).toBe(false);
+    const deadline = Date.now() + 5000;
+    while ((await e.store.counts(ds)).errors === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await e.store.counts(ds)).toEqual({ items: 1, processed: 0, pending: 1, errors: 1 });
+    expect((await e.store.listErrors(ds, 0, 10)).errors[0]).toMatchObject({
+      id: 'a',
+      code: 'quota_postponed',
+    });
+    const { jobs } = await e.store.pendingJobs(undefined, 1000);
+    expect(jobs.filter((j) => j.datasetId === ds).map((j) => j.itemId)).toEqual(['a']);
+    await processAll([job!]);
+    expect(await e.store.counts(ds)).toEqual({ items: 1, processed: 1, pending: 0, errors: 0 });
+  });
+
   test('deleted items are gone from listing, details, search and counts', async () => {
     await processAll(
       await write([

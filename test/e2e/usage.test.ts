@@ -3,7 +3,8 @@
  * decided atomically, image counts, and the GET usage report.
  */
 import { AppError } from '../../src/domain/errors';
-import { OPERATOR, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { requeuePending } from '../../src/jobs/process-image';
+import { OPERATOR, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
 import { gql } from '../helpers/graphql';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 
@@ -178,4 +179,46 @@ test('usage survives a restart, and other months are separate', async () => {
   expect(now.credits).toEqual(was.credits);
   expect(now.datasets.cat.usage).toEqual(was.datasets.cat.usage);
   expect(now.images.processed).toBe(was.images.processed);
+});
+
+test('a fixed yearly image limit postpones the rest (quota_postponed) until the limit is raised', async () => {
+  const o = await t.call('POST', '/orgs', {
+    token: OPERATOR,
+    body: { name: 'meter6', plan: { images: { limitType: 'fixed', limit: 5 } } },
+  });
+  const orgToken = o.body.token as string;
+  await t.call('POST', '/orgs/meter6/datasets', { token: orgToken, body: { name: 'cat' } });
+  const base = '/orgs/meter6/datasets/cat';
+  const content = Array.from({ length: 8 }, (_, i) => ({
+    id: `p${i}`,
+    url: `${img.url}/img/${i}.png`,
+  }));
+  await t.call('POST', `${base}/content`, { token: orgToken, body: { content } });
+  // eight images at once on eight worker slots: the reservation keeps it at exactly five
+  const errors = await waitFor('five processed and three postponed items', async () => {
+    const r = await t.call('GET', `${base}/errors`, { token: orgToken });
+    const d = await t.call('GET', base, { token: orgToken });
+    return d.body.dataset.counts.processed === 5 && r.body.total_results === 3 && r.body.errors;
+  });
+  expect(errors.map((e: { code: string }) => e.code)).toEqual(Array(3).fill('quota_postponed'));
+  const ds = (await t.call('GET', base, { token: orgToken })).body.dataset;
+  expect(ds.counts).toMatchObject({ items: 8, processed: 5, pending: 3 });
+  const u = (await t.call('GET', '/orgs/meter6/usage', { token: orgToken })).body.usage;
+  expect(u.images).toMatchObject({ limitType: 'fixed', limit: 5, processed: 5, remaining: 0 });
+
+  const raised = await t.call('PUT', '/orgs/meter6/plan', {
+    token: OPERATOR,
+    body: { plan: { images: { limitType: 'fixed', limit: 10 } } },
+  });
+  expect(raised.status).toBe(200);
+  expect(
+    (await t.call('PUT', '/orgs/meter6/plan', { token: orgToken, body: { plan: {} } })).status,
+  ).toBe(403);
+  // what the worker's periodic recovery sweep does
+  await requeuePending(t.app.container.content, t.app.container.queue, t.app.container.log);
+  await waitProcessed(t, base, orgToken, 8);
+  const after = (await t.call('GET', base, { token: orgToken })).body.dataset.counts;
+  expect(after).toEqual({ items: 8, processed: 8, pending: 0, errors: 0 });
+  const u2 = (await t.call('GET', '/orgs/meter6/usage', { token: orgToken })).body.usage;
+  expect(u2.images).toMatchObject({ processed: 8, remaining: 2 });
 });

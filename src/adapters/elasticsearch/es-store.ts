@@ -434,6 +434,19 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
     );
   }
 
+  markPostponed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
+    return guard(() =>
+      this.casUpdate(job, (d) => {
+        if (d.url !== job.url || d.state !== 'pending') return undefined;
+        return toDoc(job.datasetId, fromDoc(d), {
+          ...failure,
+          url: job.url,
+          occurred_at: new Date(now).toISOString(),
+        });
+      }),
+    );
+  }
+
   listErrors(
     datasetId: string,
     offset: number,

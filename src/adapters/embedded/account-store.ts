@@ -1,4 +1,5 @@
 import type { Dataset, EnabledFields } from '../../domain/dataset';
+import type { Plan } from '../../domain/plan';
 import type { AccountStore, Organisation, TokenRecord } from '../../ports/account-store';
 import { guarded, type Db } from './db';
 
@@ -46,6 +47,14 @@ export class EmbeddedAccountStore implements AccountStore {
         this.db
           .prepare('INSERT OR IGNORE INTO orgs (name, plan, created_at) VALUES (?, ?, ?)')
           .run(org.name, JSON.stringify(org.plan), org.createdAt).changes === 1,
+    );
+  }
+
+  updatePlan(name: string, plan: Plan): Promise<boolean> {
+    return guarded(
+      () =>
+        this.db.prepare('UPDATE orgs SET plan = ? WHERE name = ?').run(JSON.stringify(plan), name)
+          .changes === 1,
     );
   }
 

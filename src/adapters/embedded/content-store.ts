@@ -343,6 +343,34 @@ export class EmbeddedContentStore implements ContentStore {
     );
   }
 
+  markPostponed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
+    return guarded(() =>
+      this.db.transaction(() => {
+        const pending = this.db
+          .prepare(
+            `SELECT 1 FROM items WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'`,
+          )
+          .get(job.datasetId, job.itemId, job.url);
+        if (!pending) return false;
+        this.db
+          .prepare(
+            `INSERT OR REPLACE INTO processing_errors (dataset_id, item_id, url, code, message, attempts, occurred_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .run(
+            job.datasetId,
+            job.itemId,
+            job.url,
+            failure.code,
+            failure.message,
+            failure.attempts,
+            new Date(now).toISOString(),
+          );
+        return true;
+      })(),
+    );
+  }
+
   listErrors(
     datasetId: string,
     offset: number,

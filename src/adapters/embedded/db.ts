@@ -88,9 +88,10 @@ const MIGRATIONS: string[] = [
   CREATE TABLE image_events (
     dataset_id TEXT NOT NULL, item_id TEXT NOT NULL, url TEXT NOT NULL,
     org TEXT NOT NULL, year INTEGER NOT NULL, at INTEGER NOT NULL,
+    counted INTEGER NOT NULL,
     PRIMARY KEY (dataset_id, item_id, url)
   ) WITHOUT ROWID;
-  CREATE INDEX image_events_org ON image_events(org, year);
+  CREATE INDEX image_events_org ON image_events(org, year, counted, at);
   `,
 ];
 

@@ -1,5 +1,11 @@
 import type { RequestType } from '../../domain/plan';
-import type { MonthUsage, RequestCharge, UsageLedger } from '../../ports/usage-ledger';
+import {
+  RESERVATION_TTL_MS,
+  type ImageKey,
+  type MonthUsage,
+  type RequestCharge,
+  type UsageLedger,
+} from '../../ports/usage-ledger';
 import { guarded, type Db } from './db';
 
 const ym = (at: number): number => {
@@ -113,17 +119,52 @@ export class SqliteUsageLedger implements UsageLedger {
     });
   }
 
-  recordImage(e: {
-    org: string;
-    datasetId: string;
-    itemId: string;
-    url: string;
-    at: number;
-  }): Promise<void> {
+  reserveImage(
+    e: ImageKey & { org: string; at: number },
+    limit: number | undefined,
+  ): Promise<boolean> {
+    const year = new Date(e.at).getUTCFullYear();
+    const tx = this.db.transaction((): boolean => {
+      const mine = this.db
+        .prepare('SELECT 1 FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ?')
+        .get(e.datasetId, e.itemId, e.url);
+      if (mine) return true;
+      if (limit !== undefined) {
+        const { n } = this.db
+          .prepare(
+            `SELECT count(*) AS n FROM image_events
+             WHERE org = ? AND year = ? AND (counted = 1 OR at > ?)`,
+          )
+          .get(e.org, year, e.at - RESERVATION_TTL_MS) as { n: number };
+        if (n >= limit) return false;
+      }
+      this.db
+        .prepare(
+          'INSERT INTO image_events (dataset_id, item_id, url, org, year, at, counted) VALUES (?, ?, ?, ?, ?, ?, 0)',
+        )
+        .run(e.datasetId, e.itemId, e.url, e.org, year, e.at);
+      return true;
+    });
+    return guarded(() => tx.immediate());
+  }
+
+  releaseImage(e: ImageKey): Promise<void> {
     return guarded(() => {
       this.db
         .prepare(
-          'INSERT OR IGNORE INTO image_events (dataset_id, item_id, url, org, year, at) VALUES (?, ?, ?, ?, ?, ?)',
+          'DELETE FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ? AND counted = 0',
+        )
+        .run(e.datasetId, e.itemId, e.url);
+    });
+  }
+
+  recordImage(e: ImageKey & { org: string; at: number }): Promise<void> {
+    return guarded(() => {
+      this.db
+        .prepare(
+          `INSERT INTO image_events (dataset_id, item_id, url, org, year, at, counted) VALUES (?, ?, ?, ?, ?, ?, 1)
+           ON CONFLICT (dataset_id, item_id, url) DO UPDATE SET counted = 1, year = excluded.year, at = excluded.at
+           WHERE counted = 0`,
         )
         .run(e.datasetId, e.itemId, e.url, e.org, new Date(e.at).getUTCFullYear(), e.at);
     });
@@ -133,7 +174,7 @@ export class SqliteUsageLedger implements UsageLedger {
     return guarded(() => {
       const r = this.db
         .prepare(
-          'SELECT count(*) AS n, max(at) AS last FROM image_events WHERE org = ? AND year = ?',
+          'SELECT count(*) AS n, max(at) AS last FROM image_events WHERE org = ? AND year = ? AND counted = 1',
         )
         .get(org, year) as { n: number; last: number | null };
       return { processed: r.n, ...(r.last !== null ? { lastAt: r.last } : {}) };

@@ -40,6 +40,20 @@ export class AccountResolver {
     };
   }
 
+  @Mutation(() => Organisation, {
+    description: 'Operator token: replaces the plan (e.g. raises an image limit).',
+  })
+  async setPlan(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('plan', () => PlanInput) plan: PlanInput,
+    @Ctx() ctx: GqlContext,
+  ): Promise<Organisation> {
+    const p = await ctx.principal();
+    await ctx.c.organisations.setPlan(p, organisation, { plan: plain(plan) });
+    const o = await ctx.c.organisations.get(p, organisation);
+    return { name: o.name, plan: toPlan(o.plan), createdAt: o.created_at };
+  }
+
   @Mutation(() => IssuedToken)
   async issueOrganisationToken(
     @Arg('organisation', () => String) organisation: string,

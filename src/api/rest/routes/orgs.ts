@@ -13,6 +13,14 @@ export const orgRoutes =
       status: 'ok',
       organisation: await c.organisations.get(req.ctx.principal, param(req, 'organisation')),
     }));
+    app.put('/orgs/:organisation/plan', async (req) => ({
+      status: 'ok',
+      organisation: await c.organisations.setPlan(
+        req.ctx.principal,
+        param(req, 'organisation'),
+        req.body,
+      ),
+    }));
     app.post('/orgs/:organisation/tokens', async (req, reply) => {
       const r = await c.organisations.issueToken(req.ctx.principal, param(req, 'organisation'));
       return reply.status(201).send({ status: 'ok', ...r });
