@@ -39,6 +39,7 @@ module.exports = {
         '**/e2e/search.test.ts',
         '**/e2e/graphql.test.ts',
         '**/e2e/usage.test.ts',
+        '**/e2e/similarity.test.ts',
         '**/contract/*.test.ts',
         '**/faults/*.test.ts',
       ],

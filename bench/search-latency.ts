@@ -18,6 +18,7 @@ import type { StoredItem } from '../src/domain/item';
 import { parseQ } from '../src/query/parse';
 import { resolveFilters } from '../src/query/resolve';
 import { catalogue } from './catalogue';
+import { DescriptorEmbedder } from '../src/adapters/embedders/descriptor';
 import {
   ES_URL,
   V2,
@@ -26,8 +27,15 @@ import {
   startService,
   summarize,
   writeResult,
+  unitVector,
   type Engine,
 } from './common';
+
+const { dimensions: DIMS, id: EMBEDDER } = new DescriptorEmbedder();
+const vectorOf = (id: string) => ({
+  vector: unitVector(DIMS, Number(id.replace(/\D/g, '')) || 1),
+  embedder: EMBEDDER,
+});
 
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 400);
@@ -68,7 +76,12 @@ function seedEmbedded(app: RunningApp, datasetId: string): void {
     for (const it of batch)
       void store.markProcessed(
         { datasetId, itemId: it.id, url: it.url, attempt: 1 },
-        { width: it.image!.width, height: it.image!.height, format: 'jpeg' },
+        {
+          width: it.image!.width,
+          height: it.image!.height,
+          format: 'jpeg',
+          ...vectorOf(it.id),
+        },
         it.updatedAt,
       );
     batch = [];
@@ -98,7 +111,7 @@ async function seedElasticsearch(
     ops = [];
   };
   for (const it of catalogue(ITEMS)) {
-    ops.push({ index: { _index: index, _id: it.id } }, toDoc(datasetId, it));
+    ops.push({ index: { _index: index, _id: it.id } }, toDoc(datasetId, it, null, vectorOf(it.id)));
     if (ops.length >= 4000) await flush();
   }
   if (ops.length) await flush();
@@ -129,7 +142,8 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
   try {
     const { dsToken, datasetId } = await createDataset(app, 'shoes');
     const t0 = Date.now();
-    if (es) await seedElasticsearch(es, new ElasticsearchStore(es, prefix, Date.now), datasetId);
+    if (es)
+      await seedElasticsearch(es, new ElasticsearchStore(es, prefix, Date.now, DIMS), datasetId);
     else seedEmbedded(app, datasetId);
     const loadS = (Date.now() - t0) / 1000;
     process.stderr.write(`[${engine}] loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`);

@@ -9,6 +9,7 @@ import { openDb } from '../adapters/embedded/db';
 import { EmbeddedSearchEngine } from '../adapters/embedded/search-engine';
 import { SqliteUsageLedger } from '../adapters/embedded/usage-ledger';
 import { ElasticsearchStore } from '../adapters/elasticsearch/es-store';
+import { DescriptorEmbedder } from '../adapters/embedders/descriptor';
 import { allowAll, publicOnly } from '../adapters/images/address-policy';
 import { HttpImageFetcher } from '../adapters/images/http-fetcher';
 import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
@@ -27,6 +28,7 @@ import { DatasetService } from '../services/datasets';
 import { OrganisationService } from '../services/organisations';
 import { issueToken } from '../services/tokens';
 import { MeteringService } from '../services/metering';
+import { SimilarityService } from '../services/similarity';
 import { UsageService } from '../services/usage';
 import { VisionService } from '../services/vision';
 
@@ -42,6 +44,7 @@ export interface Container {
   datasets: DatasetService;
   contentService: ContentService;
   vision: VisionService;
+  similarity: SimilarityService;
   usage: UsageService;
   ledger: UsageLedger;
   processImage: ProcessImageHandler;
@@ -106,6 +109,7 @@ export async function buildContainer(
   if (config.EMBEDDER !== 'descriptor')
     unavailableBackend('EMBEDDER', config.EMBEDDER, 'ONNX embedder');
 
+  const embedder = new DescriptorEmbedder();
   const db = openDb(path.join(config.dataDir, 'store.db'));
   const accounts = new EmbeddedAccountStore(db);
   let content: ContentStore;
@@ -113,7 +117,7 @@ export async function buildContainer(
   let es: Client | undefined;
   if (config.SEARCH_BACKEND === 'elasticsearch') {
     es = new Client({ node: config.ELASTICSEARCH_URL, requestTimeout: 30_000, maxRetries: 2 });
-    const store = new ElasticsearchStore(es, config.ES_INDEX_PREFIX, now);
+    const store = new ElasticsearchStore(es, config.ES_INDEX_PREFIX, now, embedder.dimensions);
     content = store;
     engine = store;
   } else {
@@ -121,6 +125,7 @@ export async function buildContainer(
     engine = new EmbeddedSearchEngine(db);
   }
   const queue = await openQueue(config, log.child({ component: 'queue' }), now);
+  const analyzer = new SharpImageAnalyzer(embedder);
   const fetcher = new HttpImageFetcher(config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : publicOnly);
 
   const auth = new AuthService(accounts, config.OPERATOR_TOKEN);
@@ -139,6 +144,7 @@ export async function buildContainer(
   const serverKey = loadServerKey(config.dataDir);
   const ledger = new SqliteUsageLedger(db);
   const metering = new MeteringService(accounts, ledger, now);
+  const vision = new VisionService(content, engine, auth, metering);
 
   return {
     config,
@@ -157,7 +163,16 @@ export async function buildContainer(
       log.child({ component: 'content' }),
       now,
     ),
-    vision: new VisionService(content, engine, auth, metering),
+    vision,
+    similarity: new SimilarityService(
+      content,
+      engine,
+      auth,
+      vision,
+      metering,
+      analyzer,
+      embedder.id,
+    ),
     usage: new UsageService(accounts, content, auth, ledger, clock),
     ledger,
     processImage: new ProcessImageHandler(
@@ -165,7 +180,7 @@ export async function buildContainer(
       accounts,
       ledger,
       fetcher,
-      new SharpImageAnalyzer(),
+      analyzer,
       log.child({ component: 'worker' }),
       now,
       config.RETRY_BASE_MS,

@@ -25,6 +25,9 @@ export interface ImageFeatures {
   width: number;
   height: number;
   format: 'jpeg' | 'png';
+  /** The visual embedding (L2-normalised) and the embedder that made it. */
+  vector: number[];
+  embedder: string;
 }
 
 export interface ProcessingFailure {

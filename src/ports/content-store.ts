@@ -32,6 +32,8 @@ export interface ContentStore {
   /** Records features only if the item still has this url; false when the job was stale. */
   markProcessed(job: ProcessingJob, features: ImageFeatures, now: number): Promise<boolean>;
   markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean>;
+  /** The embedding of a processed item; undefined when it is unknown or not processed. */
+  getVector(datasetId: string, id: string): Promise<number[] | undefined>;
   /**
    * Records why a pending item waits (quota_postponed) without ending it: it stays pending, so
    * recovery sweeps offer it again. False when the item no longer has the job's url or is done.

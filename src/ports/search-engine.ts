@@ -10,6 +10,25 @@ export interface SearchRequest {
   limit: number;
 }
 
+export interface SimilarRequest {
+  /** L2-normalised query embedding. */
+  vector: number[];
+  /** Only vectors made by this embedder are compared. */
+  embedder: string;
+  conditions: Condition[];
+  limit: number;
+  excludeIds: string[];
+  /** Return each hit's vector too (explore diversifies with them). */
+  includeVectors?: boolean;
+}
+
+/** A similarity hit; `score` is 0–1 ((1 + cosine) / 2), higher is more similar. */
+export interface ScoredItem {
+  item: StoredItem;
+  score: number;
+  vector?: number[];
+}
+
 /** Field → value (as a string) → number of matching processed items. */
 export type Facets = Record<string, Record<string, number>>;
 
@@ -17,4 +36,16 @@ export type Facets = Record<string, Record<string, number>>;
 export interface SearchEngine {
   search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }>;
   facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets>;
+  /**
+   * The processed items matching `conditions` nearest to the vector, best first. The filter is
+   * applied inside the nearest-neighbour search, so a page is never short while matches exist.
+   */
+  similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]>;
+  /** A random selection of processed items matching `conditions` (explore without an id). */
+  sample(
+    datasetId: string,
+    conditions: Condition[],
+    limit: number,
+    seed: number,
+  ): Promise<StoredItem[]>;
 }

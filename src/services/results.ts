@@ -65,6 +65,8 @@ export interface Carry {
   fields?: string;
   q?: string;
   limit?: number;
+  /** An explore journey's selections so far (the next step is steered by them). */
+  path?: string[];
 }
 
 export function exploreUrl(
@@ -78,6 +80,7 @@ export function exploreUrl(
   if (carry.fields) params.set('fields', carry.fields);
   if (carry.q) params.set('q', carry.q);
   if (carry.limit !== undefined) params.set('limit', String(carry.limit));
+  if (carry.path?.length) params.set('path', carry.path.map(encodeURIComponent).join(','));
   // URLSearchParams writes spaces as '+'; %20 reads the same everywhere.
   return `${baseUrl}${datasetPath(org, dataset)}/explore?${params.toString().replace(/\+/g, '%20')}`;
 }
@@ -86,10 +89,12 @@ export function resultEntry(
   item: StoredItem,
   sel: FieldSelection,
   link: { baseUrl: string; org: string; dataset: string; carry: Carry },
+  score?: number,
 ): ResultEntry {
   return {
     id: item.id,
     explore_url: exploreUrl(link.baseUrl, link.org, link.dataset, item.id, link.carry),
     metadata: projectMetadata(item, sel),
+    ...(score !== undefined ? { score } : {}),
   };
 }

@@ -1,8 +1,9 @@
 import sharp from 'sharp';
+import { DescriptorEmbedder } from '../../src/adapters/embedders/descriptor';
 import { SharpImageAnalyzer } from '../../src/adapters/images/sharp-analyzer';
 import { ImageError } from '../../src/domain/processing';
 
-const analyzer = new SharpImageAnalyzer();
+const analyzer = new SharpImageAnalyzer(new DescriptorEmbedder());
 const failure = async (bytes: Uint8Array): Promise<ImageError> => {
   try {
     await analyzer.analyze(bytes);
@@ -16,17 +17,30 @@ const solid = (width: number, height: number) =>
   sharp({ create: { width, height, channels: 3, background: '#336699' } });
 
 describe('SharpImageAnalyzer', () => {
-  it('reads size and format of jpeg and png', async () => {
-    expect(await analyzer.analyze(await solid(30, 20).png().toBuffer())).toEqual({
-      width: 30,
-      height: 20,
-      format: 'png',
-    });
-    expect(await analyzer.analyze(await solid(30, 20).jpeg().toBuffer())).toEqual({
-      width: 30,
-      height: 20,
-      format: 'jpeg',
-    });
+  it('reads size and format of jpeg and png, and embeds the picture', async () => {
+    const png = await analyzer.analyze(await solid(30, 20).png().toBuffer());
+    expect(png).toMatchObject({ width: 30, height: 20, format: 'png', embedder: 'descriptor-v1' });
+    const jpeg = await analyzer.analyze(await solid(30, 20).jpeg().toBuffer());
+    expect(jpeg).toMatchObject({ width: 30, height: 20, format: 'jpeg' });
+    expect(png.vector).toHaveLength(new DescriptorEmbedder().dimensions);
+    // the same picture in either format embeds (almost) the same
+    expect(png.vector.reduce((s, x, i) => s + x * jpeg.vector[i]!, 0)).toBeGreaterThan(0.99);
+  });
+
+  it('embeds a transparent png as if on white', async () => {
+    const clear = await sharp({
+      create: { width: 16, height: 16, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 0 } },
+    })
+      .png()
+      .toBuffer();
+    const white = await sharp({
+      create: { width: 16, height: 16, channels: 3, background: '#ffffff' },
+    })
+      .png()
+      .toBuffer();
+    const a = (await analyzer.analyze(clear)).vector;
+    const b = (await analyzer.analyze(white)).vector;
+    expect(a.reduce((s, x, i) => s + x * b[i]!, 0)).toBeCloseTo(1, 5);
   });
 
   it('reports the displayed size of an EXIF-rotated jpeg', async () => {

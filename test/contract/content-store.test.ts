@@ -42,7 +42,7 @@ const adapters: Array<[string, () => Engines]> = [
     () => {
       const client = new Client({ node: ES_URL });
       const prefix = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
-      const es = new ElasticsearchStore(client, prefix, Date.now);
+      const es = new ElasticsearchStore(client, prefix, Date.now, DIMS);
       return {
         store: es,
         engine: es,
@@ -56,7 +56,21 @@ const adapters: Array<[string, () => Engines]> = [
 ];
 
 const T0 = Date.UTC(2026, 0, 1);
-const features = { width: 40, height: 30, format: 'png' as const };
+const DIMS = 8;
+const EMB = 'test-emb';
+/** A unit vector pointing mostly along axis `k` (and a little along `k + 1`). */
+const axis = (k: number, tilt = 0): number[] => {
+  const v = Array.from({ length: DIMS }, (_, i) => (i === k ? 1 : i === (k + 1) % DIMS ? tilt : 0));
+  const n = Math.hypot(...v);
+  return v.map((x) => x / n);
+};
+const features = {
+  width: 40,
+  height: 30,
+  format: 'png' as const,
+  vector: axis(0),
+  embedder: EMB,
+};
 const url = (id: string, v = 1): string => `https://img.test/${id}-v${v}.png`;
 
 describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make) => {
@@ -75,9 +89,9 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
    * Results become visible to counts/search at the engine's next refresh (about a second on
    * Elasticsearch), as contract §4 allows; wait for that instead of forcing a refresh per write.
    */
-  async function settled(): Promise<void> {
+  async function settled(pending = 0): Promise<void> {
     const deadline = Date.now() + 5000;
-    while ((await e.store.counts(ds)).pending > 0) {
+    while ((await e.store.counts(ds)).pending > pending) {
       if (Date.now() > deadline) throw new Error(`dataset ${ds} still has pending items after 5 s`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -231,6 +245,83 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     expect(jobs.filter((j) => j.datasetId === ds).map((j) => j.itemId)).toEqual(['a']);
     await processAll([job!]);
     expect(await e.store.counts(ds)).toEqual({ items: 1, processed: 1, pending: 0, errors: 0 });
+  });
+
+  test('similar: nearest first with 0–1 scores, filtered inside the search, ids excluded', async () => {
+    const jobs = await write([
+      { id: 'a', url: url('a'), metadata: { color: 'red' } },
+      { id: 'b', url: url('b'), metadata: { color: 'red' } },
+      { id: 'c', url: url('c'), metadata: { color: 'blue' } },
+      { id: 'd', url: url('d'), metadata: { color: 'red' } },
+      { id: 'p', url: url('p'), metadata: { color: 'red' } }, // stays pending
+    ]);
+    const vec: Record<string, number[]> = {
+      a: axis(0),
+      b: axis(0, 0.2),
+      c: axis(0, 0.1),
+      d: axis(3),
+    };
+    for (const j of jobs.filter((x) => x.itemId !== 'p'))
+      expect(await e.store.markProcessed(j, { ...features, vector: vec[j.itemId]! }, T0)).toBe(
+        true,
+      );
+    await settled(1);
+    expect(await e.store.getVector(ds, 'a')).toEqual(expect.any(Array));
+    expect(await e.store.getVector(ds, 'p')).toBeUndefined();
+    const q = await e.store.getVector(ds, 'a');
+    for (const [x, y] of q!.map((x, i) => [x, axis(0)[i]!])) expect(x).toBeCloseTo(y, 5);
+
+    const hits = await e.engine.similar(ds, {
+      vector: q!,
+      embedder: EMB,
+      conditions: [],
+      limit: 10,
+      excludeIds: ['a'],
+    });
+    expect(hits.map((h) => h.item.id)).toEqual(['c', 'b', 'd']);
+    expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
+    expect(hits[2]!.score).toBeCloseTo(0.5, 3); // orthogonal: cosine 0
+    for (const h of hits) expect(h.score).toBeLessThanOrEqual(1);
+
+    const red = await e.engine.similar(ds, {
+      vector: q!,
+      embedder: EMB,
+      conditions: [{ kind: 'match', field: 'color', values: ['red'] }],
+      limit: 2,
+      excludeIds: ['a'],
+    });
+    expect(red.map((h) => h.item.id)).toEqual(['b', 'd']); // c is nearer but blue
+    const other = await e.engine.similar(ds, {
+      vector: q!,
+      embedder: 'another-model',
+      conditions: [],
+      limit: 5,
+      excludeIds: [],
+    });
+    expect(other).toEqual([]);
+  });
+
+  test('a url change drops the old embedding; sample draws matching processed items', async () => {
+    const jobs = await write([
+      { id: 'a', url: url('a'), metadata: { n: 1 } },
+      { id: 'b', url: url('b'), metadata: { n: 2 } },
+      { id: 'c', url: url('c'), metadata: { n: 3 } },
+    ]);
+    await processAll(jobs);
+    const s1 = await e.engine.sample(ds, [{ kind: 'range', field: 'n', gte: 2 }], 10, 42);
+    expect(s1.map((i) => i.id).sort()).toEqual(['b', 'c']);
+    expect((await e.engine.sample(ds, [], 2, 7)).length).toBe(2);
+    await write([{ id: 'a', url: url('a', 2) }], 'put');
+    await settled(1);
+    expect(await e.store.getVector(ds, 'a')).toBeUndefined();
+    const hits = await e.engine.similar(ds, {
+      vector: axis(0),
+      embedder: EMB,
+      conditions: [],
+      limit: 10,
+      excludeIds: [],
+    });
+    expect(hits.map((h) => h.item.id).sort()).toEqual(['b', 'c']);
   });
 
   test('deleted items are gone from listing, details, search and counts', async () => {

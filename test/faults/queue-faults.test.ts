@@ -2,7 +2,7 @@
  * Fault tests of the production set-up: an API process and separate worker processes
  * (dist/main.js with APP_ROLES=api / worker) on the real Elasticsearch and RabbitMQ.
  * A worker is SIGKILLed mid-batch, and the broker is restarted mid-batch; every item that got
- * a 202 must end processed, none lost.
+ * a 202 must end processed, none lost, and no image counted twice.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -113,6 +113,10 @@ async function expectAllProcessed(api: HttpClient, token: string, acked: string[
       .map((e) => e.id),
   );
   for (const id of acked) expect(processed.has(id)).toBe(true);
+  // none charged twice: redelivered jobs of the killed worker (or of the broker restart) do not
+  // count their image again
+  const usage = await api.call('GET', '/orgs/acme/usage', token);
+  expect(usage.body.usage.images.processed).toBe(acked.length);
 }
 
 test('a worker SIGKILLed mid-batch loses nothing; the other workers finish its jobs', async () => {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { facetsBody, searchBody } from '../../src/adapters/elasticsearch/dsl';
+import { facetsBody, knnBody, sampleBody, searchBody } from '../../src/adapters/elasticsearch/dsl';
 import { parseQ } from '../../src/query/parse';
 import { resolveFilters } from '../../src/query/resolve';
 import type { ValueKind } from '../../src/domain/metadata';
@@ -32,6 +32,15 @@ const cases: Record<string, () => unknown> = {
       limit: 10,
     }),
   facets: () => facetsBody(conditions('instock:true'), ['category', 'price']),
+  'filtered-knn': () =>
+    knnBody({
+      vector: [0.6, 0.8, 0],
+      embedder: 'descriptor-v1',
+      conditions: conditions('category:boots,colour:!red,price::50'),
+      limit: 9,
+      excludeIds: ['sku-1'],
+    }),
+  'explore-sample': () => sampleBody(conditions('category:boots'), 10, 12345),
 };
 
 describe('Elasticsearch DSL golden files', () => {

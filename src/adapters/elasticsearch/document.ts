@@ -26,6 +26,9 @@ export interface ItemDoc {
   has_error: boolean;
   terms: string[];
   attrs: Attr[];
+  /** The embedding of the processed image, and the embedder that made it. */
+  vector?: number[] | null;
+  embedder?: string | null;
 }
 
 const toAttrs = (md: Metadata, scope: Scope): Attr[] =>
@@ -38,11 +41,19 @@ const toAttrs = (md: Metadata, scope: Scope): Attr[] =>
     ...(r.nval !== null ? { n: r.nval } : {}),
   }));
 
+/**
+ * The document for an item. `embedding` is the new one (on processing) or the previous
+ * document's, kept while the item stays processed with the same url.
+ */
 export function toDoc(
   datasetId: string,
   item: StoredItem,
   error: ItemDoc['error'] = null,
+  embedding?: { vector: number[]; embedder: string } | ItemDoc,
 ): ItemDoc {
+  const keep =
+    embedding &&
+    !('dataset' in embedding && (embedding.url !== item.url || item.state !== 'processed'));
   const gen = item.image
     ? toAttrs(
         {
@@ -67,6 +78,8 @@ export function toDoc(
     has_error: !!error,
     terms: itemTerms(item.metadata),
     attrs: [...toAttrs(item.metadata, 'pub'), ...toAttrs(item.privateMetadata, 'priv'), ...gen],
+    vector: keep && embedding.vector ? embedding.vector : null,
+    embedder: keep && embedding.embedder ? embedding.embedder : null,
   };
 }
 

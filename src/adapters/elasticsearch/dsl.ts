@@ -1,6 +1,6 @@
 import { isServiceTimeField } from '../../domain/limits';
 import { literalForms, type Condition } from '../../query/ast';
-import type { SearchRequest } from '../../ports/search-engine';
+import type { SearchRequest, SimilarRequest } from '../../ports/search-engine';
 
 /** Query DSL as plain JSON: built by pure functions, pinned by golden files. */
 export type Dsl = Record<string, unknown>;
@@ -95,8 +95,49 @@ export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
   ];
 }
 
+/** Results never carry the embedding back: clients do not see it and it is the bulk of a document. */
+const NO_VECTOR = { excludes: ['vector'] };
+
+/**
+ * Filtered kNN: the q filter runs inside the HNSW search, so k results come back whenever k
+ * items match (post-filtering would return short pages).
+ */
+export function knnBody(req: SimilarRequest): Dsl {
+  const where = whereDsl(req.conditions) as { bool: { filter: Dsl[]; must_not?: Dsl[] } };
+  const filter = [...where.bool.filter, { term: { embedder: req.embedder } }];
+  const mustNot = [...(where.bool.must_not ?? [])];
+  if (req.excludeIds.length) mustNot.push({ terms: { id: req.excludeIds } });
+  return {
+    knn: {
+      field: 'vector',
+      query_vector: req.vector,
+      k: req.limit,
+      num_candidates: Math.max(100, req.limit * 10),
+      filter: { bool: { filter, ...(mustNot.length ? { must_not: mustNot } : {}) } },
+    },
+    size: req.limit,
+    ...(req.includeVectors ? {} : { _source: NO_VECTOR }),
+  };
+}
+
+/** A seeded random selection of matching items (explore without an id). */
+export function sampleBody(conditions: Condition[], limit: number, seed: number): Dsl {
+  return {
+    query: {
+      function_score: {
+        query: whereDsl(conditions),
+        random_score: { seed, field: '_seq_no' },
+        boost_mode: 'replace',
+      },
+    },
+    size: limit,
+    _source: NO_VECTOR,
+  };
+}
+
 export function searchBody(req: SearchRequest): Dsl {
   return {
+    _source: NO_VECTOR,
     query: whereDsl(req.conditions),
     sort: sortDsl(req.sort),
     from: req.offset,

@@ -13,12 +13,18 @@ import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
 import type { ValueKind } from '../../domain/metadata';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
 import type { ContentStore } from '../../ports/content-store';
-import type { Facets, SearchEngine, SearchRequest } from '../../ports/search-engine';
+import type {
+  Facets,
+  ScoredItem,
+  SearchEngine,
+  SearchRequest,
+  SimilarRequest,
+} from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
 import type { FieldCatalogue } from '../../query/resolve';
 import { fromDoc, toDoc, type ItemDoc } from './document';
-import { catalogueBody, facetsBody, searchBody } from './dsl';
-import { ITEM_MAPPING, ITEM_SETTINGS } from './mapping';
+import { catalogueBody, facetsBody, knnBody, sampleBody, searchBody } from './dsl';
+import { ITEM_SETTINGS, itemMapping } from './mapping';
 
 /** Optimistic-concurrency retries before a write gives up with 503. */
 const CAS_RETRIES = 8;
@@ -75,7 +81,9 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
   constructor(
     readonly client: Client,
     private readonly prefix: string,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number,
+    /** Dimensions of the embedder's vectors; fixed per index. */
+    private readonly vectorDims: number,
   ) {}
 
   index(datasetId: string): string {
@@ -89,7 +97,7 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
       await this.client.indices.create({
         index,
         settings: { index: ITEM_SETTINGS },
-        mappings: ITEM_MAPPING as never,
+        mappings: itemMapping(this.vectorDims) as never,
       });
     } catch (e) {
       if (!(
@@ -169,7 +177,7 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
           }
           if (!item) continue;
           const error = urlChanged ? null : (hit?._source?.error ?? null);
-          const doc = toDoc(datasetId, item, error);
+          const doc = toDoc(datasetId, item, error, hit?._source);
           ops.push(
             hit
               ? {
@@ -416,6 +424,7 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
             image: { width: f.width, height: f.height, url: job.url },
           },
           null,
+          { vector: f.vector, embedder: f.embedder },
         );
       }),
     );
@@ -520,6 +529,46 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
         items: r.hits.hits.map((h) => fromDoc(h._source!)),
         total: (r.hits.total as { value: number }).value,
       };
+    });
+  }
+
+  getVector(datasetId: string, id: string): Promise<number[] | undefined> {
+    return guard(async () => {
+      if (!(await this.exists(datasetId))) return undefined;
+      const [hit] = await this.mget(datasetId, [id], true, false);
+      const d = hit?._source;
+      return d && d.state === 'processed' && d.vector ? d.vector : undefined;
+    });
+  }
+
+  similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
+    return guard(async () => {
+      if (!(await this.exists(datasetId))) return [];
+      const r = await this.client.search<ItemDoc>({
+        index: this.index(datasetId),
+        ...knnBody(req),
+      } as never);
+      return r.hits.hits.map((h) => ({
+        item: fromDoc(h._source!),
+        score: h._score ?? 0,
+        ...(req.includeVectors && h._source!.vector ? { vector: h._source!.vector } : {}),
+      }));
+    });
+  }
+
+  sample(
+    datasetId: string,
+    conditions: Condition[],
+    limit: number,
+    seed: number,
+  ): Promise<StoredItem[]> {
+    return guard(async () => {
+      if (!(await this.exists(datasetId))) return [];
+      const r = await this.client.search<ItemDoc>({
+        index: this.index(datasetId),
+        ...sampleBody(conditions, limit, seed),
+      } as never);
+      return r.hits.hits.map((h) => fromDoc(h._source!));
     });
   }
 

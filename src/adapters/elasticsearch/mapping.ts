@@ -4,7 +4,7 @@
  * Values live in the nested `attrs` list, one entry per value, exactly like the embedded
  * engine's value index, so both engines answer the same way.
  */
-export const ITEM_MAPPING = {
+const BASE_MAPPING = {
   dynamic: 'strict',
   properties: {
     dataset: { type: 'keyword' },
@@ -30,8 +30,29 @@ export const ITEM_MAPPING = {
         n: { type: 'double' },
       },
     },
+    embedder: { type: 'keyword' },
   },
 } as const;
+
+/**
+ * The mapping with the embedding field. Full-precision HNSW (not the quantised default), so
+ * recall against exact search stays high (bench/results/similarity-quality.json).
+ */
+export function itemMapping(dims: number): Record<string, unknown> {
+  return {
+    ...BASE_MAPPING,
+    properties: {
+      ...BASE_MAPPING.properties,
+      vector: {
+        type: 'dense_vector',
+        dims,
+        index: true,
+        similarity: 'cosine',
+        index_options: { type: 'hnsw', m: 16, ef_construction: 100 },
+      },
+    },
+  };
+}
 
 export const ITEM_SETTINGS = {
   number_of_shards: 1,

@@ -12,6 +12,7 @@ import type { Metadata, ValueKind } from '../../domain/metadata';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
 import type { ContentStore } from '../../ports/content-store';
 import type { FieldCatalogue } from '../../query/resolve';
+import { blobVector, vectorBlob } from './vectors';
 import { guarded, type Db } from './db';
 import { itemTerms, kindEntries, valueRows, type Scope } from '../value-index';
 
@@ -76,6 +77,10 @@ export class EmbeddedContentStore implements ContentStore {
       kindPrune: db.prepare('DELETE FROM field_kinds WHERE dataset_id = ? AND n <= 0'),
       delError: db.prepare('DELETE FROM processing_errors WHERE dataset_id = ? AND item_id = ?'),
       delItem: db.prepare('DELETE FROM items WHERE pk = ?'),
+      delVector: db.prepare('DELETE FROM item_vectors WHERE item_pk = ?'),
+      putVector: db.prepare(
+        'INSERT OR REPLACE INTO item_vectors (item_pk, dataset_id, embedder, vec) VALUES (?, ?, ?, ?)',
+      ),
     };
   }
 
@@ -161,6 +166,7 @@ export class EmbeddedContentStore implements ContentStore {
             if (out.urlChanged) {
               this.st.delError.run(datasetId, w.id);
               this.st.delValues.run(row.pk, 'gen', 'gen');
+              this.st.delVector.run(row.pk);
             }
             if (out.metadataChanged) {
               this.unindexMetadata(row.pk, datasetId, old.metadata, old.privateMetadata);
@@ -190,6 +196,7 @@ export class EmbeddedContentStore implements ContentStore {
             JSON.parse(old.private_metadata),
           );
           this.st.delValues.run(old.pk, 'gen', 'gen');
+          this.st.delVector.run(old.pk);
           this.st.delError.run(datasetId, id);
           this.st.delItem.run(old.pk);
           n++;
@@ -203,7 +210,14 @@ export class EmbeddedContentStore implements ContentStore {
   dropDataset(datasetId: string): Promise<void> {
     return guarded(() => {
       this.db.transaction(() => {
-        for (const t of ['item_values', 'item_terms', 'field_kinds', 'processing_errors', 'items'])
+        for (const t of [
+          'item_values',
+          'item_terms',
+          'item_vectors',
+          'field_kinds',
+          'processing_errors',
+          'items',
+        ])
           this.db.prepare(`DELETE FROM ${t} WHERE dataset_id = ?`).run(datasetId);
       })();
     });
@@ -296,6 +310,7 @@ export class EmbeddedContentStore implements ContentStore {
         if (!row) return false;
         this.st.delError.run(job.datasetId, job.itemId);
         this.st.delValues.run(row.pk, 'gen', 'gen');
+        this.st.putVector.run(row.pk, job.datasetId, f.embedder, vectorBlob(f.vector));
         for (const r of valueRows(
           { image_width: f.width, image_height: f.height, image_url: job.url },
           'gen',
@@ -369,6 +384,18 @@ export class EmbeddedContentStore implements ContentStore {
         return true;
       })(),
     );
+  }
+
+  getVector(datasetId: string, id: string): Promise<number[] | undefined> {
+    return guarded(() => {
+      const r = this.db
+        .prepare(
+          `SELECT v.vec FROM items i JOIN item_vectors v ON v.item_pk = i.pk
+           WHERE i.dataset_id = ? AND i.id = ? AND i.state = 'processed'`,
+        )
+        .get(datasetId, id) as { vec: Buffer } | undefined;
+      return r && Array.from(blobVector(r.vec));
+    });
   }
 
   listErrors(

@@ -93,6 +93,14 @@ const MIGRATIONS: string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX image_events_org ON image_events(org, year, counted, at);
   `,
+  // Visual embeddings: little-endian float32, one row per processed item.
+  `
+  CREATE TABLE item_vectors (
+    item_pk INTEGER PRIMARY KEY, dataset_id TEXT NOT NULL, embedder TEXT NOT NULL,
+    vec BLOB NOT NULL
+  );
+  CREATE INDEX item_vectors_ds ON item_vectors(dataset_id);
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

@@ -1,6 +1,13 @@
 import type { StoredItem } from '../../domain/item';
 import type { Condition } from '../../query/ast';
-import type { Facets, SearchEngine, SearchRequest } from '../../ports/search-engine';
+import type {
+  Facets,
+  ScoredItem,
+  SearchEngine,
+  SearchRequest,
+  SimilarRequest,
+} from '../../ports/search-engine';
+import { blobVector, cosineScore, dot } from './vectors';
 import type { ItemRow } from './content-store';
 import { toStoredItem } from './content-store';
 import { guarded, type Db } from './db';
@@ -33,6 +40,72 @@ export class EmbeddedSearchEngine implements SearchEngine {
               .get(...where.params) as { n: number }
           ).n;
       return { items: rows.map(toStoredItem), total };
+    });
+  }
+
+  /** Exact search: every matching vector is compared (fine for the catalogues this engine is for). */
+  similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
+    return guarded(() => {
+      const where = whereClause(datasetId, req.conditions);
+      const exclude = req.excludeIds.length
+        ? ` AND i.id NOT IN (${req.excludeIds.map(() => '?').join(',')})`
+        : '';
+      const query = Float32Array.from(req.vector);
+      const top: Array<{ pk: number; d: number; v: Float32Array }> = [];
+      const rows = this.db
+        .prepare(
+          `SELECT i.pk, v.vec FROM items i JOIN item_vectors v ON v.item_pk = i.pk
+           WHERE ${where.sql} AND v.embedder = ?${exclude}`,
+        )
+        .iterate(...where.params, req.embedder, ...req.excludeIds) as Iterable<{
+        pk: number;
+        vec: Buffer;
+      }>;
+      for (const r of rows) {
+        const v = blobVector(r.vec);
+        const d = dot(query, v);
+        if (top.length < req.limit) {
+          top.push({ pk: r.pk, d, v });
+          if (top.length === req.limit) top.sort((a, b) => b.d - a.d);
+        } else if (d > top[top.length - 1]!.d) {
+          top[top.length - 1] = { pk: r.pk, d, v };
+          top.sort((a, b) => b.d - a.d);
+        }
+      }
+      top.sort((a, b) => b.d - a.d);
+      if (!top.length) return [];
+      const items = new Map(
+        (
+          this.db
+            .prepare(`SELECT * FROM items WHERE pk IN (${top.map(() => '?').join(',')})`)
+            .all(...top.map((t) => t.pk)) as ItemRow[]
+        ).map((r) => [r.pk, toStoredItem(r)]),
+      );
+      return top.map((t) => ({
+        item: items.get(t.pk)!,
+        score: cosineScore(t.d),
+        ...(req.includeVectors ? { vector: Array.from(t.v) } : {}),
+      }));
+    });
+  }
+
+  sample(
+    datasetId: string,
+    conditions: Condition[],
+    limit: number,
+    seed: number,
+  ): Promise<StoredItem[]> {
+    return guarded(() => {
+      const where = whereClause(datasetId, conditions);
+      // A seeded hash order (pk XOR seed, then Knuth's multiplicative hash): random per request,
+      // reproducible for a given seed.
+      const rows = this.db
+        .prepare(
+          `SELECT i.* FROM items i WHERE ${where.sql}
+           ORDER BY ((((i.pk | ?) - (i.pk & ?)) * 2654435761) % 4294967296) LIMIT ?`,
+        )
+        .all(...where.params, seed, seed, limit) as ItemRow[];
+      return rows.map(toStoredItem);
     });
   }
 

@@ -1,5 +1,6 @@
 import sharp from 'sharp';
 import { ImageError, type ImageFeatures } from '../../domain/processing';
+import type { Embedder } from '../../ports/embedder';
 import type { ImageAnalyzer } from '../../ports/image-analyzer';
 
 export const MAX_PIXELS = 40_000_000;
@@ -18,6 +19,8 @@ export function sniffFormat(b: Uint8Array): 'jpeg' | 'png' | string {
 }
 
 export class SharpImageAnalyzer implements ImageAnalyzer {
+  constructor(private readonly embedder: Embedder) {}
+
   async analyze(bytes: Uint8Array): Promise<ImageFeatures> {
     const format = sniffFormat(bytes);
     if (format !== 'jpeg' && format !== 'png')
@@ -41,15 +44,23 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
         'too_large',
         `image is ${width}×${height} (${((width * height) / 1e6).toFixed(1)} MP); at most ${MAX_PIXELS / 1e6} MP`,
       );
+    let pixels: Buffer;
+    const size = this.embedder.inputSize;
     try {
-      // Decoding a thumbnail proves the whole stream decodes (truncated files fail here).
-      await sharp(bytes, { failOn: 'error', limitInputPixels: MAX_PIXELS, pages: 1 })
-        .resize(32, 32, { fit: 'fill' })
+      // Decoding the embedder's input proves the whole stream decodes (truncated files fail
+      // here). Upright as displayed, transparency on white, sRGB.
+      pixels = await sharp(bytes, { failOn: 'error', limitInputPixels: MAX_PIXELS, pages: 1 })
+        .rotate()
+        .flatten({ background: '#ffffff' })
+        .toColourspace('srgb')
+        .resize(size, size, { fit: 'fill' })
+        .removeAlpha()
         .raw()
         .toBuffer();
     } catch (e) {
       throw new ImageError('invalid_image', `image cannot be decoded: ${(e as Error).message}`);
     }
-    return { width, height, format };
+    const vector = await this.embedder.embed({ data: pixels, size });
+    return { width, height, format, vector: Array.from(vector), embedder: this.embedder.id };
   }
 }

@@ -26,7 +26,7 @@ export function toAppError(e: unknown): AppError {
   if (status === 413)
     return new AppError(
       'payload_too_large',
-      'request body is larger than this endpoint accepts (5 MB for content)',
+      'request body is larger than this endpoint accepts (5 MB for content and GraphQL, 500 KB for an image search)',
     );
   if (status === 415)
     return new AppError(

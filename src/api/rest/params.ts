@@ -26,3 +26,14 @@ export function int(req: FastifyRequest, name: string): number | undefined {
 
 export const param = (req: FastifyRequest, name: string): string =>
   (req.params as Record<string, string>)[name];
+
+/** A boolean query parameter: `true` or `false`. */
+export function bool(req: FastifyRequest, name: string): boolean | undefined {
+  const v = str(req, name);
+  if (v === undefined || v === '') return undefined;
+  if (v !== 'true' && v !== 'false')
+    throw invalid(`${name} must be true or false; got '${v}'`, [
+      { param: name, message: 'expected true or false' },
+    ]);
+  return v === 'true';
+}

@@ -88,6 +88,103 @@ export class VisionResolver {
 
   @FieldResolver(() => [VisionItem], {
     description:
+      'Billable (SIMILAR). The item itself first (score 1), then the limit − 1 most similar items matching q.',
+  })
+  async similar(
+    @Root() vis: Vision,
+    @Arg('id', () => ID) id: string,
+    @Arg('limit', () => Int, { defaultValue: 10 }) limit: number,
+    @Arg('q', () => String, { nullable: true }) q: string | undefined,
+    @Arg('excludeParent', () => Boolean, {
+      defaultValue: false,
+      description: "Drop items sharing the item's parent metadata value.",
+    })
+    excludeParent: boolean,
+    @Arg('v', () => String, { nullable: true }) v: string | undefined,
+    @Ctx() ctx: GqlContext,
+  ): Promise<VisionItem[]> {
+    const rc = await ctx.request();
+    const r = await ctx.c.similarity.similar(rc, vis.org, vis.dataset, {
+      id,
+      limit,
+      q: q ?? undefined,
+      v: v ?? undefined,
+      excludeParent,
+    });
+    const link = {
+      baseUrl: rc.baseUrl,
+      org: vis.org,
+      dataset: vis.dataset,
+      carry: { q: q ?? undefined, limit },
+    };
+    return r.hits.map((h) => toVisionItem(h.item, link, h.score));
+  }
+
+  @FieldResolver(() => [VisionItem], {
+    description:
+      'Billable (EXPLORE). Without id a random selection; with id the next step of a journey (path: the earlier selections, oldest first), diversified.',
+  })
+  async explore(
+    @Root() vis: Vision,
+    @Arg('id', () => ID, { nullable: true }) id: string | undefined,
+    @Arg('path', () => [ID], { defaultValue: [] }) path: string[],
+    @Arg('limit', () => Int, { defaultValue: 10 }) limit: number,
+    @Arg('q', () => String, { nullable: true }) q: string | undefined,
+    @Arg('v', () => String, { nullable: true }) v: string | undefined,
+    @Ctx() ctx: GqlContext,
+  ): Promise<VisionItem[]> {
+    const rc = await ctx.request();
+    const r = await ctx.c.similarity.explore(rc, vis.org, vis.dataset, {
+      id: id ?? undefined,
+      path: (path ?? []).map(encodeURIComponent).join(','),
+      limit,
+      q: q ?? undefined,
+      v: v ?? undefined,
+    });
+    const link = {
+      baseUrl: rc.baseUrl,
+      org: vis.org,
+      dataset: vis.dataset,
+      carry: { q: q ?? undefined, limit, path: r.path },
+    };
+    return r.hits.map((h) => toVisionItem(h.item, link, h.score));
+  }
+
+  @FieldResolver(() => [VisionItem], {
+    description:
+      'Billable (LENS). Items similar to an image given as a data URI (jpeg or png, ≤ 500 KB).',
+  })
+  async lens(
+    @Root() vis: Vision,
+    @Arg('image', () => String) image: string,
+    @Arg('limit', () => Int, { defaultValue: 10 }) limit: number,
+    @Arg('q', () => String, { nullable: true }) q: string | undefined,
+    @Arg('v', () => String, { nullable: true }) v: string | undefined,
+    @Ctx() ctx: GqlContext,
+  ): Promise<VisionItem[]> {
+    const rc = await ctx.request();
+    const r = await ctx.c.similarity.lens(
+      rc,
+      vis.org,
+      vis.dataset,
+      { image },
+      {
+        limit,
+        q: q ?? undefined,
+        v: v ?? undefined,
+      },
+    );
+    const link = {
+      baseUrl: rc.baseUrl,
+      org: vis.org,
+      dataset: vis.dataset,
+      carry: { q: q ?? undefined, limit },
+    };
+    return r.hits.map((h) => toVisionItem(h.item, link, h.score));
+  }
+
+  @FieldResolver(() => [VisionItem], {
+    description:
       'Processed items among ids, in the order asked; unknown ids are absent. Not billable.',
   })
   async details(

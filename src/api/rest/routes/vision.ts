@@ -1,8 +1,29 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
-import { int, param, str } from '../params';
+import { parseFieldSelection, resultEntry } from '../../../services/results';
+import type { RequestContext } from '../../../services/principal';
+import { LENS_BODY_LIMIT, type SimilarityResult } from '../../../services/similarity';
+import { bool, int, param, str } from '../params';
 
 const DS = '/orgs/:organisation/datasets/:dataset';
+
+/** Result entries with scores; explore_url carries fields, q, limit (and the journey). */
+function shape(
+  ctx: RequestContext,
+  org: string,
+  dataset: string,
+  q: { fields?: string; q?: string; limit?: number },
+  r: SimilarityResult,
+) {
+  const sel = parseFieldSelection(q.fields);
+  const link = {
+    baseUrl: ctx.baseUrl,
+    org,
+    dataset,
+    carry: { fields: q.fields, q: q.q, limit: q.limit, path: r.path },
+  };
+  return { status: 'ok', results: r.hits.map((h) => resultEntry(h.item, sel, link, h.score)) };
+}
 
 export const visionRoutes =
   (c: Container): FastifyPluginAsync =>
@@ -21,6 +42,37 @@ export const visionRoutes =
         q: str(req, 'q'),
       }),
     }));
+    app.get(`${DS}/similar`, async (req) => {
+      const org = param(req, 'organisation');
+      const ds = param(req, 'dataset');
+      const q = { fields: str(req, 'fields'), q: str(req, 'q'), limit: int(req, 'limit') };
+      const r = await c.similarity.similar(req.ctx, org, ds, {
+        ...q,
+        id: str(req, 'id'),
+        v: str(req, 'v'),
+        excludeParent: bool(req, 'exclude_parent'),
+      });
+      return shape(req.ctx, org, ds, q, r);
+    });
+    app.get(`${DS}/explore`, async (req) => {
+      const org = param(req, 'organisation');
+      const ds = param(req, 'dataset');
+      const q = { fields: str(req, 'fields'), q: str(req, 'q'), limit: int(req, 'limit') };
+      const r = await c.similarity.explore(req.ctx, org, ds, {
+        ...q,
+        id: str(req, 'id'),
+        v: str(req, 'v'),
+        path: str(req, 'path'),
+      });
+      return shape(req.ctx, org, ds, q, r);
+    });
+    app.post(`${DS}/search`, { bodyLimit: LENS_BODY_LIMIT }, async (req) => {
+      const org = param(req, 'organisation');
+      const ds = param(req, 'dataset');
+      const q = { fields: str(req, 'fields'), q: str(req, 'q'), limit: int(req, 'limit') };
+      const r = await c.similarity.lens(req.ctx, org, ds, req.body, { ...q, v: str(req, 'v') });
+      return shape(req.ctx, org, ds, q, r);
+    });
     app.get(`${DS}/search`, async (req) => ({
       status: 'ok',
       ...(await c.vision.search(req.ctx, param(req, 'organisation'), param(req, 'dataset'), {

@@ -1,0 +1,148 @@
+import type { Embedder, Pixels } from '../../ports/embedder';
+
+/**
+ * A deterministic visual descriptor, no model weights: colour distribution (hue/saturation/
+ * value histogram with separate grey bins), coarse colour layout (mean CIELAB per cell of a
+ * 4×4 grid), and shape (magnitude-weighted gradient orientations, over the whole image and per
+ * 2×2 cell). Histograms are square-rooted (Hellinger) so cosine similarity compares
+ * distributions well; each block is L2-normalised, weighted, and the whole vector normalised.
+ */
+const SIZE = 64;
+const HUE_BINS = 12;
+const GREY_BINS = 4;
+const COLOUR_DIMS = HUE_BINS * 2 * 2 + GREY_BINS; // hue × saturation × value, plus greys
+const GRID = 4;
+const LAYOUT_DIMS = GRID * GRID * 3;
+const ORIENT = 8;
+const SHAPE_DIMS = ORIENT * (1 + 4);
+const GREY_AT = HUE_BINS * 4;
+const WEIGHTS = { colour: 1, layout: 0.6, shape: 0.9 };
+
+/** 0 below `lo`, 1 above `hi`, linear between. */
+const ramp = (x: number, lo: number, hi: number): number =>
+  x <= lo ? 0 : x >= hi ? 1 : (x - lo) / (hi - lo);
+
+function srgbToLinear(c: number): number {
+  const v = c / 255;
+  return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+}
+
+const LINEAR = Float32Array.from({ length: 256 }, (_, i) => srgbToLinear(i));
+
+function lab(r: number, g: number, b: number): [number, number, number] {
+  const R = LINEAR[r]!;
+  const G = LINEAR[g]!;
+  const B = LINEAR[b]!;
+  const f = (t: number) => (t > 0.008856 ? Math.cbrt(t) : 7.787 * t + 16 / 116);
+  const x = f((0.4124 * R + 0.3576 * G + 0.1805 * B) / 0.95047);
+  const y = f(0.2126 * R + 0.7152 * G + 0.0722 * B);
+  const z = f((0.0193 * R + 0.1192 * G + 0.9505 * B) / 1.08883);
+  return [116 * y - 16, 500 * (x - y), 200 * (y - z)];
+}
+
+function normalise(v: Float32Array, from: number, to: number, weight: number): void {
+  let s = 0;
+  for (let i = from; i < to; i++) s += v[i]! * v[i]!;
+  const k = s > 0 ? weight / Math.sqrt(s) : 0;
+  for (let i = from; i < to; i++) v[i]! *= k;
+}
+
+export class DescriptorEmbedder implements Embedder {
+  readonly id = 'descriptor-v1';
+  readonly dimensions = COLOUR_DIMS + LAYOUT_DIMS + SHAPE_DIMS;
+  readonly inputSize = SIZE;
+
+  embed(p: Pixels): Promise<Float32Array> {
+    return Promise.resolve(this.embedSync(p));
+  }
+
+  embedSync({ data, size }: Pixels): Float32Array {
+    const n = size * size;
+    const v = new Float32Array(this.dimensions);
+    const L = new Float32Array(n);
+    const cell = size / GRID;
+    const cellCount = new Float32Array(GRID * GRID);
+    for (let i = 0; i < n; i++) {
+      const r = data[i * 3]!;
+      const g = data[i * 3 + 1]!;
+      const b = data[i * 3 + 2]!;
+      // colour histogram (HSV), soft-binned so a colour on a bin edge (or shifted a little by
+      // JPEG) lands in both neighbours instead of jumping between them
+      const max = Math.max(r, g, b);
+      const min = Math.min(r, g, b);
+      const val = max / 255;
+      const sat = max === 0 ? 0 : (max - min) / max;
+      const chroma = ramp(sat, 0.15, 0.25) * ramp(val, 0.08, 0.16);
+      if (chroma < 1) {
+        const gp = Math.min(GREY_BINS - 1, Math.max(0, val * GREY_BINS - 0.5));
+        const g0 = Math.floor(gp);
+        const gf = gp - g0;
+        v[GREY_AT + g0]! += (1 - chroma) * (1 - gf);
+        if (gf > 0) v[GREY_AT + g0 + 1]! += (1 - chroma) * gf;
+      }
+      if (chroma > 0) {
+        const d = max - min;
+        let h: number;
+        if (max === r) h = ((g - b) / d + 6) % 6;
+        else if (max === g) h = (b - r) / d + 2;
+        else h = (r - g) / d + 4;
+        const hp = (h / 6) * HUE_BINS - 0.5;
+        const h0 = Math.floor(hp);
+        const hf = hp - h0;
+        const s1 = ramp(sat, 0.45, 0.65);
+        const v1 = ramp(val, 0.4, 0.6);
+        for (const [hb, wh] of [
+          [(h0 + HUE_BINS) % HUE_BINS, 1 - hf],
+          [(h0 + 1) % HUE_BINS, hf],
+        ] as const)
+          for (const [sb, ws] of [
+            [0, 1 - s1],
+            [1, s1],
+          ] as const)
+            for (const [vb, wv] of [
+              [0, 1 - v1],
+              [1, v1],
+            ] as const)
+              v[(hb * 2 + sb) * 2 + vb]! += chroma * wh * ws * wv;
+      }
+      // colour layout (CIELAB means per cell)
+      const [l, a, bb] = lab(r, g, b);
+      L[i] = l;
+      const x = i % size;
+      const y = (i / size) | 0;
+      const c = Math.min(GRID - 1, (y / cell) | 0) * GRID + Math.min(GRID - 1, (x / cell) | 0);
+      const o = COLOUR_DIMS + c * 3;
+      v[o]! += l / 100;
+      v[o + 1]! += a / 128;
+      v[o + 2]! += bb / 128;
+      cellCount[c]! += 1;
+    }
+    for (let i = 0; i < COLOUR_DIMS; i++) v[i] = Math.sqrt(v[i]! / n);
+    for (let c = 0; c < GRID * GRID; c++)
+      for (let k = 0; k < 3; k++) v[COLOUR_DIMS + c * 3 + k]! /= cellCount[c] || 1;
+    // shape: Sobel gradients on lightness, unsigned orientation, magnitude-weighted
+    const so = COLOUR_DIMS + LAYOUT_DIMS;
+    const half = size / 2;
+    for (let y = 1; y < size - 1; y++) {
+      for (let x = 1; x < size - 1; x++) {
+        const at = (dx: number, dy: number) => L[(y + dy) * size + x + dx]!;
+        const gx = at(1, -1) + 2 * at(1, 0) + at(1, 1) - at(-1, -1) - 2 * at(-1, 0) - at(-1, 1);
+        const gy = at(-1, 1) + 2 * at(0, 1) + at(1, 1) - at(-1, -1) - 2 * at(0, -1) - at(1, -1);
+        const mag = Math.hypot(gx, gy);
+        if (mag < 8) continue; // flat areas and noise carry no shape
+        const theta = (Math.atan2(gy, gx) + Math.PI) % Math.PI;
+        const bin = Math.min(ORIENT - 1, Math.floor((theta / Math.PI) * ORIENT));
+        const quadrant = (y < half ? 0 : 2) + (x < half ? 0 : 1);
+        v[so + bin]! += mag;
+        v[so + ORIENT * (1 + quadrant) + bin]! += mag;
+      }
+    }
+    for (let i = so; i < so + SHAPE_DIMS; i++) v[i] = Math.sqrt(v[i]!);
+    normalise(v, 0, COLOUR_DIMS, WEIGHTS.colour);
+    normalise(v, COLOUR_DIMS, so, WEIGHTS.layout);
+    normalise(v, so, so + ORIENT, WEIGHTS.shape);
+    normalise(v, so + ORIENT, so + SHAPE_DIMS, WEIGHTS.shape * 0.7);
+    normalise(v, 0, this.dimensions, 1);
+    return v;
+  }
+}

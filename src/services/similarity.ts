@@ -1,0 +1,212 @@
+import crypto from 'node:crypto';
+import { parseActionVars } from '../domain/action-vars';
+import { AppError, invalid } from '../domain/errors';
+import type { StoredItem } from '../domain/item';
+import { diversify, parseJourney, steer } from '../domain/journey';
+import { LIMITS } from '../domain/limits';
+import { ImageError } from '../domain/processing';
+import type { ContentStore } from '../ports/content-store';
+import type { ImageAnalyzer } from '../ports/image-analyzer';
+import type { SearchEngine } from '../ports/search-engine';
+import type { Condition } from '../query/ast';
+import type { AuthService } from './auth';
+import type { MeteringService } from './metering';
+import type { RequestContext } from './principal';
+import type { VisionService } from './vision';
+
+export interface SimilarityParams {
+  limit?: number;
+  q?: string;
+  v?: string;
+}
+
+/** A similarity result before a transport shapes it; `path` is what its explore_url carries. */
+export interface SimilarityHit {
+  item: StoredItem;
+  /** Absent for explore's random start, which has nothing to be similar to. */
+  score?: number;
+}
+
+export interface SimilarityResult {
+  hits: SimilarityHit[];
+  limit: number;
+  /** The journey for explore_url (explore only). */
+  path?: string[];
+}
+
+/** Lens bodies: a data URI of at most 500 KB (contract §7). */
+export const LENS_BODY_LIMIT = 500 * 1024;
+const DATA_URI = /^data:image\/(png|jpeg|jpg);base64,([A-Za-z0-9+/=\s]+)$/;
+/** How many neighbours explore considers before diversifying the page. */
+const EXPLORE_POOL = 4;
+
+/** Scores as clients see them, on both APIs: 0–1, six decimals. */
+const tidy = (hits: Array<{ item: StoredItem; score: number }>): SimilarityHit[] =>
+  hits.map((h) => ({
+    item: h.item,
+    score: Math.min(1, Math.max(0, Math.round(h.score * 1e6) / 1e6)),
+  }));
+
+function limitOf(p: SimilarityParams): number {
+  const limit = p.limit ?? LIMITS.pageSizeDefault;
+  if (!Number.isInteger(limit) || limit < LIMITS.pageSizeMin || limit > LIMITS.pageSizeMax)
+    throw invalid(`limit: must be an integer from ${LIMITS.pageSizeMin} to ${LIMITS.pageSizeMax}`, [
+      { param: 'limit', message: `${LIMITS.pageSizeMin} to ${LIMITS.pageSizeMax}` },
+    ]);
+  return limit;
+}
+
+/** similar, explore and lens (contract §7): billable, on processed items only. */
+export class SimilarityService {
+  constructor(
+    private readonly store: ContentStore,
+    private readonly engine: SearchEngine,
+    private readonly auth: AuthService,
+    private readonly vision: VisionService,
+    private readonly metering: MeteringService,
+    private readonly analyzer: ImageAnalyzer,
+    private readonly embedderId: string,
+  ) {}
+
+  private async target(datasetId: string, id: string | undefined, param = 'id') {
+    if (id === undefined || id === '')
+      throw invalid(`${param} is required`, [{ param, message: 'the id of a dataset item' }]);
+    const vector = await this.store.getVector(datasetId, id);
+    const [item] = vector ? await this.store.getItems(datasetId, [id]) : [];
+    if (!vector || !item || item.state !== 'processed')
+      throw new AppError('not_found', `item '${id}' not found (or not processed yet)`);
+    return { item, vector };
+  }
+
+  /** The target first (score 1), then the `limit − 1` most similar items matching q. */
+  async similar(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    p: SimilarityParams & { id?: string; excludeParent?: boolean },
+  ): Promise<SimilarityResult> {
+    const ds = await this.auth.visionDataset(ctx.principal, org, name);
+    const limit = limitOf(p);
+    const vars = parseActionVars(p.v);
+    const conditions = await this.vision.conditions(ds, p.q);
+    await this.vision.requireReady(ds);
+    const { item, vector } = await this.target(ds.id, p.id);
+    const parent = item.metadata.parent;
+    const extra: Condition[] =
+      p.excludeParent && parent !== undefined && !Array.isArray(parent)
+        ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
+        : [];
+    const hits = await this.metering.billed(ds, 'similar', vars, () =>
+      this.engine.similar(ds.id, {
+        vector,
+        embedder: this.embedderId,
+        conditions: [...conditions, ...extra],
+        limit: limit - 1,
+        excludeIds: [item.id],
+      }),
+    );
+    return { hits: [{ item, score: 1 }, ...tidy(hits)], limit };
+  }
+
+  /**
+   * Without id: a random selection matching q. With id: the next step of a journey — items
+   * near the selection (steered by the earlier selections in `path`), diversified by maximal
+   * marginal relevance, never repeating a selection.
+   */
+  async explore(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    p: SimilarityParams & { id?: string; path?: string },
+  ): Promise<SimilarityResult> {
+    const ds = await this.auth.visionDataset(ctx.principal, org, name);
+    const limit = limitOf(p);
+    const vars = parseActionVars(p.v);
+    const earlierIds = parseJourney(p.path);
+    const conditions = await this.vision.conditions(ds, p.q);
+    await this.vision.requireReady(ds);
+    if (p.id === undefined || p.id === '') {
+      const seed = crypto.randomInt(0, 2 ** 31);
+      const items = await this.metering.billed(ds, 'explore', vars, () =>
+        this.engine.sample(ds.id, conditions, limit, seed),
+      );
+      return { hits: items.map((item) => ({ item })), limit, path: [] };
+    }
+    const { item, vector } = await this.target(ds.id, p.id);
+    const earlier = (
+      await Promise.all(earlierIds.map((id) => this.store.getVector(ds.id, id)))
+    ).filter((v): v is number[] => !!v);
+    const query = steer(vector, earlier);
+    const hits = await this.metering.billed(ds, 'explore', vars, async () => {
+      const pool = await this.engine.similar(ds.id, {
+        vector: query,
+        embedder: this.embedderId,
+        conditions,
+        limit: Math.min(limit * EXPLORE_POOL, 200),
+        excludeIds: [item.id, ...earlierIds],
+        includeVectors: true,
+      });
+      return diversify(
+        pool.filter((h): h is typeof h & { vector: number[] } => !!h.vector),
+        limit,
+        0.7,
+        [vector],
+      );
+    });
+    return {
+      hits: tidy(hits),
+      limit,
+      path: [...earlierIds, item.id],
+    };
+  }
+
+  /** Items similar to an uploaded image (a data URI, jpeg or png). */
+  async lens(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    body: unknown,
+    p: SimilarityParams,
+  ): Promise<SimilarityResult> {
+    const ds = await this.auth.visionDataset(ctx.principal, org, name);
+    const limit = limitOf(p);
+    const vars = parseActionVars(p.v);
+    const image =
+      typeof body === 'object' && body !== null ? (body as { image?: unknown }).image : undefined;
+    if (typeof image !== 'string')
+      throw invalid('body must be { "image": "data:image/png;base64,…" }', [
+        { field: 'image', message: 'a data URI of a jpeg or png image' },
+      ]);
+    // REST refuses a larger body before parsing; GraphQL bodies may be larger, so check here too.
+    if (image.length > LENS_BODY_LIMIT)
+      throw new AppError(
+        'payload_too_large',
+        `image is ${image.length} characters; an image search takes at most 500 KB`,
+      );
+    const m = DATA_URI.exec(image);
+    if (!m)
+      throw invalid('image must be a base64 data URI of a jpeg or png image', [
+        { field: 'image', message: 'expected data:image/png;base64,… or data:image/jpeg;base64,…' },
+      ]);
+    const conditions = await this.vision.conditions(ds, p.q);
+    await this.vision.requireReady(ds);
+    let vector: number[];
+    try {
+      vector = (await this.analyzer.analyze(Buffer.from(m[2]!, 'base64'))).vector;
+    } catch (e) {
+      if (!(e instanceof ImageError)) throw e;
+      const reason = e.message;
+      throw invalid(`image cannot be used: ${reason}`, [{ field: 'image', message: reason }]);
+    }
+    const hits = await this.metering.billed(ds, 'lens', vars, () =>
+      this.engine.similar(ds.id, {
+        vector,
+        embedder: this.embedderId,
+        conditions,
+        limit,
+        excludeIds: [],
+      }),
+    );
+    return { hits: tidy(hits), limit };
+  }
+}
