@@ -106,16 +106,9 @@ export function rng(seed: number): () => number {
   };
 }
 
-/** A deterministic pseudo-random unit vector (mulberry32), for loading engines without images. */
+/** A deterministic pseudo-random unit vector, for loading engines without images. */
 export function unitVector(dims: number, seed: number): number[] {
-  let a = seed >>> 0;
-  const rand = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rand = rng(seed);
   const v = Array.from({ length: dims }, () => rand() - 0.5);
   const n = Math.hypot(...v);
   return v.map((x) => x / n);

@@ -32,8 +32,9 @@ import {
 } from './common';
 
 const { dimensions: DIMS, id: EMBEDDER } = new DescriptorEmbedder();
+const seedOf = (id: string) => Number(id.replace(/\D/g, '')) + 1;
 const vectorOf = (id: string) => ({
-  vector: unitVector(DIMS, Number(id.replace(/\D/g, '')) || 1),
+  vector: unitVector(DIMS, seedOf(id)),
   embedder: EMBEDDER,
 });
 
@@ -130,6 +131,36 @@ async function timeRequests(run: (i: number) => Promise<void>): Promise<number[]
   return ms;
 }
 
+/**
+ * kNN recall@10 of the HNSW index against exact search, over the same random vectors (a hard
+ * case: random high-dimensional vectors have no cluster structure to exploit).
+ */
+async function hnswRecall(url: string, dsToken: string): Promise<number> {
+  const ids = Array.from({ length: ITEMS }, (_, i) => `sku-${String(i).padStart(7, '0')}`);
+  const vecs = ids.map((id) => Float32Array.from(unitVector(DIMS, seedOf(id))));
+  const QUERIES = 50;
+  let hits = 0;
+  for (let q = 0; q < QUERIES; q++) {
+    const qi = (q * 104729) % ITEMS;
+    const qv = vecs[qi]!;
+    const scored: Array<{ i: number; d: number }> = [];
+    vecs.forEach((v, i) => {
+      if (i === qi) return;
+      let d = 0;
+      for (let k = 0; k < DIMS; k++) d += qv[k]! * v[k]!;
+      scored.push({ i, d });
+    });
+    scored.sort((a, b) => b.d - a.d);
+    const exact = new Set(scored.slice(0, 10).map((x) => ids[x.i]));
+    const r = await fetch(`${url}/orgs/bench/datasets/shoes/similar?id=${ids[qi]}&limit=11`, {
+      headers: { accept: V2, authorization: `token ${dsToken}` },
+    });
+    const body = (await r.json()) as { results: Array<{ id: string }> };
+    hits += body.results.slice(1).filter((x) => exact.has(x.id)).length;
+  }
+  return Math.round((hits / (QUERIES * 10)) * 1000) / 1000;
+}
+
 async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
   const prefix = `bench${Date.now().toString(36)}-`;
   const app = await startService({
@@ -161,6 +192,18 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
         throw new Error(`search: ${JSON.stringify(body)}`);
       if (i === 0) total = body.total_results;
     });
+    // similar-by-id: the item plus its 9 nearest, unfiltered and with a q filter
+    const skuOf = (i: number) => `sku-${String((i * 7919) % ITEMS).padStart(7, '0')}`;
+    const similar = (q: string) =>
+      timeRequests(async (i) => {
+        const r = await fetch(
+          `${app.url}/orgs/bench/datasets/shoes/similar?id=${skuOf(i)}&limit=10${q}`,
+          { headers: { accept: V2, authorization: `token ${dsToken}` } },
+        );
+        const body = (await r.json()) as { results: unknown[] };
+        if (r.status !== 200 || body.results.length !== 10)
+          throw new Error(`similar: ${JSON.stringify(body).slice(0, 300)}`);
+      });
     const out: Record<string, unknown> = {
       engine,
       items: ITEMS,
@@ -168,7 +211,11 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
       sample_query: query(0),
       sample_total_results: total,
       gateway_ms: summarize(gateway),
+      similar_ms: summarize(await similar('')),
+      similar_filtered_ms: summarize(await similar('&q=category:boots,instock:true')),
+      similar_note: `GET similar?id=…&limit=10 on ${DIMS}-dimension vectors; filtered adds q=category:boots,instock:true`,
     };
+    if (es) out.hnsw_recall_at_10 = await hnswRecall(app.url!, dsToken);
     if (es) {
       const cat = await app.container.content.catalogue(datasetId);
       const index = `${prefix}items-${datasetId}`;

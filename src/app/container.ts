@@ -10,6 +10,7 @@ import { EmbeddedSearchEngine } from '../adapters/embedded/search-engine';
 import { SqliteUsageLedger } from '../adapters/embedded/usage-ledger';
 import { ElasticsearchStore } from '../adapters/elasticsearch/es-store';
 import { DescriptorEmbedder } from '../adapters/embedders/descriptor';
+import { OnnxEmbedder } from '../adapters/embedders/onnx';
 import { allowAll, publicOnly } from '../adapters/images/address-policy';
 import { HttpImageFetcher } from '../adapters/images/http-fetcher';
 import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
@@ -19,6 +20,7 @@ import type { Config } from '../config/env';
 import { ProcessImageHandler } from '../jobs/process-image';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
+import type { Embedder } from '../ports/embedder';
 import type { JobQueue } from '../ports/job-queue';
 import type { SearchEngine } from '../ports/search-engine';
 import type { UsageLedger } from '../ports/usage-ledger';
@@ -63,12 +65,6 @@ function loadServerKey(dataDir: string): Buffer {
   return Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'hex');
 }
 
-function unavailableBackend(name: string, value: string, issue: string): never {
-  throw new Error(
-    `${name}=${value} is not available in this build yet (${issue}); use the default`,
-  );
-}
-
 async function openQueue(config: Config, log: Logger, now: () => number): Promise<JobQueue> {
   if (config.QUEUE === 'inprocess')
     return new SqliteJobQueue(
@@ -106,10 +102,11 @@ export async function buildContainer(
   const log = opts.log ?? pino({ level: config.LOG_LEVEL });
   const now = opts.now ?? Date.now;
   const clock = (): Date => new Date(now());
-  if (config.EMBEDDER !== 'descriptor')
-    unavailableBackend('EMBEDDER', config.EMBEDDER, 'ONNX embedder');
 
-  const embedder = new DescriptorEmbedder();
+  const embedder: Embedder =
+    config.EMBEDDER === 'onnx'
+      ? await OnnxEmbedder.load(config.EMBEDDER_MODEL_PATH!)
+      : new DescriptorEmbedder();
   const db = openDb(path.join(config.dataDir, 'store.db'));
   const accounts = new EmbeddedAccountStore(db);
   let content: ContentStore;

@@ -1,0 +1,73 @@
+/**
+ * @jest-environment ./test/setup/native-typed-arrays-env.js
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { OnnxEmbedder } from '../../src/adapters/embedders/onnx';
+import { SharpImageAnalyzer } from '../../src/adapters/images/sharp-analyzer';
+import { setupDataset, startTestApp, tempDir, waitProcessed } from '../helpers/app';
+import { makeImage, startImageServer } from '../helpers/image-server';
+import { meanColourModel } from '../helpers/onnx-model';
+
+const modelFile = (size = 16) => {
+  const file = path.join(tempDir('vss-onnx-'), 'model.onnx');
+  fs.writeFileSync(file, meanColourModel(size));
+  return file;
+};
+
+test('loads a model: input size, dimensions and a content-derived id', async () => {
+  const file = modelFile(16);
+  const e = await OnnxEmbedder.load(file);
+  expect(e.inputSize).toBe(16);
+  expect(e.dimensions).toBe(3);
+  expect(e.id).toMatch(/^onnx-[0-9a-f]{12}$/);
+  expect((await OnnxEmbedder.load(file)).id).toBe(e.id);
+  expect((await OnnxEmbedder.load(modelFile(8))).id).not.toBe(e.id);
+});
+
+test('embeds through the image pipeline: normalised model output', async () => {
+  const e = await OnnxEmbedder.load(modelFile(16));
+  const analyzer = new SharpImageAnalyzer(e);
+  const f = await analyzer.analyze(await makeImage(3));
+  expect(f.embedder).toBe(e.id);
+  expect(f.vector).toHaveLength(3);
+  expect(Math.hypot(...f.vector)).toBeCloseTo(1, 5);
+  // a solid red square: its CLIP-normalised mean colour, normalised
+  const red = new Uint8Array(16 * 16 * 3).map((_, i) => (i % 3 === 0 ? 255 : 0));
+  const v = await e.embed({ data: red, size: 16 });
+  const expected = [
+    (1 - 0.48145466) / 0.26862954,
+    (0 - 0.4578275) / 0.26130258,
+    (0 - 0.40821073) / 0.27577711,
+  ];
+  const n = Math.hypot(...expected);
+  expected.forEach((x, i) => expect(v[i]).toBeCloseTo(x / n, 4));
+});
+
+test('a missing or broken model file fails with a message naming the variable', async () => {
+  await expect(OnnxEmbedder.load('/nonexistent/model.onnx')).rejects.toThrow(
+    /EMBEDDER_MODEL_PATH: cannot read/,
+  );
+  const junk = path.join(tempDir('vss-onnx-'), 'junk.onnx');
+  fs.writeFileSync(junk, 'not a model');
+  await expect(OnnxEmbedder.load(junk)).rejects.toThrow(/not a usable ONNX model/);
+});
+
+test('the service runs on EMBEDDER=onnx: images are embedded by the model', async () => {
+  const img = await startImageServer();
+  const t = await startTestApp({ EMBEDDER: 'onnx', EMBEDDER_MODEL_PATH: modelFile(16) });
+  try {
+    const ds = await setupDataset(t, 'onnxorg', 'd');
+    await t.call('POST', `${ds.base}/content`, {
+      token: ds.orgToken,
+      body: { content: [{ id: 'a', url: `${img.url}/img/1.png` }] },
+    });
+    await waitProcessed(t, ds.base, ds.orgToken, 1);
+    const stored = await t.app.container.accounts.getDataset('onnxorg', 'd');
+    const v = await t.app.container.content.getVector(stored!.id, 'a');
+    expect(v).toHaveLength(3);
+  } finally {
+    await t.stop();
+    await img.close();
+  }
+});

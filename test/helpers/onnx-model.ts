@@ -1,0 +1,55 @@
+/**
+ * A tiny ONNX model written byte by byte (protobuf), so the ONNX embedder is tested without
+ * downloading anything: ReduceMean over height and width of a [1, 3, S, S] input, giving a
+ * 3-dimensional "embedding" (the normalised mean colour).
+ */
+function varint(value: number): Buffer {
+  const out: number[] = [];
+  let n = BigInt(value);
+  do {
+    let b = Number(n & 0x7fn);
+    n >>= 7n;
+    if (n > 0n) b |= 0x80;
+    out.push(b);
+  } while (n > 0n);
+  return Buffer.from(out);
+}
+const key = (field: number, wire: number) => varint((field << 3) | wire);
+const int = (field: number, n: number) => Buffer.concat([key(field, 0), varint(n)]);
+const bytes = (field: number, b: Buffer | string) => {
+  const buf = typeof b === 'string' ? Buffer.from(b) : b;
+  return Buffer.concat([key(field, 2), varint(buf.length), buf]);
+};
+const cat = (...parts: Buffer[]) => Buffer.concat(parts);
+
+const FLOAT = 1;
+const ATTR_INT = 2;
+const ATTR_INTS = 7;
+
+const tensorType = (dims: number[]) =>
+  bytes(1, cat(int(1, FLOAT), bytes(2, cat(...dims.map((d) => bytes(1, int(1, d)))))));
+const valueInfo = (name: string, dims: number[]) => cat(bytes(1, name), bytes(2, tensorType(dims)));
+
+export function meanColourModel(size: number): Buffer {
+  const node = cat(
+    bytes(1, 'pixels'),
+    bytes(2, 'embedding'),
+    bytes(3, 'mean'),
+    bytes(4, 'ReduceMean'),
+    bytes(5, cat(bytes(1, 'axes'), int(20, ATTR_INTS), int(8, 2), int(8, 3))),
+    bytes(5, cat(bytes(1, 'keepdims'), int(20, ATTR_INT), int(3, 0))),
+  );
+  const graph = cat(
+    bytes(1, node),
+    bytes(2, 'mean-colour'),
+    bytes(11, valueInfo('pixels', [1, 3, size, size])),
+    bytes(12, valueInfo('embedding', [1, 3])),
+  );
+  // ir_version 7, opset 13 (ReduceMean takes axes as an attribute there)
+  return cat(
+    int(1, 7),
+    bytes(2, 'vss-test'),
+    bytes(7, graph),
+    bytes(8, cat(bytes(1, ''), int(2, 13))),
+  );
+}
