@@ -26,6 +26,7 @@ import {
   machine,
   startService,
   summarize,
+  RESULTS_DIR,
   writeResult,
   unitVector,
   type Engine,
@@ -251,8 +252,14 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
 }
 
 async function main(): Promise<void> {
-  const runs = [];
+  const runs: Array<Record<string, unknown>> = [];
   for (const engine of ENGINES) runs.push(await benchEngine(engine));
+  // Measuring one engine keeps the other's last numbers.
+  const previous = path.join(RESULTS_DIR, 'search-latency.json');
+  if (fs.existsSync(previous))
+    for (const old of (JSON.parse(fs.readFileSync(previous, 'utf8')) as { runs: typeof runs }).runs)
+      if (!ENGINES.includes(old.engine as Engine)) runs.push(old);
+  runs.sort((a, b) => String(a.engine).localeCompare(String(b.engine)));
   const result = {
     benchmark: 'search-latency',
     date: new Date().toISOString(),

@@ -311,6 +311,8 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     const s1 = await e.engine.sample(ds, [{ kind: 'range', field: 'n', gte: 2 }], 10, 42);
     expect(s1.map((i) => i.id).sort()).toEqual(['b', 'c']);
     expect((await e.engine.sample(ds, [], 2, 7)).length).toBe(2);
+    const all = { vector: axis(0), embedder: EMB, conditions: [], limit: 10, excludeIds: [] };
+    expect((await e.engine.similar(ds, all)).map((h) => h.item.id).sort()).toEqual(['a', 'b', 'c']);
     await write([{ id: 'a', url: url('a', 2) }], 'put');
     await settled(1);
     expect(await e.store.getVector(ds, 'a')).toBeUndefined();

@@ -78,6 +78,12 @@ export class EmbeddedContentStore implements ContentStore {
       delError: db.prepare('DELETE FROM processing_errors WHERE dataset_id = ? AND item_id = ?'),
       delItem: db.prepare('DELETE FROM items WHERE pk = ?'),
       delVector: db.prepare('DELETE FROM item_vectors WHERE item_pk = ?'),
+      // Every change to a dataset's vectors bumps its version, so in-memory copies (the exact
+      // search's matrix, possibly in another process) know to reload.
+      bumpVectors: db.prepare(
+        `INSERT INTO vector_versions (dataset_id, version) VALUES (?, 1)
+         ON CONFLICT (dataset_id) DO UPDATE SET version = version + 1`,
+      ),
       putVector: db.prepare(
         'INSERT OR REPLACE INTO item_vectors (item_pk, dataset_id, embedder, vec) VALUES (?, ?, ?, ?)',
       ),
@@ -166,7 +172,7 @@ export class EmbeddedContentStore implements ContentStore {
             if (out.urlChanged) {
               this.st.delError.run(datasetId, w.id);
               this.st.delValues.run(row.pk, 'gen', 'gen');
-              this.st.delVector.run(row.pk);
+              if (this.st.delVector.run(row.pk).changes) this.st.bumpVectors.run(datasetId);
             }
             if (out.metadataChanged) {
               this.unindexMetadata(row.pk, datasetId, old.metadata, old.privateMetadata);
@@ -196,7 +202,7 @@ export class EmbeddedContentStore implements ContentStore {
             JSON.parse(old.private_metadata),
           );
           this.st.delValues.run(old.pk, 'gen', 'gen');
-          this.st.delVector.run(old.pk);
+          if (this.st.delVector.run(old.pk).changes) this.st.bumpVectors.run(datasetId);
           this.st.delError.run(datasetId, id);
           this.st.delItem.run(old.pk);
           n++;
@@ -214,6 +220,7 @@ export class EmbeddedContentStore implements ContentStore {
           'item_values',
           'item_terms',
           'item_vectors',
+          'vector_versions',
           'field_kinds',
           'processing_errors',
           'items',
@@ -311,6 +318,7 @@ export class EmbeddedContentStore implements ContentStore {
         this.st.delError.run(job.datasetId, job.itemId);
         this.st.delValues.run(row.pk, 'gen', 'gen');
         this.st.putVector.run(row.pk, job.datasetId, f.embedder, vectorBlob(f.vector));
+        this.st.bumpVectors.run(job.datasetId);
         for (const r of valueRows(
           { image_width: f.width, image_height: f.height, image_url: job.url },
           'gen',

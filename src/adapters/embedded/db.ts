@@ -100,6 +100,7 @@ const MIGRATIONS: string[] = [
     vec BLOB NOT NULL
   );
   CREATE INDEX item_vectors_ds ON item_vectors(dataset_id);
+  CREATE TABLE vector_versions (dataset_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
   `,
 ];
 

@@ -7,7 +7,8 @@ import type {
   SearchRequest,
   SimilarRequest,
 } from '../../ports/search-engine';
-import { blobVector, cosineScore, dot } from './vectors';
+import { VectorCache, topK } from './vector-cache';
+import { cosineScore } from './vectors';
 import type { ItemRow } from './content-store';
 import { toStoredItem } from './content-store';
 import { guarded, type Db } from './db';
@@ -16,7 +17,9 @@ import { sortSql, whereClause } from './sql-query';
 const MAX_FACET_VALUES = 1000;
 
 export class EmbeddedSearchEngine implements SearchEngine {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.vectors = new VectorCache(db);
+  }
 
   search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
     return guarded(() => {
@@ -43,49 +46,63 @@ export class EmbeddedSearchEngine implements SearchEngine {
     });
   }
 
-  /** Exact search: every matching vector is compared (fine for the catalogues this engine is for). */
+  private readonly vectors: VectorCache;
+
+  /**
+   * Exact search: every matching vector is compared (the catalogues this engine is for are
+   * small enough). Vectors come from an in-memory matrix; q narrows the rows through SQL.
+   */
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
     return guarded(() => {
-      const where = whereClause(datasetId, req.conditions);
-      const exclude = req.excludeIds.length
-        ? ` AND i.id NOT IN (${req.excludeIds.map(() => '?').join(',')})`
-        : '';
-      const query = Float32Array.from(req.vector);
-      const top: Array<{ pk: number; d: number; v: Float32Array }> = [];
-      const rows = this.db
-        .prepare(
-          `SELECT i.pk, v.vec FROM items i JOIN item_vectors v ON v.item_pk = i.pk
-           WHERE ${where.sql} AND v.embedder = ?${exclude}`,
-        )
-        .iterate(...where.params, req.embedder, ...req.excludeIds) as Iterable<{
-        pk: number;
-        vec: Buffer;
-      }>;
-      for (const r of rows) {
-        const v = blobVector(r.vec);
-        const d = dot(query, v);
-        if (top.length < req.limit) {
-          top.push({ pk: r.pk, d, v });
-          if (top.length === req.limit) top.sort((a, b) => b.d - a.d);
-        } else if (d > top[top.length - 1]!.d) {
-          top[top.length - 1] = { pk: r.pk, d, v };
-          top.sort((a, b) => b.d - a.d);
+      const m = this.vectors.get(datasetId, req.embedder);
+      if (!m.pks.length || req.limit <= 0) return [];
+      const skip = new Set<number>();
+      if (req.excludeIds.length) {
+        const excluded = this.db
+          .prepare(
+            `SELECT pk FROM items WHERE dataset_id = ? AND id IN (${req.excludeIds.map(() => '?').join(',')})`,
+          )
+          .all(datasetId, ...req.excludeIds) as Array<{ pk: number }>;
+        for (const e of excluded) {
+          const row = m.rowOf.get(e.pk);
+          if (row !== undefined) skip.add(row);
         }
       }
-      top.sort((a, b) => b.d - a.d);
+      let rows: number[] | undefined;
+      if (req.conditions.length) {
+        const where = whereClause(datasetId, req.conditions);
+        rows = [];
+        for (const r of this.db
+          .prepare(`SELECT i.pk FROM items i WHERE ${where.sql}`)
+          .pluck()
+          .iterate(...where.params) as Iterable<number>) {
+          const row = m.rowOf.get(r);
+          if (row !== undefined) rows.push(row);
+        }
+      }
+      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
       if (!top.length) return [];
+      const pks = top.map((t) => m.pks[t.row]!);
       const items = new Map(
         (
           this.db
-            .prepare(`SELECT * FROM items WHERE pk IN (${top.map(() => '?').join(',')})`)
-            .all(...top.map((t) => t.pk)) as ItemRow[]
+            .prepare(`SELECT * FROM items WHERE pk IN (${pks.map(() => '?').join(',')})`)
+            .all(...pks) as ItemRow[]
         ).map((r) => [r.pk, toStoredItem(r)]),
       );
-      return top.map((t) => ({
-        item: items.get(t.pk)!,
-        score: cosineScore(t.d),
-        ...(req.includeVectors ? { vector: Array.from(t.v) } : {}),
-      }));
+      return top.flatMap((t) => {
+        const item = items.get(m.pks[t.row]!);
+        if (!item || item.state !== 'processed') return [];
+        return [
+          {
+            item,
+            score: cosineScore(t.d),
+            ...(req.includeVectors
+              ? { vector: Array.from(m.data.subarray(t.row * m.dims, (t.row + 1) * m.dims)) }
+              : {}),
+          },
+        ];
+      });
     });
   }
 

@@ -1,0 +1,95 @@
+import type { Db } from './db';
+import { blobVector } from './vectors';
+
+interface Matrix {
+  version: number;
+  embedder: string;
+  dims: number;
+  pks: Float64Array;
+  rowOf: Map<number, number>;
+  data: Float32Array;
+}
+
+/** Datasets whose vectors are kept in memory at once (least recently used goes first). */
+const MAX_DATASETS = 4;
+
+/**
+ * A dataset's vectors as one Float32Array, so exact search multiplies a contiguous matrix
+ * instead of decoding a BLOB per row per query. Reloaded when the dataset's vector version
+ * (bumped by every write that changes a vector, in any process) moves.
+ */
+export class VectorCache {
+  private readonly matrices = new Map<string, Matrix>();
+
+  constructor(private readonly db: Db) {}
+
+  get(datasetId: string, embedder: string): Matrix {
+    const version =
+      (
+        this.db
+          .prepare('SELECT version FROM vector_versions WHERE dataset_id = ?')
+          .get(datasetId) as { version: number } | undefined
+      )?.version ?? 0;
+    const key = `${datasetId}\u0000${embedder}`;
+    const cached = this.matrices.get(key);
+    if (cached && cached.version === version) {
+      this.matrices.delete(key);
+      this.matrices.set(key, cached);
+      return cached;
+    }
+    const rows = this.db
+      .prepare('SELECT item_pk, vec FROM item_vectors WHERE dataset_id = ? AND embedder = ?')
+      .all(datasetId, embedder) as Array<{ item_pk: number; vec: Buffer }>;
+    const dims = rows.length ? rows[0]!.vec.byteLength / 4 : 0;
+    const m: Matrix = {
+      version,
+      embedder,
+      dims,
+      pks: new Float64Array(rows.length),
+      rowOf: new Map(),
+      data: new Float32Array(rows.length * dims),
+    };
+    rows.forEach((r, i) => {
+      m.pks[i] = r.item_pk;
+      m.rowOf.set(r.item_pk, i);
+      m.data.set(blobVector(r.vec), i * dims);
+    });
+    this.matrices.delete(key);
+    this.matrices.set(key, m);
+    while (this.matrices.size > MAX_DATASETS)
+      this.matrices.delete(this.matrices.keys().next().value!);
+    return m;
+  }
+}
+
+/** Dot products of `query` with the given rows (all rows when `rows` is undefined); top k. */
+export function topK(
+  m: Matrix,
+  query: Float32Array,
+  k: number,
+  rows: Iterable<number> | undefined,
+  skip: Set<number>,
+): Array<{ row: number; d: number }> {
+  const top: Array<{ row: number; d: number }> = [];
+  let floor = -Infinity;
+  const consider = (row: number) => {
+    if (skip.has(row)) return;
+    let d = 0;
+    const o = row * m.dims;
+    for (let j = 0; j < m.dims; j++) d += query[j]! * m.data[o + j]!;
+    if (top.length < k) {
+      top.push({ row, d });
+      if (top.length === k) {
+        top.sort((a, b) => b.d - a.d);
+        floor = top[k - 1]!.d;
+      }
+    } else if (d > floor) {
+      top[k - 1] = { row, d };
+      top.sort((a, b) => b.d - a.d);
+      floor = top[k - 1]!.d;
+    }
+  };
+  if (rows) for (const r of rows) consider(r);
+  else for (let r = 0; r < m.pks.length; r++) consider(r);
+  return top.sort((a, b) => b.d - a.d);
+}
