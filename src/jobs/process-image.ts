@@ -42,7 +42,11 @@ export class ProcessImageHandler {
     const key = { org: ds.org, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
     const images = org.plan.images;
     const limit = images.limitType === 'fixed' ? images.limit : undefined;
-    if (!(await this.ledger.reserveImage({ ...key, at: this.now() }, limit))) {
+    // Only a fixed limit needs a place held before download; unlimited plans just count after.
+    if (
+      limit !== undefined &&
+      !(await this.ledger.reserveImage({ ...key, at: this.now() }, limit))
+    ) {
       const year = new Date(this.now()).getUTCFullYear();
       await this.store.markPostponed(
         job,
@@ -61,9 +65,9 @@ export class ProcessImageHandler {
       const at = this.now();
       if (await this.store.markProcessed(job, features, at))
         await this.ledger.recordImage({ ...key, at });
-      else await this.ledger.releaseImage(key);
+      else if (limit !== undefined) await this.ledger.releaseImage(key);
     } catch (e) {
-      await this.ledger.releaseImage(key).catch(() => undefined);
+      if (limit !== undefined) await this.ledger.releaseImage(key).catch(() => undefined);
       if (!(e instanceof ImageError)) throw e;
       if (e.transient && job.attempt < MAX_ATTEMPTS) {
         const delay = this.retryBaseMs * 4 ** (job.attempt - 1);
