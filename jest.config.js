@@ -40,6 +40,7 @@ module.exports = {
         '**/e2e/graphql.test.ts',
         '**/e2e/usage.test.ts',
         '**/e2e/similarity.test.ts',
+        '**/e2e/embedder-change.test.ts',
         '**/contract/*.test.ts',
         '**/faults/*.test.ts',
       ],

@@ -21,6 +21,7 @@ import { ProcessImageHandler } from '../jobs/process-image';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { Embedder } from '../ports/embedder';
+import type { EmbedderRef } from '../domain/dataset';
 import type { JobQueue } from '../ports/job-queue';
 import type { SearchEngine } from '../ports/search-engine';
 import type { UsageLedger } from '../ports/usage-ledger';
@@ -50,6 +51,8 @@ export interface Container {
   usage: UsageService;
   ledger: UsageLedger;
   processImage: ProcessImageHandler;
+  /** The embedder this process embeds with (images and lens queries). */
+  embedder: EmbedderRef;
   /** Set on first start when no OPERATOR_TOKEN is configured; printed once, stored as a hash. */
   bootstrapOperatorToken?: string;
   close(): Promise<void>;
@@ -107,6 +110,7 @@ export async function buildContainer(
     config.EMBEDDER === 'onnx'
       ? await OnnxEmbedder.load(config.EMBEDDER_MODEL_PATH!)
       : new DescriptorEmbedder();
+  const embedderRef = { id: embedder.id, dimensions: embedder.dimensions };
   const db = openDb(path.join(config.dataDir, 'store.db'));
   const accounts = new EmbeddedAccountStore(db);
   let content: ContentStore;
@@ -152,7 +156,7 @@ export async function buildContainer(
     queue,
     auth,
     organisations: new OrganisationService(accounts, auth, clock),
-    datasets: new DatasetService(accounts, content, auth, serverKey, clock),
+    datasets: new DatasetService(accounts, content, auth, serverKey, clock, embedderRef),
     contentService: new ContentService(
       content,
       queue,
@@ -181,7 +185,9 @@ export async function buildContainer(
       log.child({ component: 'worker' }),
       now,
       config.RETRY_BASE_MS,
+      embedder.id,
     ),
+    embedder: embedderRef,
     bootstrapOperatorToken,
     async close() {
       await queue.close();

@@ -24,7 +24,18 @@ export async function startApp(
   let recovery: ReturnType<typeof startRecovery> | undefined;
   if (config.APP_ROLES.has('worker')) {
     await container.queue.consume(container.processImage.handle, config.WORKER_CONCURRENCY);
-    recovery = startRecovery(container.content, container.queue, container.log);
+    // Datasets made with another embedder get this one; the sweep re-embeds their items.
+    for (const ds of await container.accounts.adoptEmbedder(container.embedder))
+      container.log.info(
+        { dataset: ds.id, org: ds.org, name: ds.name, from: ds.previous, to: ds.embedder },
+        'embedder changed: the dataset is re-processed',
+      );
+    recovery = startRecovery(
+      container.content,
+      container.queue,
+      container.log,
+      container.embedder.id,
+    );
     await recovery.sweep();
   }
   if (config.APP_ROLES.has('api')) {

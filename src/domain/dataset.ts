@@ -9,12 +9,20 @@ export interface DatasetSettings {
   version: number;
 }
 
+/** The embedder a dataset's vectors are made with: similarity compares vectors of one id only. */
+export interface EmbedderRef {
+  id: string;
+  dimensions: number;
+}
+
 export interface Dataset {
   id: string;
   org: string;
   name: string;
   settings: DatasetSettings;
   createdAt: string;
+  /** Absent for datasets created before embeddings existed, until a worker adopts one. */
+  embedder?: EmbedderRef;
 }
 
 export interface DatasetCounts {

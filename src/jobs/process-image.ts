@@ -25,6 +25,8 @@ export class ProcessImageHandler {
     private readonly log: Logger,
     private readonly now: () => number,
     private readonly retryBaseMs: number,
+    /** The analyzer's embedder: items embedded by another one are re-embedded. */
+    private readonly embedderId: string,
   ) {}
 
   readonly handle = async (job: ProcessingJob): Promise<void> => {
@@ -33,6 +35,8 @@ export class ProcessImageHandler {
     if (item.state === 'processed') {
       // Redelivered after a crash between the result and the count: counting is idempotent.
       await this.countImage(job, item.updatedAt);
+      const embedding = await this.store.getEmbedding(job.datasetId, job.itemId);
+      if (embedding && embedding.embedder !== this.embedderId) await this.reembed(job);
       return;
     }
     if (item.state !== 'pending') return;
@@ -82,6 +86,29 @@ export class ProcessImageHandler {
     }
   };
 
+  /**
+   * The embedder changed since the item was processed: fetch the image again for a new vector.
+   * Not a new image for metering (same url), and a failure leaves the item searchable, only
+   * without a vector (recorded, so sweeps do not fetch it forever).
+   */
+  private async reembed(job: ProcessingJob): Promise<void> {
+    let vector: number[] = [];
+    try {
+      vector = (await this.analyzer.analyze(await this.fetcher.fetch(job.url))).vector;
+    } catch (e) {
+      if (!(e instanceof ImageError)) throw e;
+      if (e.transient && job.attempt < MAX_ATTEMPTS) {
+        const delay = this.retryBaseMs * 4 ** (job.attempt - 1);
+        throw new RetryLater(delay, e.message);
+      }
+      this.log.warn(
+        { job, code: e.code, reason: e.message },
+        'could not re-embed an item after the embedder changed; it is left out of similarity',
+      );
+    }
+    await this.store.markEmbedded(job, { vector, embedder: this.embedderId });
+  }
+
   /** One image per successful processing of an item's url (contract §8), never twice. */
   private async countImage(job: ProcessingJob, at: number): Promise<void> {
     const ds = await this.accounts.getDatasetById(job.datasetId);
@@ -96,21 +123,38 @@ export class ProcessImageHandler {
   }
 }
 
-/** Re-queues every pending item: covers a crash between the store write and the enqueue. */
-export async function requeuePending(
-  store: ContentStore,
-  queue: JobQueue,
-  log: Logger,
-): Promise<number> {
+type JobPage = (
+  cursor: string | undefined,
+  limit: number,
+) => Promise<{ jobs: ProcessingJob[]; next?: string }>;
+
+async function requeueAll(page: JobPage, queue: JobQueue): Promise<number> {
   let cursor: string | undefined;
   let total = 0;
   for (;;) {
-    const { jobs, next } = await store.pendingJobs(cursor, 1000);
+    const { jobs, next } = await page(cursor, 1000);
     await queue.enqueue(jobs);
     total += jobs.length;
     if (next === undefined) break;
     cursor = next;
   }
-  if (total) log.info({ jobs: total }, 'recovery sweep queued pending items');
   return total;
+}
+
+/**
+ * Re-queues every pending item (covers a crash between the store write and the enqueue) and
+ * every processed item whose embedding is not the current embedder's (an embedder change).
+ */
+export async function requeuePending(
+  store: ContentStore,
+  queue: JobQueue,
+  log: Logger,
+  embedderId: string,
+): Promise<number> {
+  const pending = await requeueAll((c, n) => store.pendingJobs(c, n), queue);
+  if (pending) log.info({ jobs: pending }, 'recovery sweep queued pending items');
+  const stale = await requeueAll((c, n) => store.staleEmbeddings(embedderId, c, n), queue);
+  if (stale)
+    log.info({ jobs: stale, embedder: embedderId }, 'recovery sweep queued items to re-embed');
+  return pending + stale;
 }

@@ -16,11 +16,12 @@ export function startRecovery(
   store: ContentStore,
   queue: JobQueue,
   log: Logger,
+  embedderId: string,
   intervalMs = IDLE_SWEEP_MS,
 ): { stop(): void; sweep(): Promise<number> } {
   let running: Promise<number> | undefined;
   const sweep = (): Promise<number> => {
-    running ??= requeuePending(store, queue, log)
+    running ??= requeuePending(store, queue, log, embedderId)
       .catch((err: unknown) => {
         log.warn({ err }, 'recovery sweep failed; will try again');
         return 0;

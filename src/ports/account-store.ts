@@ -1,4 +1,4 @@
-import type { Dataset, EnabledFields } from '../domain/dataset';
+import type { Dataset, EmbedderRef, EnabledFields } from '../domain/dataset';
 import type { Plan } from '../domain/plan';
 
 export interface Organisation {
@@ -36,6 +36,11 @@ export interface AccountStore {
 
   /** False when a live dataset of that name exists in the organisation. */
   createDataset(ds: Dataset): Promise<boolean>;
+  /**
+   * Records `embedder` on every live dataset that was made with another one (or none) and
+   * returns those datasets, with the embedder they had: their items are then re-processed.
+   */
+  adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>>;
   getDataset(org: string, name: string): Promise<Dataset | undefined>;
   getDatasetById(id: string): Promise<Dataset | undefined>;
   listDatasets(org: string): Promise<Dataset[]>;

@@ -4,6 +4,11 @@ import type { ListEntry, ProcessingErrorRecord, ProcessingJob, StoredItem } from
 import type { ImageFeatures, ProcessingFailure } from '../domain/processing';
 import type { FieldCatalogue } from '../query/resolve';
 
+export interface StoredEmbedding {
+  vector?: number[];
+  embedder?: string;
+}
+
 /** Items of a dataset and their processing state. */
 export interface ContentStore {
   /** Ids of `ids` that exist in the dataset. */
@@ -32,8 +37,28 @@ export interface ContentStore {
   /** Records features only if the item still has this url; false when the job was stale. */
   markProcessed(job: ProcessingJob, features: ImageFeatures, now: number): Promise<boolean>;
   markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean>;
-  /** The embedding of a processed item; undefined when it is unknown or not processed. */
-  getVector(datasetId: string, id: string): Promise<number[] | undefined>;
+  /**
+   * A processed item's embedding and the embedder that made it; undefined when the item is
+   * unknown or not processed. `vector` is absent when the image could not be embedded again
+   * after an embedder change, `embedder` too when the item predates embeddings.
+   */
+  getEmbedding(datasetId: string, id: string): Promise<StoredEmbedding | undefined>;
+  /**
+   * Replaces a processed item's embedding (an empty vector records that re-embedding failed)
+   * only if it still has the job's url; false otherwise.
+   */
+  markEmbedded(
+    job: ProcessingJob,
+    embedding: { vector: number[]; embedder: string },
+  ): Promise<boolean>;
+  /** Processed items whose embedding is not `embedder`'s, in a stable order, for re-processing. */
+  staleEmbeddings(
+    embedder: string,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<{ jobs: ProcessingJob[]; next?: string }>;
+  /** How many processed items of a dataset still wait for an embedding by `embedder`. */
+  staleEmbeddingCount(datasetId: string, embedder: string): Promise<number>;
   /**
    * Records why a pending item waits (quota_postponed) without ending it: it stays pending, so
    * recovery sweeps offer it again. False when the item no longer has the job's url or is done.

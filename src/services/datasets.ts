@@ -7,6 +7,7 @@ import {
   type Dataset,
   type DatasetCounts,
   type DatasetSettings,
+  type EmbedderRef,
 } from '../domain/dataset';
 import { assertDatasetName } from '../domain/names';
 import type { AccountStore } from '../ports/account-store';
@@ -26,6 +27,13 @@ export interface DatasetView {
   counts: DatasetCounts;
 }
 
+/**
+ * The embedder a dataset's vectors are made with; `reprocessing` counts processed items still
+ * waiting for a vector from it (after an embedder change). Not in the REST dataset object,
+ * whose shape contract §3 fixes.
+ */
+export type EmbedderStatus = EmbedderRef & { reprocessing: number };
+
 export const datasetPath = (org: string, name: string): string =>
   `/orgs/${encodeURIComponent(org)}/datasets/${encodeURIComponent(name)}`;
 
@@ -36,6 +44,8 @@ export class DatasetService {
     private readonly auth: AuthService,
     private readonly serverKey: Buffer,
     private readonly clock: () => Date,
+    /** Recorded on new datasets; workers re-embed datasets made with another one. */
+    private readonly embedder: EmbedderRef,
   ) {}
 
   private async browseTokenOf(ds: Dataset): Promise<string> {
@@ -58,6 +68,13 @@ export class DatasetService {
     };
   }
 
+  async embedderStatus(ctx: RequestContext, org: string, name: string): Promise<EmbedderStatus> {
+    const ds = await this.auth.adminDataset(ctx.principal, org, name);
+    const embedder = ds.embedder ?? this.embedder;
+    const reprocessing = await this.content.staleEmbeddingCount(ds.id, embedder.id);
+    return { id: embedder.id, dimensions: embedder.dimensions, reprocessing };
+  }
+
   async create(
     ctx: RequestContext,
     org: string,
@@ -72,6 +89,7 @@ export class DatasetService {
       name,
       settings: { fields: {}, version: 1 },
       createdAt: now.toISOString(),
+      embedder: this.embedder,
     };
     if (!(await this.accounts.createDataset(ds)))
       throw new AppError('conflict', `dataset '${name}' already exists`);

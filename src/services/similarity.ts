@@ -71,11 +71,23 @@ export class SimilarityService {
   private async target(datasetId: string, id: string | undefined, param = 'id') {
     if (id === undefined || id === '')
       throw invalid(`${param} is required`, [{ param, message: 'the id of a dataset item' }]);
-    const vector = await this.store.getVector(datasetId, id);
-    const [item] = vector ? await this.store.getItems(datasetId, [id]) : [];
-    if (!vector || !item || item.state !== 'processed')
+    const e = await this.store.getEmbedding(datasetId, id);
+    const [item] = e ? await this.store.getItems(datasetId, [id]) : [];
+    if (!e || !item || item.state !== 'processed')
       throw new AppError('not_found', `item '${id}' not found (or not processed yet)`);
-    return { item, vector };
+    if (e.embedder !== this.embedderId)
+      throw new AppError(
+        'unavailable',
+        `item '${id}' is being re-processed for the embedder ${this.embedderId} (the service's embedder changed); GraphQL Dataset.embedder.reprocessing shows what is left`,
+        undefined,
+        30,
+      );
+    if (!e.vector)
+      throw new AppError(
+        'not_found',
+        `item '${id}' has no visual embedding: its image could not be downloaded again when the embedder changed; push it with a changed url (a new query string will do) to retry`,
+      );
+    return { item, vector: e.vector };
   }
 
   /** The target first (score 1), then the `limit − 1` most similar items matching q. */
@@ -133,9 +145,9 @@ export class SimilarityService {
       return { hits: items.map((item) => ({ item })), limit, path: [] };
     }
     const { item, vector } = await this.target(ds.id, p.id);
-    const earlier = (
-      await Promise.all(earlierIds.map((id) => this.store.getVector(ds.id, id)))
-    ).filter((v): v is number[] => !!v);
+    const earlier = (await Promise.all(earlierIds.map((id) => this.store.getEmbedding(ds.id, id))))
+      .filter((e) => e?.embedder === this.embedderId && e.vector)
+      .map((e) => e!.vector!);
     const query = steer(vector, earlier);
     const hits = await this.metering.billed(ds, 'explore', vars, async () => {
       const pool = await this.engine.similar(ds.id, {

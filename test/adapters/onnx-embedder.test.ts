@@ -64,8 +64,9 @@ test('the service runs on EMBEDDER=onnx: images are embedded by the model', asyn
     });
     await waitProcessed(t, ds.base, ds.orgToken, 1);
     const stored = await t.app.container.accounts.getDataset('onnxorg', 'd');
-    const v = await t.app.container.content.getVector(stored!.id, 'a');
-    expect(v).toHaveLength(3);
+    const e = await t.app.container.content.getEmbedding(stored!.id, 'a');
+    expect(e?.embedder).toBe(t.app.container.embedder.id);
+    expect(e?.vector).toHaveLength(3);
   } finally {
     await t.stop();
     await img.close();

@@ -20,6 +20,8 @@ const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
 interface Engines {
   store: ContentStore;
   engine: SearchEngine;
+  /** The same data as a process whose embedder makes vectors of `dims` would see it. */
+  sized(dims: number): { store: ContentStore; engine: SearchEngine };
   close(): Promise<void>;
 }
 
@@ -28,9 +30,12 @@ const adapters: Array<[string, () => Engines]> = [
     'embedded (SQLite)',
     () => {
       const db = openDb(path.join(tempDir('vss-store-'), 'store.db'));
+      const store = new EmbeddedContentStore(db);
+      const engine = new EmbeddedSearchEngine(db);
       return {
-        store: new EmbeddedContentStore(db),
-        engine: new EmbeddedSearchEngine(db),
+        store,
+        engine,
+        sized: () => ({ store, engine }),
         close: async () => {
           db.close();
         },
@@ -46,6 +51,10 @@ const adapters: Array<[string, () => Engines]> = [
       return {
         store: es,
         engine: es,
+        sized: (dims) => {
+          const other = new ElasticsearchStore(client, prefix, Date.now, dims);
+          return { store: other, engine: other };
+        },
         close: async () => {
           await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
           await client.close();
@@ -266,9 +275,12 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
         true,
       );
     await settled(1);
-    expect(await e.store.getVector(ds, 'a')).toEqual(expect.any(Array));
-    expect(await e.store.getVector(ds, 'p')).toBeUndefined();
-    const q = await e.store.getVector(ds, 'a');
+    expect(await e.store.getEmbedding(ds, 'a')).toEqual({
+      embedder: EMB,
+      vector: expect.any(Array),
+    });
+    expect(await e.store.getEmbedding(ds, 'p')).toBeUndefined();
+    const q = (await e.store.getEmbedding(ds, 'a'))?.vector;
     for (const [x, y] of q!.map((x, i) => [x, axis(0)[i]!])) expect(x).toBeCloseTo(y, 5);
 
     const hits = await e.engine.similar(ds, {
@@ -315,7 +327,7 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     expect((await e.engine.similar(ds, all)).map((h) => h.item.id).sort()).toEqual(['a', 'b', 'c']);
     await write([{ id: 'a', url: url('a', 2) }], 'put');
     await settled(1);
-    expect(await e.store.getVector(ds, 'a')).toBeUndefined();
+    expect(await e.store.getEmbedding(ds, 'a')).toBeUndefined();
     const hits = await e.engine.similar(ds, {
       vector: axis(0),
       embedder: EMB,
@@ -324,6 +336,93 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
       excludeIds: [],
     });
     expect(hits.map((h) => h.item.id).sort()).toEqual(['b', 'c']);
+  });
+
+  test('an embedder change: stale items listed, re-embedded with another size, searchable again', async () => {
+    const jobs = await write([
+      { id: 'a', url: url('a'), metadata: { color: 'red' } },
+      { id: 'b', url: url('b'), metadata: { color: 'blue' } },
+      { id: 'c', url: url('c'), metadata: { color: 'red' } },
+      { id: 'p', url: url('p') }, // pending: not stale, it is processed with the new embedder
+    ]);
+    for (const j of jobs.filter((x) => x.itemId !== 'p'))
+      expect(await e.store.markProcessed(j, features, T0 + 1)).toBe(true);
+    await settled(1);
+    const NEW = 'wide-emb';
+    const stale = async () => {
+      const out: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await e.store.staleEmbeddings(NEW, cursor, 2); // pages of 2: cursor works
+        out.push(...page.jobs.filter((j) => j.datasetId === ds).map((j) => j.itemId));
+        cursor = page.next;
+      } while (cursor);
+      return out;
+    };
+    expect(await stale()).toEqual(['a', 'b', 'c']);
+    expect(await e.store.staleEmbeddingCount(ds, NEW)).toBe(3);
+    expect(await e.store.staleEmbeddingCount(ds, EMB)).toBe(0);
+    // a worker with the new embedder: on Elasticsearch it adds a vector field of the new size
+    const next = e.sized(12);
+    const [ja, jb, jc] = jobs;
+    // twelve dimensions where the old embedder had eight: a vector of another size
+    const wide = (k: number) => Array.from({ length: 12 }, (_, i) => (i === k ? 1 : 0));
+    expect(await next.store.markEmbedded(ja!, { vector: wide(0), embedder: NEW })).toBe(true);
+    expect(await next.store.markEmbedded(jb!, { vector: wide(1), embedder: NEW })).toBe(true);
+    // the image is gone: recorded as tried, left out of similarity, not stale any more
+    expect(await next.store.markEmbedded(jc!, { vector: [], embedder: NEW })).toBe(true);
+    // a job for an old url, or for an item that is not processed, changes nothing
+    expect(
+      await next.store.markEmbedded(
+        { ...ja!, url: url('a', 9) },
+        { vector: wide(5), embedder: NEW },
+      ),
+    ).toBe(false);
+    expect(await next.store.markEmbedded(jobs[3]!, { vector: wide(5), embedder: NEW })).toBe(false);
+
+    // Elasticsearch lists from its refreshed view: the new embeddings show at the next refresh
+    const deadline = Date.now() + 5000;
+    while ((await stale()).length && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await stale()).toEqual([]);
+    expect(await e.store.staleEmbeddingCount(ds, NEW)).toBe(0);
+    expect(await next.store.getEmbedding(ds, 'a')).toEqual({ embedder: NEW, vector: wide(0) });
+    expect(await next.store.getEmbedding(ds, 'c')).toEqual({ embedder: NEW });
+    // the item itself is untouched: still processed, listed and searchable
+    expect(await e.store.counts(ds)).toMatchObject({ processed: 3, pending: 1, errors: 0 });
+    const near = () =>
+      next.engine.similar(ds, {
+        vector: wide(1),
+        embedder: NEW,
+        conditions: [],
+        limit: 10,
+        excludeIds: [],
+      });
+    const until = Date.now() + 5000;
+    let hits = await near();
+    while (hits.length < 2 && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 100));
+      hits = await near();
+    }
+    expect(hits.map((h) => h.item.id)).toEqual(['b', 'a']);
+    expect(
+      await e.engine.similar(ds, {
+        vector: axis(0),
+        embedder: EMB,
+        conditions: [],
+        limit: 10,
+        excludeIds: [],
+      }),
+    ).toEqual([]);
+    expect((await search([])).items.map((i) => i.id)).toEqual(['a', 'b', 'c']);
+    // a metadata update keeps the new embedding
+    await next.store.applyWrites(
+      ds,
+      [{ id: 'a', url: url('a'), metadata: { color: 'green' } }],
+      'put',
+      T0,
+    );
+    expect(await next.store.getEmbedding(ds, 'a')).toEqual({ embedder: NEW, vector: wide(0) });
   });
 
   test('deleted items are gone from listing, details, search and counts', async () => {

@@ -179,6 +179,11 @@ describe('DataLoader', () => {
       );
       const entries = r.data!.organisation.dataset.content.entries;
       expect(entries).toHaveLength(60);
+      expect(r.data!.organisation.dataset.embedder).toEqual({
+        id: t.app.container.embedder.id,
+        dimensions: 140,
+        reprocessing: 0,
+      });
       expect(entries[5]!.item).toMatchObject({
         id: entries[5]!.id,
         state: 'PROCESSED',

@@ -215,7 +215,12 @@ test('a fixed yearly image limit postpones the rest (quota_postponed) until the 
     (await t.call('PUT', '/orgs/meter6/plan', { token: orgToken, body: { plan: {} } })).status,
   ).toBe(403);
   // what the worker's periodic recovery sweep does
-  await requeuePending(t.app.container.content, t.app.container.queue, t.app.container.log);
+  await requeuePending(
+    t.app.container.content,
+    t.app.container.queue,
+    t.app.container.log,
+    t.app.container.embedder.id,
+  );
   await waitProcessed(t, base, orgToken, 8);
   const after = (await t.call('GET', base, { token: orgToken })).body.dataset.counts;
   expect(after).toEqual({ items: 8, processed: 8, pending: 0, errors: 0 });

@@ -25,6 +25,8 @@ export interface ImageServer {
   hits: Map<string, number>;
   /** Paths that answer 503 this many more times before succeeding. */
   failuresLeft: Map<string, number>;
+  /** Paths that answer 404 from now on (an image removed at its source). */
+  gone: Set<string>;
   /** Most requests that were open at the same time (shows several workers sharing load). */
   peakInFlight(): number;
   close(): Promise<void>;
@@ -45,6 +47,7 @@ export interface ImageServer {
 export async function startImageServer(host = '127.0.0.1'): Promise<ImageServer> {
   const hits = new Map<string, number>();
   const failuresLeft = new Map<string, number>();
+  const gone = new Set<string>();
   let open = 0;
   let peak = 0;
   const server = http.createServer((req, res) => {
@@ -55,6 +58,10 @@ export async function startImageServer(host = '127.0.0.1'): Promise<ImageServer>
       const u = new URL(req.url ?? '/', 'http://x');
       hits.set(u.pathname, (hits.get(u.pathname) ?? 0) + 1);
       let m: RegExpExecArray | null;
+      if (gone.has(u.pathname)) {
+        res.writeHead(404);
+        return res.end('gone');
+      }
       if (
         (m = /^\/img\/(\d+)\.(png|jpg)$/.exec(u.pathname)) ||
         (m = /^\/noext\/(\d+)$/.exec(u.pathname))
@@ -106,6 +113,7 @@ export async function startImageServer(host = '127.0.0.1'): Promise<ImageServer>
     url: `http://${host}:${port}`,
     hits,
     failuresLeft,
+    gone,
     peakInFlight: () => peak,
     close: () =>
       new Promise((r) => {

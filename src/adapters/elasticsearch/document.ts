@@ -26,9 +26,23 @@ export interface ItemDoc {
   has_error: boolean;
   terms: string[];
   attrs: Attr[];
-  /** The embedding of the processed image, and the embedder that made it. */
-  vector?: number[] | null;
+  /** The embedder that made the item's embedding (set without a vector when it failed). */
   embedder?: string | null;
+  /** The embedding, in the field for its length (see vectorField). */
+  [vector: `vector_${number}`]: number[] | null | undefined;
+}
+
+/**
+ * A dense_vector field has fixed dims, so vectors of each length get a field of their own:
+ * switching to an embedder of another size adds a field instead of needing a reindex.
+ */
+export const vectorField = (dims: number): `vector_${number}` => `vector_${dims}`;
+
+/** The document's embedding, whichever field holds it. */
+export function docVector(d: ItemDoc): number[] | undefined {
+  for (const [k, v] of Object.entries(d))
+    if (k.startsWith('vector_') && Array.isArray(v) && v.length) return v as number[];
+  return undefined;
 }
 
 const toAttrs = (md: Metadata, scope: Scope): Attr[] =>
@@ -51,9 +65,12 @@ export function toDoc(
   error: ItemDoc['error'] = null,
   embedding?: { vector: number[]; embedder: string } | ItemDoc,
 ): ItemDoc {
-  const keep =
-    embedding &&
-    !('dataset' in embedding && (embedding.url !== item.url || item.state !== 'processed'));
+  const kept =
+    embedding && 'dataset' in embedding
+      ? embedding.url === item.url && item.state === 'processed'
+        ? { vector: docVector(embedding), embedder: embedding.embedder }
+        : undefined
+      : embedding;
   const gen = item.image
     ? toAttrs(
         {
@@ -78,8 +95,8 @@ export function toDoc(
     has_error: !!error,
     terms: itemTerms(item.metadata),
     attrs: [...toAttrs(item.metadata, 'pub'), ...toAttrs(item.privateMetadata, 'priv'), ...gen],
-    vector: keep && embedding.vector ? embedding.vector : null,
-    embedder: keep && embedding.embedder ? embedding.embedder : null,
+    embedder: kept?.embedder ?? null,
+    ...(kept?.vector?.length ? { [vectorField(kept.vector.length)]: kept.vector } : {}),
   };
 }
 

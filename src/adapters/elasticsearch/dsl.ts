@@ -1,6 +1,7 @@
 import { isServiceTimeField } from '../../domain/limits';
 import { literalForms, type Condition } from '../../query/ast';
 import type { SearchRequest, SimilarRequest } from '../../ports/search-engine';
+import { vectorField } from './document';
 
 /** Query DSL as plain JSON: built by pure functions, pinned by golden files. */
 export type Dsl = Record<string, unknown>;
@@ -96,7 +97,7 @@ export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
 }
 
 /** Results never carry the embedding back: clients do not see it and it is the bulk of a document. */
-const NO_VECTOR = { excludes: ['vector'] };
+const NO_VECTOR = { excludes: ['vector_*'] };
 
 /**
  * Filtered kNN: the q filter runs inside the HNSW search, so k results come back whenever k
@@ -109,7 +110,7 @@ export function knnBody(req: SimilarRequest): Dsl {
   if (req.excludeIds.length) mustNot.push({ terms: { id: req.excludeIds } });
   return {
     knn: {
-      field: 'vector',
+      field: vectorField(req.vector.length),
       query_vector: req.vector,
       k: req.limit,
       // Wider than Elasticsearch's usual 1.5 × k: recall matters more than the few ms it costs

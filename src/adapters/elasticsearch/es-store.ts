@@ -12,7 +12,7 @@ import type {
 import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
 import type { ValueKind } from '../../domain/metadata';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
-import type { ContentStore } from '../../ports/content-store';
+import type { ContentStore, StoredEmbedding } from '../../ports/content-store';
 import type {
   Facets,
   ScoredItem,
@@ -22,9 +22,9 @@ import type {
 } from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
 import type { FieldCatalogue } from '../../query/resolve';
-import { fromDoc, toDoc, type ItemDoc } from './document';
+import { docVector, fromDoc, toDoc, type ItemDoc } from './document';
 import { catalogueBody, facetsBody, knnBody, sampleBody, searchBody } from './dsl';
-import { ITEM_SETTINGS, itemMapping } from './mapping';
+import { ITEM_SETTINGS, itemMapping, vectorMapping } from './mapping';
 
 /** Optimistic-concurrency retries before a write gives up with 503. */
 const CAS_RETRIES = 8;
@@ -108,6 +108,38 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
     }
     this.known.add(index);
     return index;
+  }
+
+  /**
+   * Adds the field for this embedder's vector size to every existing dataset index (indices
+   * made for another size lack it), so re-processed items can store their new vectors.
+   */
+  private vectorFieldReady: Promise<void> | undefined;
+
+  private prepareVectorField(): Promise<void> {
+    // Once per process, before the first vector write; retried after a failure.
+    this.vectorFieldReady ??= this.putVectorField().catch((e: unknown) => {
+      this.vectorFieldReady = undefined;
+      throw e;
+    });
+    return this.vectorFieldReady;
+  }
+
+  private async putVectorField(): Promise<void> {
+    try {
+      await this.client.indices.putMapping({
+        index: `${this.prefix}items-*`,
+        allow_no_indices: true,
+        properties: vectorMapping(this.vectorDims) as never,
+      });
+    } catch (e) {
+      if (e instanceof errors.ResponseError && e.statusCode === 400)
+        throw new Error(
+          `Elasticsearch: cannot add the ${this.vectorDims}-dimension vector field to the indices ${this.prefix}items-*: ${e.message}`,
+          { cause: e },
+        );
+      throw e;
+    }
   }
 
   private async exists(datasetId: string): Promise<boolean> {
@@ -412,8 +444,9 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
   }
 
   markProcessed(job: ProcessingJob, f: ImageFeatures, _now: number): Promise<boolean> {
-    return guard(() =>
-      this.casUpdate(job, (d) => {
+    return guard(async () => {
+      await this.prepareVectorField();
+      return this.casUpdate(job, (d) => {
         if (d.url !== job.url || d.state === 'processed') return undefined;
         const item = fromDoc(d);
         return toDoc(
@@ -426,8 +459,47 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
           null,
           { vector: f.vector, embedder: f.embedder },
         );
-      }),
-    );
+      });
+    });
+  }
+
+  markEmbedded(
+    job: ProcessingJob,
+    embedding: { vector: number[]; embedder: string },
+  ): Promise<boolean> {
+    return guard(async () => {
+      await this.prepareVectorField();
+      return this.casUpdate(job, (d) => {
+        if (d.url !== job.url || d.state !== 'processed') return undefined;
+        return toDoc(job.datasetId, fromDoc(d), d.error ?? null, embedding);
+      });
+    });
+  }
+
+  private staleQuery(embedder: string) {
+    return {
+      bool: { filter: [{ term: { state: 'processed' } }], must_not: [{ term: { embedder } }] },
+    };
+  }
+
+  staleEmbeddings(
+    embedder: string,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<{ jobs: ProcessingJob[]; next?: string }> {
+    return guard(() => this.jobsMatching(this.staleQuery(embedder), cursor, limit));
+  }
+
+  staleEmbeddingCount(datasetId: string, embedder: string): Promise<number> {
+    return guard(async () => {
+      if (!(await this.exists(datasetId))) return 0;
+      return (
+        await this.client.count({
+          index: this.index(datasetId),
+          query: this.staleQuery(embedder),
+        })
+      ).count;
+    });
   }
 
   markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
@@ -493,29 +565,36 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
     cursor: string | undefined,
     limit: number,
   ): Promise<{ jobs: ProcessingJob[]; next?: string }> {
-    return guard(async () => {
-      const r = await this.client.search<ItemDoc>(
-        {
-          index: `${this.prefix}items-*`,
-          query: { term: { state: 'pending' } },
-          sort: [{ dataset: 'asc' }, { id: 'asc' }],
-          size: limit,
-          _source: ['dataset', 'id', 'url'],
-          ...(cursor ? { search_after: JSON.parse(cursor) } : {}),
-        },
-        { ignore: [404] },
-      );
-      const hits = r.hits?.hits ?? [];
-      return {
-        jobs: hits.map((h) => ({
-          datasetId: h._source!.dataset,
-          itemId: h._source!.id,
-          url: h._source!.url,
-          attempt: 1,
-        })),
-        ...(hits.length === limit ? { next: JSON.stringify(hits[hits.length - 1].sort) } : {}),
-      };
-    });
+    return guard(() => this.jobsMatching({ term: { state: 'pending' } }, cursor, limit));
+  }
+
+  /** Items of every dataset matching `query`, as jobs, paged with search_after. */
+  private async jobsMatching(
+    query: unknown,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<{ jobs: ProcessingJob[]; next?: string }> {
+    const r = await this.client.search<ItemDoc>(
+      {
+        index: `${this.prefix}items-*`,
+        query: query as never,
+        sort: [{ dataset: 'asc' }, { id: 'asc' }],
+        size: limit,
+        _source: ['dataset', 'id', 'url'],
+        ...(cursor ? { search_after: JSON.parse(cursor) as never[] } : {}),
+      },
+      { ignore: [404] },
+    );
+    const hits = r.hits?.hits ?? [];
+    return {
+      jobs: hits.map((h) => ({
+        datasetId: h._source!.dataset,
+        itemId: h._source!.id,
+        url: h._source!.url,
+        attempt: 1,
+      })),
+      ...(hits.length === limit ? { next: JSON.stringify(hits[hits.length - 1].sort) } : {}),
+    };
   }
 
   search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
@@ -532,12 +611,14 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
     });
   }
 
-  getVector(datasetId: string, id: string): Promise<number[] | undefined> {
+  getEmbedding(datasetId: string, id: string): Promise<StoredEmbedding | undefined> {
     return guard(async () => {
       if (!(await this.exists(datasetId))) return undefined;
       const [hit] = await this.mget(datasetId, [id], true, false);
       const d = hit?._source;
-      return d && d.state === 'processed' && d.vector ? d.vector : undefined;
+      if (!d || d.state !== 'processed') return undefined;
+      const vector = docVector(d);
+      return { ...(d.embedder ? { embedder: d.embedder } : {}), ...(vector ? { vector } : {}) };
     });
   }
 
@@ -551,7 +632,7 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
       return r.hits.hits.map((h) => ({
         item: fromDoc(h._source!),
         score: h._score ?? 0,
-        ...(req.includeVectors && h._source!.vector ? { vector: h._source!.vector } : {}),
+        ...(req.includeVectors && docVector(h._source!) ? { vector: docVector(h._source!) } : {}),
       }));
     });
   }

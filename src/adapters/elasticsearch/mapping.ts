@@ -1,3 +1,5 @@
+import { vectorField } from './document';
+
 /**
  * One index per dataset, with a fixed mapping: metadata never becomes mapped fields of its own
  * (no mapping explosion, and a key may hold a number in one item and a string in another).
@@ -41,15 +43,19 @@ const BASE_MAPPING = {
 export function itemMapping(dims: number): Record<string, unknown> {
   return {
     ...BASE_MAPPING,
-    properties: {
-      ...BASE_MAPPING.properties,
-      vector: {
-        type: 'dense_vector',
-        dims,
-        index: true,
-        similarity: 'cosine',
-        index_options: { type: 'hnsw', m: 16, ef_construction: 100 },
-      },
+    properties: { ...BASE_MAPPING.properties, ...vectorMapping(dims) },
+  };
+}
+
+/** The field for vectors of `dims` dimensions (see vectorField). */
+export function vectorMapping(dims: number): Record<string, unknown> {
+  return {
+    [vectorField(dims)]: {
+      type: 'dense_vector',
+      dims,
+      index: true,
+      similarity: 'cosine',
+      index_options: { type: 'hnsw', m: 16, ef_construction: 100 },
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Dataset, EnabledFields } from '../../domain/dataset';
+import type { Dataset, EmbedderRef, EnabledFields } from '../../domain/dataset';
 import type { Plan } from '../../domain/plan';
 import type { AccountStore, Organisation, TokenRecord } from '../../ports/account-store';
 import { guarded, type Db } from './db';
@@ -10,6 +10,8 @@ interface DatasetRow {
   fields: string;
   settings_version: number;
   created_at: string;
+  embedder: string | null;
+  embedder_dims: number | null;
 }
 
 const toDataset = (r: DatasetRow): Dataset => ({
@@ -18,6 +20,9 @@ const toDataset = (r: DatasetRow): Dataset => ({
   name: r.name,
   settings: { fields: JSON.parse(r.fields) as EnabledFields, version: r.settings_version },
   createdAt: r.created_at,
+  ...(r.embedder !== null && r.embedder_dims !== null
+    ? { embedder: { id: r.embedder, dimensions: r.embedder_dims } }
+    : {}),
 });
 
 interface TokenRow {
@@ -114,7 +119,8 @@ export class EmbeddedAccountStore implements AccountStore {
       () =>
         this.db
           .prepare(
-            'INSERT OR IGNORE INTO datasets (id, org, name, fields, settings_version, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+            `INSERT OR IGNORE INTO datasets (id, org, name, fields, settings_version, created_at, embedder, embedder_dims)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
           )
           .run(
             ds.id,
@@ -123,7 +129,30 @@ export class EmbeddedAccountStore implements AccountStore {
             JSON.stringify(ds.settings.fields),
             ds.settings.version,
             ds.createdAt,
+            ds.embedder?.id ?? null,
+            ds.embedder?.dimensions ?? null,
           ).changes === 1,
+    );
+  }
+
+  adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
+    return guarded(() =>
+      this.db.transaction(() => {
+        const rows = this.db
+          .prepare(
+            `SELECT * FROM datasets WHERE deleted_at IS NULL
+             AND (embedder IS NULL OR embedder != ? OR embedder_dims != ?)`,
+          )
+          .all(embedder.id, embedder.dimensions) as DatasetRow[];
+        const set = this.db.prepare(
+          'UPDATE datasets SET embedder = ?, embedder_dims = ? WHERE id = ?',
+        );
+        for (const r of rows) set.run(embedder.id, embedder.dimensions, r.id);
+        return rows.map((r) => {
+          const { embedder: previous, ...ds } = toDataset(r);
+          return { ...ds, embedder, ...(previous ? { previous } : {}) };
+        });
+      })(),
     );
   }
 

@@ -10,7 +10,7 @@ import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
 import { applyWrite } from '../../domain/content-write';
 import type { Metadata, ValueKind } from '../../domain/metadata';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
-import type { ContentStore } from '../../ports/content-store';
+import type { ContentStore, StoredEmbedding } from '../../ports/content-store';
 import type { FieldCatalogue } from '../../query/resolve';
 import { blobVector, vectorBlob } from './vectors';
 import { guarded, type Db } from './db';
@@ -394,16 +394,86 @@ export class EmbeddedContentStore implements ContentStore {
     );
   }
 
-  getVector(datasetId: string, id: string): Promise<number[] | undefined> {
+  getEmbedding(datasetId: string, id: string): Promise<StoredEmbedding | undefined> {
     return guarded(() => {
       const r = this.db
         .prepare(
-          `SELECT v.vec FROM items i JOIN item_vectors v ON v.item_pk = i.pk
-           WHERE i.dataset_id = ? AND i.id = ? AND i.state = 'processed'`,
+          `SELECT i.state, v.embedder, v.vec FROM items i LEFT JOIN item_vectors v ON v.item_pk = i.pk
+           WHERE i.dataset_id = ? AND i.id = ?`,
         )
-        .get(datasetId, id) as { vec: Buffer } | undefined;
-      return r && Array.from(blobVector(r.vec));
+        .get(datasetId, id) as
+        { state: string; embedder: string | null; vec: Buffer | null } | undefined;
+      if (!r || r.state !== 'processed') return undefined;
+      return {
+        ...(r.embedder !== null ? { embedder: r.embedder } : {}),
+        ...(r.vec?.byteLength ? { vector: Array.from(blobVector(r.vec)) } : {}),
+      };
     });
+  }
+
+  markEmbedded(
+    job: ProcessingJob,
+    embedding: { vector: number[]; embedder: string },
+  ): Promise<boolean> {
+    return guarded(() =>
+      this.db.transaction(() => {
+        const row = this.db
+          .prepare(
+            `SELECT pk FROM items WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'processed'`,
+          )
+          .get(job.datasetId, job.itemId, job.url) as { pk: number } | undefined;
+        if (!row) return false;
+        this.st.putVector.run(
+          row.pk,
+          job.datasetId,
+          embedding.embedder,
+          vectorBlob(embedding.vector),
+        );
+        this.st.bumpVectors.run(job.datasetId);
+        return true;
+      })(),
+    );
+  }
+
+  staleEmbeddings(
+    embedder: string,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<{ jobs: ProcessingJob[]; next?: string }> {
+    return guarded(() => {
+      const rows = this.db
+        .prepare(
+          `SELECT i.pk, i.dataset_id, i.id, i.url FROM items i
+           LEFT JOIN item_vectors v ON v.item_pk = i.pk
+           WHERE i.state = 'processed' AND i.pk > ? AND (v.embedder IS NULL OR v.embedder != ?)
+           ORDER BY i.pk LIMIT ?`,
+        )
+        .all(Number(cursor ?? 0), embedder, limit) as {
+        pk: number;
+        dataset_id: string;
+        id: string;
+        url: string;
+      }[];
+      return {
+        jobs: rows.map((r) => ({ datasetId: r.dataset_id, itemId: r.id, url: r.url, attempt: 1 })),
+        ...(rows.length === limit ? { next: String(rows[rows.length - 1].pk) } : {}),
+      };
+    });
+  }
+
+  staleEmbeddingCount(datasetId: string, embedder: string): Promise<number> {
+    return guarded(
+      () =>
+        (
+          this.db
+            .prepare(
+              `SELECT COUNT(*) AS n FROM items i LEFT JOIN item_vectors v ON v.item_pk = i.pk
+               WHERE i.dataset_id = ? AND i.state = 'processed'
+                 AND (v.embedder IS NULL OR v.embedder != ?)`,
+            )
+            .get(datasetId, embedder) as { n: number }
+        ).n,
+    );
   }
 
   listErrors(

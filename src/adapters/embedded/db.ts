@@ -102,6 +102,11 @@ const MIGRATIONS: string[] = [
   CREATE INDEX item_vectors_ds ON item_vectors(dataset_id);
   CREATE TABLE vector_versions (dataset_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
   `,
+  // The embedder each dataset's vectors are made with; an empty vec records a failed re-embed.
+  `
+  ALTER TABLE datasets ADD COLUMN embedder TEXT;
+  ALTER TABLE datasets ADD COLUMN embedder_dims INTEGER;
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

@@ -38,7 +38,10 @@ export class VectorCache {
       return cached;
     }
     const rows = this.db
-      .prepare('SELECT item_pk, vec FROM item_vectors WHERE dataset_id = ? AND embedder = ?')
+      // an empty vector records an image that could not be embedded again: nothing to compare
+      .prepare(
+        'SELECT item_pk, vec FROM item_vectors WHERE dataset_id = ? AND embedder = ? AND length(vec) > 0',
+      )
       .all(datasetId, embedder) as Array<{ item_pk: number; vec: Buffer }>;
     const dims = rows.length ? rows[0]!.vec.byteLength / 4 : 0;
     const m: Matrix = {

@@ -5,6 +5,7 @@ import {
   ContentEntry,
   ContentPage,
   Dataset,
+  DatasetEmbedder,
   ProcessingErrorPage,
   StoredContentItem,
   WriteResult,
@@ -14,6 +15,15 @@ import { plain } from './accounts';
 
 @Resolver(() => Dataset)
 export class DatasetResolver {
+  @FieldResolver(() => DatasetEmbedder, {
+    description:
+      "The embedder the dataset's vectors are made with, and how many processed items still wait for a vector from it after an embedder change.",
+  })
+  async embedder(@Root() d: Dataset, @Ctx() ctx: GqlContext): Promise<DatasetEmbedder> {
+    const e = await ctx.c.datasets.embedderStatus(await ctx.request(), d.org, d.name);
+    return Object.assign(new DatasetEmbedder(), e);
+  }
+
   @Mutation(() => Dataset, { description: 'Organisation token.' })
   async createDataset(
     @Arg('organisation', () => String) organisation: string,

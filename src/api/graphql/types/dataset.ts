@@ -36,6 +36,20 @@ export class DatasetCounts {
   errors!: number;
 }
 
+@ObjectType({ description: "The embedder the dataset's vectors are made with." })
+export class DatasetEmbedder {
+  @Field(() => String)
+  id!: string;
+
+  @Field(() => Int)
+  dimensions!: number;
+
+  @Field(() => Int, {
+    description: 'Processed items still waiting for a vector from this embedder (after a change).',
+  })
+  reprocessing!: number;
+}
+
 @ObjectType({ description: 'A dataset as its organisation sees it (admin API).' })
 export class Dataset {
   /** The organisation, for nested resolvers; not a schema field. */
