@@ -28,7 +28,9 @@ export async function startApp(
     for (const ds of await container.accounts.adoptEmbedder(container.embedder))
       container.log.info(
         { dataset: ds.id, org: ds.org, name: ds.name, from: ds.previous, to: ds.embedder },
-        'embedder changed: the dataset is re-processed',
+        ds.previous
+          ? 'embedder changed: the dataset is re-processed'
+          : 'the dataset now records its embedder; items without its vectors are re-processed',
       );
     recovery = startRecovery(
       container.content,
