@@ -29,15 +29,19 @@ function srgbToLinear(c: number): number {
 
 const LINEAR = Float32Array.from({ length: 256 }, (_, i) => srgbToLinear(i));
 
-function lab(r: number, g: number, b: number): [number, number, number] {
+const cieF = (t: number): number => (t > 0.008856 ? Math.cbrt(t) : 7.787 * t + 16 / 116);
+
+/** CIELAB of an sRGB pixel, written into `out` (no allocation: this runs once per pixel). */
+function labInto(r: number, g: number, b: number, out: Float64Array): void {
   const R = LINEAR[r]!;
   const G = LINEAR[g]!;
   const B = LINEAR[b]!;
-  const f = (t: number) => (t > 0.008856 ? Math.cbrt(t) : 7.787 * t + 16 / 116);
-  const x = f((0.4124 * R + 0.3576 * G + 0.1805 * B) / 0.95047);
-  const y = f(0.2126 * R + 0.7152 * G + 0.0722 * B);
-  const z = f((0.0193 * R + 0.1192 * G + 0.9505 * B) / 1.08883);
-  return [116 * y - 16, 500 * (x - y), 200 * (y - z)];
+  const x = cieF((0.4124 * R + 0.3576 * G + 0.1805 * B) / 0.95047);
+  const y = cieF(0.2126 * R + 0.7152 * G + 0.0722 * B);
+  const z = cieF((0.0193 * R + 0.1192 * G + 0.9505 * B) / 1.08883);
+  out[0] = 116 * y - 16;
+  out[1] = 500 * (x - y);
+  out[2] = 200 * (y - z);
 }
 
 function normalise(v: Float32Array, from: number, to: number, weight: number): void {
@@ -62,6 +66,7 @@ export class DescriptorEmbedder implements Embedder {
     const L = new Float32Array(n);
     const cell = size / GRID;
     const cellCount = new Float32Array(GRID * GRID);
+    const lab = new Float64Array(3);
     for (let i = 0; i < n; i++) {
       const r = data[i * 3]!;
       const g = data[i * 3 + 1]!;
@@ -91,22 +96,22 @@ export class DescriptorEmbedder implements Embedder {
         const hf = hp - h0;
         const s1 = ramp(sat, 0.45, 0.65);
         const v1 = ramp(val, 0.4, 0.6);
-        for (const [hb, wh] of [
-          [(h0 + HUE_BINS) % HUE_BINS, 1 - hf],
-          [(h0 + 1) % HUE_BINS, hf],
-        ] as const)
-          for (const [sb, ws] of [
-            [0, 1 - s1],
-            [1, s1],
-          ] as const)
-            for (const [vb, wv] of [
-              [0, 1 - v1],
-              [1, v1],
-            ] as const)
-              v[(hb * 2 + sb) * 2 + vb]! += chroma * wh * ws * wv;
+        // the two hue bins × two saturation × two value levels, unrolled: no per-pixel arrays
+        for (let k = 0; k < 2; k++) {
+          const hb = k === 0 ? (h0 + HUE_BINS) % HUE_BINS : (h0 + 1) % HUE_BINS;
+          const wh = k === 0 ? 1 - hf : hf;
+          const o = hb * 4;
+          v[o]! += chroma * wh * (1 - s1) * (1 - v1);
+          v[o + 1]! += chroma * wh * (1 - s1) * v1;
+          v[o + 2]! += chroma * wh * s1 * (1 - v1);
+          v[o + 3]! += chroma * wh * s1 * v1;
+        }
       }
       // colour layout (CIELAB means per cell)
-      const [l, a, bb] = lab(r, g, b);
+      labInto(r, g, b, lab);
+      const l = lab[0]!;
+      const a = lab[1]!;
+      const bb = lab[2]!;
       L[i] = l;
       const x = i % size;
       const y = (i / size) | 0;
@@ -125,10 +130,14 @@ export class DescriptorEmbedder implements Embedder {
     const half = size / 2;
     for (let y = 1; y < size - 1; y++) {
       for (let x = 1; x < size - 1; x++) {
-        const at = (dx: number, dy: number) => L[(y + dy) * size + x + dx]!;
-        const gx = at(1, -1) + 2 * at(1, 0) + at(1, 1) - at(-1, -1) - 2 * at(-1, 0) - at(-1, 1);
-        const gy = at(-1, 1) + 2 * at(0, 1) + at(1, 1) - at(-1, -1) - 2 * at(0, -1) - at(1, -1);
-        const mag = Math.hypot(gx, gy);
+        const up = (y - 1) * size + x;
+        const mid = y * size + x;
+        const down = (y + 1) * size + x;
+        const gx =
+          L[up + 1]! + 2 * L[mid + 1]! + L[down + 1]! - L[up - 1]! - 2 * L[mid - 1]! - L[down - 1]!;
+        const gy =
+          L[down - 1]! + 2 * L[down]! + L[down + 1]! - L[up - 1]! - 2 * L[up]! - L[up + 1]!;
+        const mag = Math.sqrt(gx * gx + gy * gy);
         if (mag < 8) continue; // flat areas and noise carry no shape
         const theta = (Math.atan2(gy, gx) + Math.PI) % Math.PI;
         const bin = Math.min(ORIENT - 1, Math.floor((theta / Math.PI) * ORIENT));
