@@ -80,3 +80,32 @@ test('image reservations hold places in a fixed limit; released or stale ones gi
   expect(await ledger.reserveImage({ ...key('d'), at: later }, 2)).toBe(true);
   expect(await ledger.reserveImage({ ...key('e'), at: later }, 2)).toBe(false);
 });
+
+test('concurrent image events share one commit, each settles once stored, and a failed commit fails them all', async () => {
+  const ev = (item: string) => ({
+    org: 'o',
+    datasetId: 'd',
+    itemId: item,
+    url: `u-${item}`,
+    at: at('2026-07-01T00:00:00Z'),
+  });
+  const original = db.transaction.bind(db);
+  let transactions = 0;
+  db.transaction = ((fn: Parameters<Db['transaction']>[0]) => {
+    transactions++;
+    return original(fn);
+  }) as Db['transaction'];
+  const calls = [...Array.from({ length: 20 }, (_, i) => ev(`i${i}`)), ev('i3'), ev('i3')];
+  await Promise.all(calls.map((c) => ledger.recordImage(c)));
+  db.transaction = original;
+  expect(transactions).toBe(1);
+  expect((await ledger.images('o', 2026)).processed).toBe(20); // the repeats counted once
+
+  db.close(); // the store goes away: every waiting event is refused, none silently dropped
+  const failed = await Promise.allSettled([
+    ledger.recordImage(ev('x')),
+    ledger.recordImage(ev('y')),
+  ]);
+  expect(failed.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+  db = openDb(path.join(tempDir('vss-ledger-'), 'store.db')); // for afterEach
+});

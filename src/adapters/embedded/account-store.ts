@@ -1,7 +1,7 @@
 import type { Dataset, EmbedderRef, EnabledFields } from '../../domain/dataset';
 import type { Plan } from '../../domain/plan';
 import type { AccountStore, Organisation, TokenRecord } from '../../ports/account-store';
-import { guarded, type Db } from './db';
+import { guarded, type Db, stmt } from './db';
 
 interface DatasetRow {
   id: string;
@@ -49,23 +49,25 @@ export class EmbeddedAccountStore implements AccountStore {
   createOrg(org: Organisation): Promise<boolean> {
     return guarded(
       () =>
-        this.db
-          .prepare('INSERT OR IGNORE INTO orgs (name, plan, created_at) VALUES (?, ?, ?)')
-          .run(org.name, JSON.stringify(org.plan), org.createdAt).changes === 1,
+        stmt(this.db, 'INSERT OR IGNORE INTO orgs (name, plan, created_at) VALUES (?, ?, ?)').run(
+          org.name,
+          JSON.stringify(org.plan),
+          org.createdAt,
+        ).changes === 1,
     );
   }
 
   updatePlan(name: string, plan: Plan): Promise<boolean> {
     return guarded(
       () =>
-        this.db.prepare('UPDATE orgs SET plan = ? WHERE name = ?').run(JSON.stringify(plan), name)
+        stmt(this.db, 'UPDATE orgs SET plan = ? WHERE name = ?').run(JSON.stringify(plan), name)
           .changes === 1,
     );
   }
 
   getOrg(name: string): Promise<Organisation | undefined> {
     return guarded(() => {
-      const r = this.db.prepare('SELECT * FROM orgs WHERE name = ?').get(name) as
+      const r = stmt(this.db, 'SELECT * FROM orgs WHERE name = ?').get(name) as
         { name: string; plan: string; created_at: string } | undefined;
       return r && { name: r.name, plan: JSON.parse(r.plan), createdAt: r.created_at };
     });
@@ -73,17 +75,16 @@ export class EmbeddedAccountStore implements AccountStore {
 
   putToken(t: TokenRecord): Promise<void> {
     return guarded(() => {
-      this.db
-        .prepare(
-          'INSERT OR REPLACE INTO tokens (prefix, kind, org, dataset_id, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-        )
-        .run(t.prefix, t.kind, t.org ?? null, t.datasetId ?? null, t.hash, t.createdAt);
+      stmt(
+        this.db,
+        'INSERT OR REPLACE INTO tokens (prefix, kind, org, dataset_id, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ).run(t.prefix, t.kind, t.org ?? null, t.datasetId ?? null, t.hash, t.createdAt);
     });
   }
 
   findToken(prefix: string): Promise<TokenRecord | undefined> {
     return guarded(() => {
-      const r = this.db.prepare('SELECT * FROM tokens WHERE prefix = ?').get(prefix) as
+      const r = stmt(this.db, 'SELECT * FROM tokens WHERE prefix = ?').get(prefix) as
         TokenRow | undefined;
       return r && toToken(r);
     });
@@ -92,9 +93,10 @@ export class EmbeddedAccountStore implements AccountStore {
   listTokens(org: string): Promise<TokenRecord[]> {
     return guarded(() =>
       (
-        this.db
-          .prepare("SELECT * FROM tokens WHERE org = ? AND kind = 'org' ORDER BY created_at")
-          .all(org) as TokenRow[]
+        stmt(
+          this.db,
+          "SELECT * FROM tokens WHERE org = ? AND kind = 'org' ORDER BY created_at",
+        ).all(org) as TokenRow[]
       ).map(toToken),
     );
   }
@@ -102,49 +104,49 @@ export class EmbeddedAccountStore implements AccountStore {
   deleteToken(org: string, prefix: string): Promise<boolean> {
     return guarded(
       () =>
-        this.db
-          .prepare("DELETE FROM tokens WHERE org = ? AND prefix = ? AND kind = 'org'")
-          .run(org, prefix).changes === 1,
+        stmt(this.db, "DELETE FROM tokens WHERE org = ? AND prefix = ? AND kind = 'org'").run(
+          org,
+          prefix,
+        ).changes === 1,
     );
   }
 
   removeToken(prefix: string): Promise<void> {
     return guarded(() => {
-      this.db.prepare('DELETE FROM tokens WHERE prefix = ?').run(prefix);
+      stmt(this.db, 'DELETE FROM tokens WHERE prefix = ?').run(prefix);
     });
   }
 
   createDataset(ds: Dataset): Promise<boolean> {
     return guarded(
       () =>
-        this.db
-          .prepare(
-            `INSERT OR IGNORE INTO datasets (id, org, name, fields, settings_version, created_at, embedder, embedder_dims)
+        stmt(
+          this.db,
+          `INSERT OR IGNORE INTO datasets (id, org, name, fields, settings_version, created_at, embedder, embedder_dims)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(
-            ds.id,
-            ds.org,
-            ds.name,
-            JSON.stringify(ds.settings.fields),
-            ds.settings.version,
-            ds.createdAt,
-            ds.embedder?.id ?? null,
-            ds.embedder?.dimensions ?? null,
-          ).changes === 1,
+        ).run(
+          ds.id,
+          ds.org,
+          ds.name,
+          JSON.stringify(ds.settings.fields),
+          ds.settings.version,
+          ds.createdAt,
+          ds.embedder?.id ?? null,
+          ds.embedder?.dimensions ?? null,
+        ).changes === 1,
     );
   }
 
   adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
     return guarded(() =>
       this.db.transaction(() => {
-        const rows = this.db
-          .prepare(
-            `SELECT * FROM datasets WHERE deleted_at IS NULL
+        const rows = stmt(
+          this.db,
+          `SELECT * FROM datasets WHERE deleted_at IS NULL
              AND (embedder IS NULL OR embedder != ? OR embedder_dims != ?)`,
-          )
-          .all(embedder.id, embedder.dimensions) as DatasetRow[];
-        const set = this.db.prepare(
+        ).all(embedder.id, embedder.dimensions) as DatasetRow[];
+        const set = stmt(
+          this.db,
           'UPDATE datasets SET embedder = ?, embedder_dims = ? WHERE id = ?',
         );
         for (const r of rows) set.run(embedder.id, embedder.dimensions, r.id);
@@ -158,18 +160,19 @@ export class EmbeddedAccountStore implements AccountStore {
 
   getDataset(org: string, name: string): Promise<Dataset | undefined> {
     return guarded(() => {
-      const r = this.db
-        .prepare('SELECT * FROM datasets WHERE org = ? AND name = ? AND deleted_at IS NULL')
-        .get(org, name) as DatasetRow | undefined;
+      const r = stmt(
+        this.db,
+        'SELECT * FROM datasets WHERE org = ? AND name = ? AND deleted_at IS NULL',
+      ).get(org, name) as DatasetRow | undefined;
       return r && toDataset(r);
     });
   }
 
   getDatasetById(id: string): Promise<Dataset | undefined> {
     return guarded(() => {
-      const r = this.db
-        .prepare('SELECT * FROM datasets WHERE id = ? AND deleted_at IS NULL')
-        .get(id) as DatasetRow | undefined;
+      const r = stmt(this.db, 'SELECT * FROM datasets WHERE id = ? AND deleted_at IS NULL').get(
+        id,
+      ) as DatasetRow | undefined;
       return r && toDataset(r);
     });
   }
@@ -177,9 +180,10 @@ export class EmbeddedAccountStore implements AccountStore {
   listDatasets(org: string): Promise<Dataset[]> {
     return guarded(() =>
       (
-        this.db
-          .prepare('SELECT * FROM datasets WHERE org = ? AND deleted_at IS NULL ORDER BY name')
-          .all(org) as DatasetRow[]
+        stmt(
+          this.db,
+          'SELECT * FROM datasets WHERE org = ? AND deleted_at IS NULL ORDER BY name',
+        ).all(org) as DatasetRow[]
       ).map(toDataset),
     );
   }
@@ -187,9 +191,10 @@ export class EmbeddedAccountStore implements AccountStore {
   listDeletedDatasets(org: string): Promise<Dataset[]> {
     return guarded(() =>
       (
-        this.db
-          .prepare('SELECT * FROM datasets WHERE org = ? AND deleted_at IS NOT NULL ORDER BY name')
-          .all(org) as DatasetRow[]
+        stmt(
+          this.db,
+          'SELECT * FROM datasets WHERE org = ? AND deleted_at IS NOT NULL ORDER BY name',
+        ).all(org) as DatasetRow[]
       ).map(toDataset),
     );
   }
@@ -197,19 +202,18 @@ export class EmbeddedAccountStore implements AccountStore {
   markDatasetDeleted(id: string, at: string): Promise<void> {
     return guarded(() => {
       this.db.transaction(() => {
-        this.db.prepare('UPDATE datasets SET deleted_at = ? WHERE id = ?').run(at, id);
-        this.db.prepare('DELETE FROM tokens WHERE dataset_id = ?').run(id);
+        stmt(this.db, 'UPDATE datasets SET deleted_at = ? WHERE id = ?').run(at, id);
+        stmt(this.db, 'DELETE FROM tokens WHERE dataset_id = ?').run(id);
       })();
     });
   }
 
   updateEnabledFields(id: string, fields: EnabledFields): Promise<number> {
     return guarded(() => {
-      const r = this.db
-        .prepare(
-          'UPDATE datasets SET fields = ?, settings_version = settings_version + 1 WHERE id = ? RETURNING settings_version',
-        )
-        .get(JSON.stringify(fields), id) as { settings_version: number };
+      const r = stmt(
+        this.db,
+        'UPDATE datasets SET fields = ?, settings_version = settings_version + 1 WHERE id = ? RETURNING settings_version',
+      ).get(JSON.stringify(fields), id) as { settings_version: number };
       return r.settings_version;
     });
   }
@@ -218,7 +222,7 @@ export class EmbeddedAccountStore implements AccountStore {
     return guarded(
       () =>
         (
-          this.db.prepare('SELECT browse_rotation FROM datasets WHERE id = ?').get(id) as {
+          stmt(this.db, 'SELECT browse_rotation FROM datasets WHERE id = ?').get(id) as {
             browse_rotation: number;
           }
         ).browse_rotation,
@@ -229,11 +233,10 @@ export class EmbeddedAccountStore implements AccountStore {
     return guarded(
       () =>
         (
-          this.db
-            .prepare(
-              'UPDATE datasets SET browse_rotation = browse_rotation + 1 WHERE id = ? RETURNING browse_rotation',
-            )
-            .get(id) as {
+          stmt(
+            this.db,
+            'UPDATE datasets SET browse_rotation = browse_rotation + 1 WHERE id = ? RETURNING browse_rotation',
+          ).get(id) as {
             browse_rotation: number;
           }
         ).browse_rotation,
@@ -244,7 +247,7 @@ export class EmbeddedAccountStore implements AccountStore {
     return guarded(
       () =>
         (
-          this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as
+          stmt(this.db, 'SELECT value FROM meta WHERE key = ?').get(key) as
             { value: string } | undefined
         )?.value,
     );
@@ -252,13 +255,13 @@ export class EmbeddedAccountStore implements AccountStore {
 
   setMeta(key: string, value: string): Promise<void> {
     return guarded(() => {
-      this.db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, value);
+      stmt(this.db, 'INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, value);
     });
   }
 
   ping(): Promise<void> {
     return guarded(() => {
-      this.db.prepare('SELECT 1').get();
+      stmt(this.db, 'SELECT 1').get();
     });
   }
 }

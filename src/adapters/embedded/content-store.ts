@@ -13,7 +13,7 @@ import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
 import type { ContentStore, StoredEmbedding } from '../../ports/content-store';
 import type { FieldCatalogue } from '../../query/resolve';
 import { blobVector, vectorBlob } from './vectors';
-import { guarded, type Db } from './db';
+import { guarded, type Db, stmt } from './db';
 import { itemTerms, kindEntries, valueRows, type Scope } from '../value-index';
 
 export interface ItemRow {
@@ -94,11 +94,10 @@ export class EmbeddedContentStore implements ContentStore {
     return guarded(() => {
       const found = new Set<string>();
       for (const part of chunks([...new Set(ids)], 500)) {
-        const rows = this.db
-          .prepare(
-            `SELECT id FROM items WHERE dataset_id = ? AND id IN (${part.map(() => '?').join(',')})`,
-          )
-          .all(datasetId, ...part) as { id: string }[];
+        const rows = stmt(
+          this.db,
+          `SELECT id FROM items WHERE dataset_id = ? AND id IN (${part.map(() => '?').join(',')})`,
+        ).all(datasetId, ...part) as { id: string }[];
         for (const r of rows) found.add(r.id);
       }
       return found;
@@ -225,7 +224,7 @@ export class EmbeddedContentStore implements ContentStore {
           'processing_errors',
           'items',
         ])
-          this.db.prepare(`DELETE FROM ${t} WHERE dataset_id = ?`).run(datasetId);
+          stmt(this.db, `DELETE FROM ${t} WHERE dataset_id = ?`).run(datasetId);
       })();
     });
   }
@@ -233,11 +232,10 @@ export class EmbeddedContentStore implements ContentStore {
   list(datasetId: string, offset: number, limit: number): Promise<ListEntry[]> {
     return guarded(() =>
       (
-        this.db
-          .prepare(
-            'SELECT id, url, state FROM items WHERE dataset_id = ? ORDER BY id LIMIT ? OFFSET ?',
-          )
-          .all(datasetId, limit, offset) as { id: string; url: string; state: string }[]
+        stmt(
+          this.db,
+          'SELECT id, url, state FROM items WHERE dataset_id = ? ORDER BY id LIMIT ? OFFSET ?',
+        ).all(datasetId, limit, offset) as { id: string; url: string; state: string }[]
       ).map((r) => ({ id: r.id, url: r.url, processed: r.state === 'processed' })),
     );
   }
@@ -246,11 +244,10 @@ export class EmbeddedContentStore implements ContentStore {
     return guarded(() => {
       const out: StoredItem[] = [];
       for (const part of chunks([...new Set(ids)], 500)) {
-        const rows = this.db
-          .prepare(
-            `SELECT * FROM items WHERE dataset_id = ? AND id IN (${part.map(() => '?').join(',')})`,
-          )
-          .all(datasetId, ...part) as ItemRow[];
+        const rows = stmt(
+          this.db,
+          `SELECT * FROM items WHERE dataset_id = ? AND id IN (${part.map(() => '?').join(',')})`,
+        ).all(datasetId, ...part) as ItemRow[];
         out.push(...rows.map(toStoredItem));
       }
       return out;
@@ -259,14 +256,15 @@ export class EmbeddedContentStore implements ContentStore {
 
   counts(datasetId: string): Promise<DatasetCounts> {
     return guarded(() => {
-      const rows = this.db
-        .prepare('SELECT state, COUNT(*) AS n FROM items WHERE dataset_id = ? GROUP BY state')
-        .all(datasetId) as { state: string; n: number }[];
+      const rows = stmt(
+        this.db,
+        'SELECT state, COUNT(*) AS n FROM items WHERE dataset_id = ? GROUP BY state',
+      ).all(datasetId) as { state: string; n: number }[];
       const by = Object.fromEntries(rows.map((r) => [r.state, r.n])) as Record<string, number>;
       const errors = (
-        this.db
-          .prepare('SELECT COUNT(*) AS n FROM processing_errors WHERE dataset_id = ?')
-          .get(datasetId) as { n: number }
+        stmt(this.db, 'SELECT COUNT(*) AS n FROM processing_errors WHERE dataset_id = ?').get(
+          datasetId,
+        ) as { n: number }
       ).n;
       return {
         items: rows.reduce((s, r) => s + r.n, 0),
@@ -280,9 +278,9 @@ export class EmbeddedContentStore implements ContentStore {
   catalogue(datasetId: string): Promise<FieldCatalogue> {
     return guarded(() => {
       const out = new Map<string, Set<ValueKind>>();
-      const rows = this.db
-        .prepare('SELECT field, kind FROM field_kinds WHERE dataset_id = ?')
-        .all(datasetId) as {
+      const rows = stmt(this.db, 'SELECT field, kind FROM field_kinds WHERE dataset_id = ?').all(
+        datasetId,
+      ) as {
         field: string;
         kind: ValueKind;
       }[];
@@ -296,11 +294,10 @@ export class EmbeddedContentStore implements ContentStore {
 
   publicFields(datasetId: string): Promise<string[]> {
     return guarded(() => {
-      const rows = this.db
-        .prepare(
-          "SELECT DISTINCT field FROM field_kinds WHERE dataset_id = ? AND scope = 'pub' ORDER BY field",
-        )
-        .all(datasetId) as { field: string }[];
+      const rows = stmt(
+        this.db,
+        "SELECT DISTINCT field FROM field_kinds WHERE dataset_id = ? AND scope = 'pub' ORDER BY field",
+      ).all(datasetId) as { field: string }[];
       return [...rows.map((r) => r.field), ...GENERATED_FIELDS, ...SERVICE_TIME_FIELDS];
     });
   }
@@ -308,12 +305,11 @@ export class EmbeddedContentStore implements ContentStore {
   markProcessed(job: ProcessingJob, f: ImageFeatures, _now: number): Promise<boolean> {
     return guarded(() =>
       this.db.transaction(() => {
-        const row = this.db
-          .prepare(
-            `UPDATE items SET state = 'processed', image_width = ?, image_height = ?, image_url = url
+        const row = stmt(
+          this.db,
+          `UPDATE items SET state = 'processed', image_width = ?, image_height = ?, image_url = url
              WHERE dataset_id = ? AND id = ? AND url = ? AND state != 'processed' RETURNING pk`,
-          )
-          .get(f.width, f.height, job.datasetId, job.itemId, job.url) as { pk: number } | undefined;
+        ).get(f.width, f.height, job.datasetId, job.itemId, job.url) as { pk: number } | undefined;
         if (!row) return false;
         this.st.delError.run(job.datasetId, job.itemId);
         this.st.delValues.run(row.pk, 'gen', 'gen');
@@ -341,26 +337,24 @@ export class EmbeddedContentStore implements ContentStore {
   markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
     return guarded(() =>
       this.db.transaction(() => {
-        const changed = this.db
-          .prepare(
-            `UPDATE items SET state = 'failed' WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'`,
-          )
-          .run(job.datasetId, job.itemId, job.url).changes;
+        const changed = stmt(
+          this.db,
+          `UPDATE items SET state = 'failed' WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'`,
+        ).run(job.datasetId, job.itemId, job.url).changes;
         if (!changed) return false;
-        this.db
-          .prepare(
-            `INSERT OR REPLACE INTO processing_errors (dataset_id, item_id, url, code, message, attempts, occurred_at)
+        stmt(
+          this.db,
+          `INSERT OR REPLACE INTO processing_errors (dataset_id, item_id, url, code, message, attempts, occurred_at)
              VALUES (?, ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(
-            job.datasetId,
-            job.itemId,
-            job.url,
-            failure.code,
-            failure.message,
-            failure.attempts,
-            new Date(now).toISOString(),
-          );
+        ).run(
+          job.datasetId,
+          job.itemId,
+          job.url,
+          failure.code,
+          failure.message,
+          failure.attempts,
+          new Date(now).toISOString(),
+        );
         return true;
       })(),
     );
@@ -369,26 +363,24 @@ export class EmbeddedContentStore implements ContentStore {
   markPostponed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
     return guarded(() =>
       this.db.transaction(() => {
-        const pending = this.db
-          .prepare(
-            `SELECT 1 FROM items WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'`,
-          )
-          .get(job.datasetId, job.itemId, job.url);
+        const pending = stmt(
+          this.db,
+          `SELECT 1 FROM items WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'`,
+        ).get(job.datasetId, job.itemId, job.url);
         if (!pending) return false;
-        this.db
-          .prepare(
-            `INSERT OR REPLACE INTO processing_errors (dataset_id, item_id, url, code, message, attempts, occurred_at)
+        stmt(
+          this.db,
+          `INSERT OR REPLACE INTO processing_errors (dataset_id, item_id, url, code, message, attempts, occurred_at)
              VALUES (?, ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(
-            job.datasetId,
-            job.itemId,
-            job.url,
-            failure.code,
-            failure.message,
-            failure.attempts,
-            new Date(now).toISOString(),
-          );
+        ).run(
+          job.datasetId,
+          job.itemId,
+          job.url,
+          failure.code,
+          failure.message,
+          failure.attempts,
+          new Date(now).toISOString(),
+        );
         return true;
       })(),
     );
@@ -396,12 +388,11 @@ export class EmbeddedContentStore implements ContentStore {
 
   getEmbedding(datasetId: string, id: string): Promise<StoredEmbedding | undefined> {
     return guarded(() => {
-      const r = this.db
-        .prepare(
-          `SELECT i.state, v.embedder, v.vec FROM items i LEFT JOIN item_vectors v ON v.item_pk = i.pk
+      const r = stmt(
+        this.db,
+        `SELECT i.state, v.embedder, v.vec FROM items i LEFT JOIN item_vectors v ON v.item_pk = i.pk
            WHERE i.dataset_id = ? AND i.id = ?`,
-        )
-        .get(datasetId, id) as
+      ).get(datasetId, id) as
         { state: string; embedder: string | null; vec: Buffer | null } | undefined;
       if (!r || r.state !== 'processed') return undefined;
       return {
@@ -417,11 +408,10 @@ export class EmbeddedContentStore implements ContentStore {
   ): Promise<boolean> {
     return guarded(() =>
       this.db.transaction(() => {
-        const row = this.db
-          .prepare(
-            `SELECT pk FROM items WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'processed'`,
-          )
-          .get(job.datasetId, job.itemId, job.url) as { pk: number } | undefined;
+        const row = stmt(
+          this.db,
+          `SELECT pk FROM items WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'processed'`,
+        ).get(job.datasetId, job.itemId, job.url) as { pk: number } | undefined;
         if (!row) return false;
         this.st.putVector.run(
           row.pk,
@@ -441,14 +431,13 @@ export class EmbeddedContentStore implements ContentStore {
     limit: number,
   ): Promise<{ jobs: ProcessingJob[]; next?: string }> {
     return guarded(() => {
-      const rows = this.db
-        .prepare(
-          `SELECT i.pk, i.dataset_id, i.id, i.url FROM items i
+      const rows = stmt(
+        this.db,
+        `SELECT i.pk, i.dataset_id, i.id, i.url FROM items i
            LEFT JOIN item_vectors v ON v.item_pk = i.pk
            WHERE i.state = 'processed' AND i.pk > ? AND (v.embedder IS NULL OR v.embedder != ?)
            ORDER BY i.pk LIMIT ?`,
-        )
-        .all(Number(cursor ?? 0), embedder, limit) as {
+      ).all(Number(cursor ?? 0), embedder, limit) as {
         pk: number;
         dataset_id: string;
         id: string;
@@ -465,13 +454,12 @@ export class EmbeddedContentStore implements ContentStore {
     return guarded(
       () =>
         (
-          this.db
-            .prepare(
-              `SELECT COUNT(*) AS n FROM items i LEFT JOIN item_vectors v ON v.item_pk = i.pk
+          stmt(
+            this.db,
+            `SELECT COUNT(*) AS n FROM items i LEFT JOIN item_vectors v ON v.item_pk = i.pk
                WHERE i.dataset_id = ? AND i.state = 'processed'
                  AND (v.embedder IS NULL OR v.embedder != ?)`,
-            )
-            .get(datasetId, embedder) as { n: number }
+          ).get(datasetId, embedder) as { n: number }
         ).n,
     );
   }
@@ -482,16 +470,15 @@ export class EmbeddedContentStore implements ContentStore {
     limit: number,
   ): Promise<{ errors: ProcessingErrorRecord[]; total: number }> {
     return guarded(() => {
-      const errors = this.db
-        .prepare(
-          `SELECT item_id AS id, url, code, message, attempts, occurred_at FROM processing_errors
+      const errors = stmt(
+        this.db,
+        `SELECT item_id AS id, url, code, message, attempts, occurred_at FROM processing_errors
            WHERE dataset_id = ? ORDER BY item_id LIMIT ? OFFSET ?`,
-        )
-        .all(datasetId, limit, offset) as ProcessingErrorRecord[];
+      ).all(datasetId, limit, offset) as ProcessingErrorRecord[];
       const total = (
-        this.db
-          .prepare('SELECT COUNT(*) AS n FROM processing_errors WHERE dataset_id = ?')
-          .get(datasetId) as { n: number }
+        stmt(this.db, 'SELECT COUNT(*) AS n FROM processing_errors WHERE dataset_id = ?').get(
+          datasetId,
+        ) as { n: number }
       ).n;
       return { errors, total };
     });
@@ -502,11 +489,10 @@ export class EmbeddedContentStore implements ContentStore {
     limit: number,
   ): Promise<{ jobs: ProcessingJob[]; next?: string }> {
     return guarded(() => {
-      const rows = this.db
-        .prepare(
-          `SELECT pk, dataset_id, id, url FROM items WHERE state = 'pending' AND pk > ? ORDER BY pk LIMIT ?`,
-        )
-        .all(Number(cursor ?? 0), limit) as {
+      const rows = stmt(
+        this.db,
+        `SELECT pk, dataset_id, id, url FROM items WHERE state = 'pending' AND pk > ? ORDER BY pk LIMIT ?`,
+      ).all(Number(cursor ?? 0), limit) as {
         pk: number;
         dataset_id: string;
         id: string;
@@ -521,7 +507,7 @@ export class EmbeddedContentStore implements ContentStore {
 
   ping(): Promise<void> {
     return guarded(() => {
-      this.db.prepare('SELECT 1').get();
+      stmt(this.db, 'SELECT 1').get();
     });
   }
 }

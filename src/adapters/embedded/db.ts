@@ -141,6 +141,26 @@ const UNAVAILABLE = new Set([
 ]);
 
 /** Runs a store operation, turning storage outages into 503s instead of 500s. */
+const statements = new WeakMap<Db, Map<string, Database.Statement>>();
+/** Least recently used statements go first (q filters and IN lists make many distinct texts). */
+const MAX_CACHED_STATEMENTS = 500;
+
+/**
+ * A prepared statement, reused per SQL text: preparing costs more than running most of these
+ * queries (a few % of a worker's CPU in the ingest profile). A statement keeps modes such as
+ * pluck(), so a given SQL text must always be used with the same mode.
+ */
+export function stmt(db: Db, sql: string): Database.Statement {
+  let cache = statements.get(db);
+  if (!cache) statements.set(db, (cache = new Map()));
+  let s = cache.get(sql);
+  if (s) cache.delete(sql);
+  else s = db.prepare(sql);
+  cache.set(sql, s);
+  if (cache.size > MAX_CACHED_STATEMENTS) cache.delete(cache.keys().next().value!);
+  return s;
+}
+
 export function guarded<T>(fn: () => T): Promise<T> {
   try {
     return Promise.resolve(fn());

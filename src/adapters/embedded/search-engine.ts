@@ -11,7 +11,7 @@ import { VectorCache, topK } from './vector-cache';
 import { cosineScore } from './vectors';
 import type { ItemRow } from './content-store';
 import { toStoredItem } from './content-store';
-import { guarded, type Db } from './db';
+import { guarded, type Db, stmt } from './db';
 import { sortSql, whereClause } from './sql-query';
 
 const MAX_FACET_VALUES = 1000;
@@ -26,21 +26,20 @@ export class EmbeddedSearchEngine implements SearchEngine {
       const where = whereClause(datasetId, req.conditions);
       const sort = sortSql(req.sort);
       // One pass computes the page and the total (the filter is the expensive part).
-      const rows = this.db
-        .prepare(
-          `SELECT i.*${sort.columns}, COUNT(*) OVER () AS total_rows FROM items i
+      const rows = stmt(
+        this.db,
+        `SELECT i.*${sort.columns}, COUNT(*) OVER () AS total_rows FROM items i
            WHERE ${where.sql} ${sort.order} LIMIT ? OFFSET ?`,
-        )
-        .all(...sort.columnParams, ...where.params, req.limit, req.offset) as Array<
+      ).all(...sort.columnParams, ...where.params, req.limit, req.offset) as Array<
         ItemRow & { total_rows: number }
       >;
       // A page past the end has no row to carry the total.
       const total = rows.length
         ? rows[0]!.total_rows
         : (
-            this.db
-              .prepare(`SELECT COUNT(*) AS n FROM items i WHERE ${where.sql}`)
-              .get(...where.params) as { n: number }
+            stmt(this.db, `SELECT COUNT(*) AS n FROM items i WHERE ${where.sql}`).get(
+              ...where.params,
+            ) as { n: number }
           ).n;
       return { items: rows.map(toStoredItem), total };
     });
@@ -58,11 +57,10 @@ export class EmbeddedSearchEngine implements SearchEngine {
       if (!m.pks.length || req.limit <= 0) return [];
       const skip = new Set<number>();
       if (req.excludeIds.length) {
-        const excluded = this.db
-          .prepare(
-            `SELECT pk FROM items WHERE dataset_id = ? AND id IN (${req.excludeIds.map(() => '?').join(',')})`,
-          )
-          .all(datasetId, ...req.excludeIds) as Array<{ pk: number }>;
+        const excluded = stmt(
+          this.db,
+          `SELECT pk FROM items WHERE dataset_id = ? AND id IN (${req.excludeIds.map(() => '?').join(',')})`,
+        ).all(datasetId, ...req.excludeIds) as Array<{ pk: number }>;
         for (const e of excluded) {
           const row = m.rowOf.get(e.pk);
           if (row !== undefined) skip.add(row);
@@ -72,8 +70,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       if (req.conditions.length) {
         const where = whereClause(datasetId, req.conditions);
         rows = [];
-        for (const r of this.db
-          .prepare(`SELECT i.pk FROM items i WHERE ${where.sql}`)
+        for (const r of stmt(this.db, `SELECT i.pk FROM items i WHERE ${where.sql}`)
           .pluck()
           .iterate(...where.params) as Iterable<number>) {
           const row = m.rowOf.get(r);
@@ -85,9 +82,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
       const pks = top.map((t) => m.pks[t.row]!);
       const items = new Map(
         (
-          this.db
-            .prepare(`SELECT * FROM items WHERE pk IN (${pks.map(() => '?').join(',')})`)
-            .all(...pks) as ItemRow[]
+          stmt(this.db, `SELECT * FROM items WHERE pk IN (${pks.map(() => '?').join(',')})`).all(
+            ...pks,
+          ) as ItemRow[]
         ).map((r) => [r.pk, toStoredItem(r)]),
       );
       return top.flatMap((t) => {
@@ -116,12 +113,11 @@ export class EmbeddedSearchEngine implements SearchEngine {
       const where = whereClause(datasetId, conditions);
       // A seeded hash order (pk XOR seed, then Knuth's multiplicative hash): random per request,
       // reproducible for a given seed.
-      const rows = this.db
-        .prepare(
-          `SELECT i.* FROM items i WHERE ${where.sql}
+      const rows = stmt(
+        this.db,
+        `SELECT i.* FROM items i WHERE ${where.sql}
            ORDER BY ((((i.pk | ?) - (i.pk & ?)) * 2654435761) % 4294967296) LIMIT ?`,
-        )
-        .all(...where.params, seed, seed, limit) as ItemRow[];
+      ).all(...where.params, seed, seed, limit) as ItemRow[];
       return rows.map(toStoredItem);
     });
   }
@@ -129,7 +125,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
   facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
     return guarded(() => {
       const where = whereClause(datasetId, conditions);
-      const stmt = this.db.prepare(
+      const byValue = stmt(
+        this.db,
         `SELECT v.vtype, v.sval, v.nval, COUNT(DISTINCT v.item_pk) AS n
          FROM item_values v JOIN items i ON i.pk = v.item_pk
          WHERE v.dataset_id = ? AND v.field = ? AND v.scope IN ('pub', 'gen') AND ${where.sql}
@@ -137,7 +134,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       );
       const out: Facets = {};
       for (const field of fields) {
-        const rows = stmt.all(datasetId, field, ...where.params) as {
+        const rows = byValue.all(datasetId, field, ...where.params) as {
           vtype: string;
           sval: string | null;
           nval: number | null;

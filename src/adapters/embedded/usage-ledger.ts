@@ -6,7 +6,7 @@ import {
   type RequestCharge,
   type UsageLedger,
 } from '../../ports/usage-ledger';
-import { guarded, type Db } from './db';
+import { guarded, type Db, stmt } from './db';
 
 const ym = (at: number): number => {
   const d = new Date(at);
@@ -22,23 +22,23 @@ export class SqliteUsageLedger implements UsageLedger {
     // IMMEDIATE takes the write lock before reading the total, so API processes sharing the
     // file cannot both pass the check on the same remaining credit.
     const tx = this.db.transaction((): number | undefined => {
-      const row = this.db
-        .prepare('SELECT micro FROM usage_month WHERE org = ? AND ym = ?')
-        .get(c.org, month) as { micro: number } | undefined;
+      const row = stmt(this.db, 'SELECT micro FROM usage_month WHERE org = ? AND ym = ?').get(
+        c.org,
+        month,
+      ) as { micro: number } | undefined;
       if (limitMicro !== undefined && (row?.micro ?? 0) + c.micro > limitMicro) return undefined;
-      const id = this.db
-        .prepare(
-          'INSERT INTO usage_events (org, dataset_id, type, micro, ym, at, vars) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        )
-        .run(
-          c.org,
-          c.datasetId,
-          c.type,
-          c.micro,
-          month,
-          c.at,
-          c.vars ? JSON.stringify(c.vars) : null,
-        ).lastInsertRowid;
+      const id = stmt(
+        this.db,
+        'INSERT INTO usage_events (org, dataset_id, type, micro, ym, at, vars) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ).run(
+        c.org,
+        c.datasetId,
+        c.type,
+        c.micro,
+        month,
+        c.at,
+        c.vars ? JSON.stringify(c.vars) : null,
+      ).lastInsertRowid;
       this.bump(c.org, month, c.datasetId, c.type, 1, c.micro, c.at);
       return Number(id);
     });
@@ -54,30 +54,27 @@ export class SqliteUsageLedger implements UsageLedger {
     micro: number,
     at: number,
   ): void {
-    this.db
-      .prepare(
-        `INSERT INTO usage_month (org, ym, micro) VALUES (?, ?, ?)
+    stmt(
+      this.db,
+      `INSERT INTO usage_month (org, ym, micro) VALUES (?, ?, ?)
          ON CONFLICT (org, ym) DO UPDATE SET micro = micro + excluded.micro`,
-      )
-      .run(org, month, micro);
-    this.db
-      .prepare(
-        `INSERT INTO usage_counters (org, ym, dataset_id, type, requests, micro, last_at)
+    ).run(org, month, micro);
+    stmt(
+      this.db,
+      `INSERT INTO usage_counters (org, ym, dataset_id, type, requests, micro, last_at)
          VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (org, ym, dataset_id, type) DO UPDATE SET
            requests = requests + excluded.requests, micro = micro + excluded.micro,
            last_at = max(last_at, excluded.last_at)`,
-      )
-      .run(org, month, ds, type, n, micro, at);
+    ).run(org, month, ds, type, n, micro, at);
   }
 
   refund(eventId: number): Promise<void> {
     const tx = this.db.transaction(() => {
-      const e = this.db
-        .prepare(
-          'DELETE FROM usage_events WHERE id = ? RETURNING org, ym, dataset_id, type, micro, at',
-        )
-        .get(eventId) as
+      const e = stmt(
+        this.db,
+        'DELETE FROM usage_events WHERE id = ? RETURNING org, ym, dataset_id, type, micro, at',
+      ).get(eventId) as
         | { org: string; ym: number; dataset_id: string; type: string; micro: number; at: number }
         | undefined;
       if (e) this.bump(e.org, e.ym, e.dataset_id, e.type, -1, -e.micro, 0);
@@ -88,20 +85,20 @@ export class SqliteUsageLedger implements UsageLedger {
   month(org: string, year: number, month: number): Promise<MonthUsage> {
     return guarded(() => {
       const key = year * 100 + month;
-      const rows = this.db
-        .prepare(
-          'SELECT dataset_id, type, requests, micro, last_at FROM usage_counters WHERE org = ? AND ym = ? AND requests > 0 ORDER BY dataset_id, type',
-        )
-        .all(org, key) as Array<{
+      const rows = stmt(
+        this.db,
+        'SELECT dataset_id, type, requests, micro, last_at FROM usage_counters WHERE org = ? AND ym = ? AND requests > 0 ORDER BY dataset_id, type',
+      ).all(org, key) as Array<{
         dataset_id: string;
         type: RequestType;
         requests: number;
         micro: number;
         last_at: number;
       }>;
-      const total = this.db
-        .prepare('SELECT micro FROM usage_month WHERE org = ? AND ym = ?')
-        .get(org, key) as { micro: number } | undefined;
+      const total = stmt(this.db, 'SELECT micro FROM usage_month WHERE org = ? AND ym = ?').get(
+        org,
+        key,
+      ) as { micro: number } | undefined;
       const lastAt = rows.reduce<number | undefined>(
         (m, r) => (m === undefined || r.last_at > m ? r.last_at : m),
         undefined,
@@ -125,24 +122,23 @@ export class SqliteUsageLedger implements UsageLedger {
   ): Promise<boolean> {
     const year = new Date(e.at).getUTCFullYear();
     const tx = this.db.transaction((): boolean => {
-      const mine = this.db
-        .prepare('SELECT 1 FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ?')
-        .get(e.datasetId, e.itemId, e.url);
+      const mine = stmt(
+        this.db,
+        'SELECT 1 FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ?',
+      ).get(e.datasetId, e.itemId, e.url);
       if (mine) return true;
       if (limit !== undefined) {
-        const { n } = this.db
-          .prepare(
-            `SELECT count(*) AS n FROM image_events
+        const { n } = stmt(
+          this.db,
+          `SELECT count(*) AS n FROM image_events
              WHERE org = ? AND year = ? AND (counted = 1 OR at > ?)`,
-          )
-          .get(e.org, year, e.at - RESERVATION_TTL_MS) as { n: number };
+        ).get(e.org, year, e.at - RESERVATION_TTL_MS) as { n: number };
         if (n >= limit) return false;
       }
-      this.db
-        .prepare(
-          'INSERT INTO image_events (dataset_id, item_id, url, org, year, at, counted) VALUES (?, ?, ?, ?, ?, ?, 0)',
-        )
-        .run(e.datasetId, e.itemId, e.url, e.org, year, e.at);
+      stmt(
+        this.db,
+        'INSERT INTO image_events (dataset_id, item_id, url, org, year, at, counted) VALUES (?, ?, ?, ?, ?, ?, 0)',
+      ).run(e.datasetId, e.itemId, e.url, e.org, year, e.at);
       return true;
     });
     return guarded(() => tx.immediate());
@@ -150,33 +146,58 @@ export class SqliteUsageLedger implements UsageLedger {
 
   releaseImage(e: ImageKey): Promise<void> {
     return guarded(() => {
-      this.db
-        .prepare(
-          'DELETE FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ? AND counted = 0',
-        )
-        .run(e.datasetId, e.itemId, e.url);
+      stmt(
+        this.db,
+        'DELETE FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ? AND counted = 0',
+      ).run(e.datasetId, e.itemId, e.url);
     });
   }
 
+  private imageBatch: Array<{
+    e: ImageKey & { org: string; at: number };
+    done: (err?: unknown) => void;
+  }> = [];
+
+  /**
+   * Group commit: events recorded in the same turn of the event loop (concurrent workers) share
+   * one transaction, so one fsync, instead of one each. Each promise still settles only after
+   * its event is on disk.
+   */
   recordImage(e: ImageKey & { org: string; at: number }): Promise<void> {
-    return guarded(() => {
+    return new Promise((resolve, reject) => {
+      this.imageBatch.push({ e, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (this.imageBatch.length === 1) setImmediate(() => this.flushImages());
+    });
+  }
+
+  private flushImages(): void {
+    const batch = this.imageBatch;
+    this.imageBatch = [];
+    guarded(() =>
       this.db
-        .prepare(
-          `INSERT INTO image_events (dataset_id, item_id, url, org, year, at, counted) VALUES (?, ?, ?, ?, ?, ?, 1)
+        .transaction(() => {
+          const insert = stmt(
+            this.db,
+            `INSERT INTO image_events (dataset_id, item_id, url, org, year, at, counted) VALUES (?, ?, ?, ?, ?, ?, 1)
            ON CONFLICT (dataset_id, item_id, url) DO UPDATE SET counted = 1, year = excluded.year, at = excluded.at
            WHERE counted = 0`,
-        )
-        .run(e.datasetId, e.itemId, e.url, e.org, new Date(e.at).getUTCFullYear(), e.at);
-    });
+          );
+          for (const { e } of batch)
+            insert.run(e.datasetId, e.itemId, e.url, e.org, new Date(e.at).getUTCFullYear(), e.at);
+        })
+        .immediate(),
+    ).then(
+      () => batch.forEach((b) => b.done()),
+      (err: unknown) => batch.forEach((b) => b.done(err ?? new Error('image event not recorded'))),
+    );
   }
 
   images(org: string, year: number): Promise<{ processed: number; lastAt?: number }> {
     return guarded(() => {
-      const r = this.db
-        .prepare(
-          'SELECT count(*) AS n, max(at) AS last FROM image_events WHERE org = ? AND year = ? AND counted = 1',
-        )
-        .get(org, year) as { n: number; last: number | null };
+      const r = stmt(
+        this.db,
+        'SELECT count(*) AS n, max(at) AS last FROM image_events WHERE org = ? AND year = ? AND counted = 1',
+      ).get(org, year) as { n: number; last: number | null };
       return { processed: r.n, ...(r.last !== null ? { lastAt: r.last } : {}) };
     });
   }

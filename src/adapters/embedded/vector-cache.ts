@@ -1,4 +1,4 @@
-import type { Db } from './db';
+import { stmt, type Db } from './db';
 import { blobVector } from './vectors';
 
 interface Matrix {
@@ -26,9 +26,8 @@ export class VectorCache {
   get(datasetId: string, embedder: string): Matrix {
     const version =
       (
-        this.db
-          .prepare('SELECT version FROM vector_versions WHERE dataset_id = ?')
-          .get(datasetId) as { version: number } | undefined
+        stmt(this.db, 'SELECT version FROM vector_versions WHERE dataset_id = ?').get(datasetId) as
+          { version: number } | undefined
       )?.version ?? 0;
     const key = `${datasetId}\u0000${embedder}`;
     const cached = this.matrices.get(key);

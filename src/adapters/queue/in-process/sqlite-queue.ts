@@ -7,7 +7,7 @@ import {
   type JobQueue,
   type QueueStats,
 } from '../../../ports/job-queue';
-import { guarded, openDb, type Db } from '../../embedded/db';
+import { guarded, openDb, type Db, stmt } from '../../embedded/db';
 
 /** Unexpected handler errors (bugs, outages) are retried this often before a job is parked. */
 const MAX_UNEXPECTED_ATTEMPTS = 5;
@@ -54,7 +54,8 @@ export class SqliteJobQueue implements JobQueue {
   enqueue(jobs: ProcessingJob[]): Promise<void> {
     if (jobs.length === 0) return Promise.resolve();
     return guarded(() => {
-      const ins = this.db.prepare(
+      const ins = stmt(
+        this.db,
         `INSERT INTO jobs (key, payload, attempt, run_at, state) VALUES (?, ?, ?, ?, 'ready') ON CONFLICT(key) DO NOTHING`,
       );
       const at = this.now();
@@ -72,19 +73,18 @@ export class SqliteJobQueue implements JobQueue {
   }
 
   async consume(handler: JobHandler, concurrency: number): Promise<void> {
-    this.db.prepare(`UPDATE jobs SET state = 'ready' WHERE state = 'running'`).run();
+    stmt(this.db, `UPDATE jobs SET state = 'ready' WHERE state = 'running'`).run();
     this.running = true;
     const pump = (): void => {
       if (!this.running) return;
       const free = concurrency - this.inFlight.size;
       if (free <= 0) return;
-      const claimed = this.db
-        .prepare(
-          `UPDATE jobs SET state = 'running' WHERE id IN (
+      const claimed = stmt(
+        this.db,
+        `UPDATE jobs SET state = 'running' WHERE id IN (
              SELECT id FROM jobs WHERE state = 'ready' AND run_at <= ? ORDER BY run_at, id LIMIT ?
            ) RETURNING id, payload, attempt`,
-        )
-        .all(this.now(), free) as JobRow[];
+      ).all(this.now(), free) as JobRow[];
       for (const row of claimed) {
         const p = this.runOne(row, handler).finally(() => {
           this.inFlight.delete(p);
@@ -102,9 +102,9 @@ export class SqliteJobQueue implements JobQueue {
   private schedule(pump: () => void): void {
     if (this.timer) clearTimeout(this.timer);
     if (!this.running) return;
-    const next = this.db
-      .prepare(`SELECT MIN(run_at) AS t FROM jobs WHERE state = 'ready'`)
-      .get() as { t: number | null };
+    const next = stmt(this.db, `SELECT MIN(run_at) AS t FROM jobs WHERE state = 'ready'`).get() as {
+      t: number | null;
+    };
     const delay = next.t === null ? POLL_MS : Math.max(5, Math.min(POLL_MS, next.t - this.now()));
     this.timer = setTimeout(pump, delay);
     this.timer.unref();
@@ -114,24 +114,27 @@ export class SqliteJobQueue implements JobQueue {
     const job = { ...(JSON.parse(row.payload) as ProcessingJob), attempt: row.attempt };
     try {
       await handler(job);
-      this.db.prepare('DELETE FROM jobs WHERE id = ?').run(row.id);
+      stmt(this.db, 'DELETE FROM jobs WHERE id = ?').run(row.id);
     } catch (e) {
       const retry = e instanceof RetryLater;
       if (!retry && row.attempt >= MAX_UNEXPECTED_ATTEMPTS) {
         this.log.error({ err: e, job }, 'job failed repeatedly; moved to dead_jobs');
         this.db.transaction(() => {
-          this.db
-            .prepare('INSERT INTO dead_jobs (payload, error, died_at) VALUES (?, ?, ?)')
-            .run(row.payload, String(e), this.now());
-          this.db.prepare('DELETE FROM jobs WHERE id = ?').run(row.id);
+          stmt(this.db, 'INSERT INTO dead_jobs (payload, error, died_at) VALUES (?, ?, ?)').run(
+            row.payload,
+            String(e),
+            this.now(),
+          );
+          stmt(this.db, 'DELETE FROM jobs WHERE id = ?').run(row.id);
         })();
         return;
       }
       const delay = retry ? e.delayMs : this.unexpectedRetryBaseMs * 2 ** row.attempt;
       if (!retry) this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
-      this.db
-        .prepare(`UPDATE jobs SET state = 'ready', attempt = attempt + 1, run_at = ? WHERE id = ?`)
-        .run(this.now() + delay, row.id);
+      stmt(
+        this.db,
+        `UPDATE jobs SET state = 'ready', attempt = attempt + 1, run_at = ? WHERE id = ?`,
+      ).run(this.now() + delay, row.id);
     }
   }
 
@@ -145,24 +148,22 @@ export class SqliteJobQueue implements JobQueue {
   stats(): Promise<QueueStats> {
     return guarded(() => {
       const now = this.now();
-      const r = this.db
-        .prepare(
-          `SELECT
+      const r = stmt(
+        this.db,
+        `SELECT
              SUM(state = 'ready' AND run_at <= ?) AS ready,
              SUM(state = 'ready' AND run_at > ?) AS delayed,
              SUM(state = 'running') AS running
            FROM jobs`,
-        )
-        .get(now, now) as { ready: number | null; delayed: number | null; running: number | null };
-      const dead = (this.db.prepare('SELECT COUNT(*) AS n FROM dead_jobs').get() as { n: number })
-        .n;
+      ).get(now, now) as { ready: number | null; delayed: number | null; running: number | null };
+      const dead = (stmt(this.db, 'SELECT COUNT(*) AS n FROM dead_jobs').get() as { n: number }).n;
       return { ready: r.ready ?? 0, delayed: r.delayed ?? 0, running: r.running ?? 0, dead };
     });
   }
 
   ping(): Promise<void> {
     return guarded(() => {
-      this.db.prepare('SELECT 1').get();
+      stmt(this.db, 'SELECT 1').get();
     });
   }
 
