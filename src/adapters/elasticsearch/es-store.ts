@@ -629,11 +629,10 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
         index: this.index(datasetId),
         ...knnBody(req),
       } as never);
-      return r.hits.hits.map((h) => ({
-        item: fromDoc(h._source!),
-        score: h._score ?? 0,
-        ...(req.includeVectors && docVector(h._source!) ? { vector: docVector(h._source!) } : {}),
-      }));
+      return r.hits.hits.map((h) => {
+        const vector = req.includeVectors ? docVector(h._source!) : undefined;
+        return { item: fromDoc(h._source!), score: h._score ?? 0, ...(vector ? { vector } : {}) };
+      });
     });
   }
 

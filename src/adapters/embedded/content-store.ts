@@ -44,6 +44,19 @@ export const toStoredItem = (r: ItemRow): StoredItem => ({
     : {}),
 });
 
+interface JobRow {
+  pk: number;
+  dataset_id: string;
+  id: string;
+  url: string;
+}
+
+/** Rows in pk order as jobs; a full page carries the cursor for the next one. */
+const jobPage = (rows: JobRow[], limit: number): { jobs: ProcessingJob[]; next?: string } => ({
+  jobs: rows.map((r) => ({ datasetId: r.dataset_id, itemId: r.id, url: r.url, attempt: 1 })),
+  ...(rows.length === limit ? { next: String(rows[rows.length - 1]!.pk) } : {}),
+});
+
 const chunks = <T>(xs: T[], n: number): T[][] =>
   Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
 
@@ -334,6 +347,23 @@ export class EmbeddedContentStore implements ContentStore {
     );
   }
 
+  /** The item's processing error (one per item: the latest replaces any earlier one). */
+  private putError(job: ProcessingJob, failure: ProcessingFailure, now: number): void {
+    stmt(
+      this.db,
+      `INSERT OR REPLACE INTO processing_errors (dataset_id, item_id, url, code, message, attempts, occurred_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      job.datasetId,
+      job.itemId,
+      job.url,
+      failure.code,
+      failure.message,
+      failure.attempts,
+      new Date(now).toISOString(),
+    );
+  }
+
   markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
     return guarded(() =>
       this.db.transaction(() => {
@@ -342,19 +372,7 @@ export class EmbeddedContentStore implements ContentStore {
           `UPDATE items SET state = 'failed' WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'`,
         ).run(job.datasetId, job.itemId, job.url).changes;
         if (!changed) return false;
-        stmt(
-          this.db,
-          `INSERT OR REPLACE INTO processing_errors (dataset_id, item_id, url, code, message, attempts, occurred_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        ).run(
-          job.datasetId,
-          job.itemId,
-          job.url,
-          failure.code,
-          failure.message,
-          failure.attempts,
-          new Date(now).toISOString(),
-        );
+        this.putError(job, failure, now);
         return true;
       })(),
     );
@@ -368,19 +386,7 @@ export class EmbeddedContentStore implements ContentStore {
           `SELECT 1 FROM items WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'`,
         ).get(job.datasetId, job.itemId, job.url);
         if (!pending) return false;
-        stmt(
-          this.db,
-          `INSERT OR REPLACE INTO processing_errors (dataset_id, item_id, url, code, message, attempts, occurred_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        ).run(
-          job.datasetId,
-          job.itemId,
-          job.url,
-          failure.code,
-          failure.message,
-          failure.attempts,
-          new Date(now).toISOString(),
-        );
+        this.putError(job, failure, now);
         return true;
       })(),
     );
@@ -430,24 +436,18 @@ export class EmbeddedContentStore implements ContentStore {
     cursor: string | undefined,
     limit: number,
   ): Promise<{ jobs: ProcessingJob[]; next?: string }> {
-    return guarded(() => {
-      const rows = stmt(
-        this.db,
-        `SELECT i.pk, i.dataset_id, i.id, i.url FROM items i
+    return guarded(() =>
+      jobPage(
+        stmt(
+          this.db,
+          `SELECT i.pk, i.dataset_id, i.id, i.url FROM items i
            LEFT JOIN item_vectors v ON v.item_pk = i.pk
            WHERE i.state = 'processed' AND i.pk > ? AND (v.embedder IS NULL OR v.embedder != ?)
            ORDER BY i.pk LIMIT ?`,
-      ).all(Number(cursor ?? 0), embedder, limit) as {
-        pk: number;
-        dataset_id: string;
-        id: string;
-        url: string;
-      }[];
-      return {
-        jobs: rows.map((r) => ({ datasetId: r.dataset_id, itemId: r.id, url: r.url, attempt: 1 })),
-        ...(rows.length === limit ? { next: String(rows[rows.length - 1].pk) } : {}),
-      };
-    });
+        ).all(Number(cursor ?? 0), embedder, limit) as JobRow[],
+        limit,
+      ),
+    );
   }
 
   staleEmbeddingCount(datasetId: string, embedder: string): Promise<number> {
@@ -488,21 +488,15 @@ export class EmbeddedContentStore implements ContentStore {
     cursor: string | undefined,
     limit: number,
   ): Promise<{ jobs: ProcessingJob[]; next?: string }> {
-    return guarded(() => {
-      const rows = stmt(
-        this.db,
-        `SELECT pk, dataset_id, id, url FROM items WHERE state = 'pending' AND pk > ? ORDER BY pk LIMIT ?`,
-      ).all(Number(cursor ?? 0), limit) as {
-        pk: number;
-        dataset_id: string;
-        id: string;
-        url: string;
-      }[];
-      return {
-        jobs: rows.map((r) => ({ datasetId: r.dataset_id, itemId: r.id, url: r.url, attempt: 1 })),
-        ...(rows.length === limit ? { next: String(rows[rows.length - 1].pk) } : {}),
-      };
-    });
+    return guarded(() =>
+      jobPage(
+        stmt(
+          this.db,
+          `SELECT pk, dataset_id, id, url FROM items WHERE state = 'pending' AND pk > ? ORDER BY pk LIMIT ?`,
+        ).all(Number(cursor ?? 0), limit) as JobRow[],
+        limit,
+      ),
+    );
   }
 
   ping(): Promise<void> {
