@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { buildRestServer } from '../api/rest/server';
 import type { Config } from '../config/env';
-import { startRecovery } from '../jobs/recovery';
+import { adoptEmbedder, startRecovery } from '../jobs/recovery';
 import { buildContainer, type Container } from './container';
 
 export interface RunningApp {
@@ -24,14 +24,7 @@ export async function startApp(
   let recovery: ReturnType<typeof startRecovery> | undefined;
   if (config.APP_ROLES.has('worker')) {
     await container.queue.consume(container.processImage.handle, config.WORKER_CONCURRENCY);
-    // Datasets made with another embedder get this one; the sweep re-embeds their items.
-    for (const ds of await container.accounts.adoptEmbedder(container.embedder))
-      container.log.info(
-        { dataset: ds.id, org: ds.org, name: ds.name, from: ds.previous, to: ds.embedder },
-        ds.previous
-          ? 'embedder changed: the dataset is re-processed'
-          : 'the dataset now records its embedder; items without its vectors are re-processed',
-      );
+    await adoptEmbedder(container.accounts, container.embedder, container.log);
     recovery = startRecovery(
       container.content,
       container.queue,

@@ -72,12 +72,7 @@ export class ProcessImageHandler {
       else if (limit !== undefined) await this.ledger.releaseImage(key);
     } catch (e) {
       if (limit !== undefined) await this.ledger.releaseImage(key).catch(() => undefined);
-      if (!(e instanceof ImageError)) throw e;
-      if (e.transient && job.attempt < MAX_ATTEMPTS) {
-        const delay = this.retryBaseMs * 4 ** (job.attempt - 1);
-        this.log.info({ job, code: e.code, delay }, 'transient image failure; retrying');
-        throw new RetryLater(delay, e.message);
-      }
+      this.retryIfTransient(e, job);
       await this.store.markFailed(
         job,
         { code: e.code, message: e.message, attempts: job.attempt },
@@ -85,6 +80,19 @@ export class ProcessImageHandler {
       );
     }
   };
+
+  /**
+   * Rethrows what is not an image failure, and a transient one as a delayed retry (backoff ×4)
+   * while attempts remain; returns for a failure to record.
+   */
+  private retryIfTransient(e: unknown, job: ProcessingJob): asserts e is ImageError {
+    if (!(e instanceof ImageError)) throw e;
+    if (e.transient && job.attempt < MAX_ATTEMPTS) {
+      const delay = this.retryBaseMs * 4 ** (job.attempt - 1);
+      this.log.info({ job, code: e.code, delay }, 'transient image failure; retrying');
+      throw new RetryLater(delay, e.message);
+    }
+  }
 
   /**
    * The embedder changed since the item was processed: fetch the image again for a new vector.
@@ -96,11 +104,7 @@ export class ProcessImageHandler {
     try {
       vector = (await this.analyzer.analyze(await this.fetcher.fetch(job.url))).vector;
     } catch (e) {
-      if (!(e instanceof ImageError)) throw e;
-      if (e.transient && job.attempt < MAX_ATTEMPTS) {
-        const delay = this.retryBaseMs * 4 ** (job.attempt - 1);
-        throw new RetryLater(delay, e.message);
-      }
+      this.retryIfTransient(e, job);
       this.log.warn(
         { job, code: e.code, reason: e.message },
         'could not re-embed an item after the embedder changed; it is left out of similarity',
@@ -145,7 +149,7 @@ async function requeueAll(page: JobPage, queue: JobQueue): Promise<number> {
  * Re-queues every pending item (covers a crash between the store write and the enqueue) and
  * every processed item whose embedding is not the current embedder's (an embedder change).
  */
-export async function requeuePending(
+export async function requeueUnfinished(
   store: ContentStore,
   queue: JobQueue,
   log: Logger,

@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
+import type { EmbedderRef } from '../domain/dataset';
+import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { JobQueue } from '../ports/job-queue';
-import { requeuePending } from './process-image';
+import { requeueUnfinished } from './process-image';
 
 /** How often an idle worker checks for pending items that have no job. */
 export const IDLE_SWEEP_MS = 5 * 60_000;
@@ -21,7 +23,7 @@ export function startRecovery(
 ): { stop(): void; sweep(): Promise<number> } {
   let running: Promise<number> | undefined;
   const sweep = (): Promise<number> => {
-    running ??= requeuePending(store, queue, log, embedderId)
+    running ??= requeueUnfinished(store, queue, log, embedderId)
       .catch((err: unknown) => {
         log.warn({ err }, 'recovery sweep failed; will try again');
         return 0;
@@ -48,4 +50,22 @@ export function startRecovery(
       queue.onReconnect = undefined;
     },
   };
+}
+
+/**
+ * Datasets made with another embedder (or before datasets recorded one) take this one; the
+ * recovery sweep then re-embeds their items. Run by workers before their first sweep.
+ */
+export async function adoptEmbedder(
+  accounts: AccountStore,
+  embedder: EmbedderRef,
+  log: Logger,
+): Promise<void> {
+  for (const ds of await accounts.adoptEmbedder(embedder))
+    log.info(
+      { dataset: ds.id, org: ds.org, name: ds.name, from: ds.previous, to: ds.embedder },
+      ds.previous
+        ? 'embedder changed: the dataset is re-processed'
+        : 'the dataset now records its embedder; items without its vectors are re-processed',
+    );
 }

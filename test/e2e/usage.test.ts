@@ -3,7 +3,7 @@
  * decided atomically, image counts, and the GET usage report.
  */
 import { AppError } from '../../src/domain/errors';
-import { requeuePending } from '../../src/jobs/process-image';
+import { requeueUnfinished } from '../../src/jobs/process-image';
 import { OPERATOR, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
 import { gql } from '../helpers/graphql';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
@@ -215,7 +215,7 @@ test('a fixed yearly image limit postpones the rest (quota_postponed) until the 
     (await t.call('PUT', '/orgs/meter6/plan', { token: orgToken, body: { plan: {} } })).status,
   ).toBe(403);
   // what the worker's periodic recovery sweep does
-  await requeuePending(
+  await requeueUnfinished(
     t.app.container.content,
     t.app.container.queue,
     t.app.container.log,
