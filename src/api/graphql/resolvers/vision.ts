@@ -13,12 +13,25 @@ import {
   Root,
 } from 'type-graphql';
 import { invalid } from '../../../domain/errors';
+import type { RequestContext } from '../../../services/principal';
 import { parseFieldSelection, projectMetadata } from '../../../services/results';
+import type { SimilarityResult } from '../../../services/similarity';
 import type { GqlContext } from '../context';
 import { toVisionItem } from '../map';
 import { SortOrder } from '../types/enums';
 import { JSONObjectScalar, JSONScalar } from '../types/scalars';
 import { Facet, SearchConnection, Vision, VisionItem } from '../types/vision';
+
+/** Similarity hits as Vision items; explore_url carries q, limit (and the journey). */
+function scored(
+  rc: RequestContext,
+  vis: Vision,
+  r: SimilarityResult,
+  carry: { q?: string; limit: number; path?: string[] },
+): VisionItem[] {
+  const link = { baseUrl: rc.baseUrl, org: vis.org, dataset: vis.dataset, carry };
+  return r.hits.map((h) => toVisionItem(h.item, link, h.score));
+}
 
 @ArgsType()
 class SearchArgs {
@@ -111,13 +124,7 @@ export class VisionResolver {
       v: v ?? undefined,
       excludeParent,
     });
-    const link = {
-      baseUrl: rc.baseUrl,
-      org: vis.org,
-      dataset: vis.dataset,
-      carry: { q: q ?? undefined, limit },
-    };
-    return r.hits.map((h) => toVisionItem(h.item, link, h.score));
+    return scored(rc, vis, r, { q: q ?? undefined, limit });
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -141,13 +148,7 @@ export class VisionResolver {
       q: q ?? undefined,
       v: v ?? undefined,
     });
-    const link = {
-      baseUrl: rc.baseUrl,
-      org: vis.org,
-      dataset: vis.dataset,
-      carry: { q: q ?? undefined, limit, path: r.path },
-    };
-    return r.hits.map((h) => toVisionItem(h.item, link, h.score));
+    return scored(rc, vis, r, { q: q ?? undefined, limit, path: r.path });
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -174,13 +175,7 @@ export class VisionResolver {
         v: v ?? undefined,
       },
     );
-    const link = {
-      baseUrl: rc.baseUrl,
-      org: vis.org,
-      dataset: vis.dataset,
-      carry: { q: q ?? undefined, limit },
-    };
-    return r.hits.map((h) => toVisionItem(h.item, link, h.score));
+    return scored(rc, vis, r, { q: q ?? undefined, limit });
   }
 
   @FieldResolver(() => [VisionItem], {

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Container } from '../../../app/container';
 import { parseFieldSelection, resultEntry } from '../../../services/results';
 import type { RequestContext } from '../../../services/principal';
@@ -25,6 +25,15 @@ function shape(
   return { status: 'ok', results: r.hits.map((h) => resultEntry(h.item, sel, link, h.score)) };
 }
 
+/** What every similarity request names: the dataset, and what results and their links carry. */
+function similarityParams(req: FastifyRequest) {
+  return {
+    org: param(req, 'organisation'),
+    ds: param(req, 'dataset'),
+    q: { fields: str(req, 'fields'), q: str(req, 'q'), limit: int(req, 'limit') },
+  };
+}
+
 export const visionRoutes =
   (c: Container): FastifyPluginAsync =>
   async (app) => {
@@ -43,9 +52,7 @@ export const visionRoutes =
       }),
     }));
     app.get(`${DS}/similar`, async (req) => {
-      const org = param(req, 'organisation');
-      const ds = param(req, 'dataset');
-      const q = { fields: str(req, 'fields'), q: str(req, 'q'), limit: int(req, 'limit') };
+      const { org, ds, q } = similarityParams(req);
       const r = await c.similarity.similar(req.ctx, org, ds, {
         ...q,
         id: str(req, 'id'),
@@ -55,9 +62,7 @@ export const visionRoutes =
       return shape(req.ctx, org, ds, q, r);
     });
     app.get(`${DS}/explore`, async (req) => {
-      const org = param(req, 'organisation');
-      const ds = param(req, 'dataset');
-      const q = { fields: str(req, 'fields'), q: str(req, 'q'), limit: int(req, 'limit') };
+      const { org, ds, q } = similarityParams(req);
       const r = await c.similarity.explore(req.ctx, org, ds, {
         ...q,
         id: str(req, 'id'),
@@ -67,9 +72,7 @@ export const visionRoutes =
       return shape(req.ctx, org, ds, q, r);
     });
     app.post(`${DS}/search`, { bodyLimit: LENS_BODY_LIMIT }, async (req) => {
-      const org = param(req, 'organisation');
-      const ds = param(req, 'dataset');
-      const q = { fields: str(req, 'fields'), q: str(req, 'q'), limit: int(req, 'limit') };
+      const { org, ds, q } = similarityParams(req);
       const r = await c.similarity.lens(req.ctx, org, ds, req.body, { ...q, v: str(req, 'v') });
       return shape(req.ctx, org, ds, q, r);
     });
