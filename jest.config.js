@@ -7,9 +7,10 @@ const base = {
 
 /**
  * `embedded`: everything that needs no outside service, on the embedded defaults.
- * `production`: the REST end-to-end suites again on Elasticsearch + RabbitMQ, the adapter
- * contract suites (each runs the same cases on the embedded adapter and the real one) and the
- * fault tests. Its globalSetup starts the local services via scripts/services.sh when they are
+ * `production`: the REST end-to-end suites again on Elasticsearch + RabbitMQ, as an installation
+ * of two API hosts and two workers (test/helpers/app.ts), the adapter contract suites (each runs
+ * the same cases on the embedded adapter and the real one), the multi-process scale-out test
+ * and the fault tests. Its globalSetup starts the local services via scripts/services.sh when they are
  * not already reachable. `--selectProjects embedded` skips it.
  */
 module.exports = {
@@ -20,7 +21,12 @@ module.exports = {
       displayName: 'embedded',
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.test.ts'],
-      testPathIgnorePatterns: ['/test/contract/', '/test/faults/', '/test/browser/'],
+      testPathIgnorePatterns: [
+        '/test/contract/',
+        '/test/faults/',
+        '/test/browser/',
+        '/test/production/',
+      ],
     },
     {
       ...base,
@@ -42,6 +48,7 @@ module.exports = {
         '**/e2e/similarity.test.ts',
         '**/e2e/embedder-change.test.ts',
         '**/contract/*.test.ts',
+        '**/production/*.test.ts',
         '**/faults/*.test.ts',
       ],
       globalSetup: '<rootDir>/test/setup/services.js',

@@ -13,6 +13,7 @@ import { openDb } from '../src/adapters/embedded/db';
 import { toDoc } from '../src/adapters/elasticsearch/document';
 import { searchBody } from '../src/adapters/elasticsearch/dsl';
 import { ElasticsearchStore } from '../src/adapters/elasticsearch/es-store';
+import { EsIndices } from '../src/adapters/elasticsearch/indices';
 import type { RunningApp } from '../src/app/start';
 import type { StoredItem } from '../src/domain/item';
 import { parseQ } from '../src/query/parse';
@@ -97,14 +98,12 @@ function seedEmbedded(app: RunningApp, datasetId: string): void {
   db.close();
 }
 
-async function seedElasticsearch(
-  es: Client,
-  store: ElasticsearchStore,
-  datasetId: string,
-): Promise<void> {
+async function seedElasticsearch(indices: EsIndices, datasetId: string): Promise<void> {
+  const es = indices.client;
+  const store = new ElasticsearchStore(indices, Date.now, DIMS);
   const first = catalogue(1).next().value as StoredItem;
   await store.applyWrites(datasetId, [{ id: first.id, url: first.url }], 'post', Date.now());
-  const index = store.index(datasetId);
+  const index = indices.items(datasetId);
   let ops: object[] = [];
   const flush = async (): Promise<void> => {
     const r = await es.bulk({ operations: ops, refresh: false });
@@ -175,7 +174,7 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
     const { dsToken, datasetId } = await createDataset(app, 'shoes');
     const t0 = Date.now();
     if (es)
-      await seedElasticsearch(es, new ElasticsearchStore(es, prefix, Date.now, DIMS), datasetId);
+      await seedElasticsearch(new EsIndices(es, prefix, { shards: 1, replicas: 0 }), datasetId);
     else seedEmbedded(app, datasetId);
     const loadS = (Date.now() - t0) / 1000;
     process.stderr.write(`[${engine}] loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`);

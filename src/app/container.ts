@@ -1,14 +1,19 @@
 import { Client } from '@elastic/elasticsearch';
-import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { EmbeddedAccountStore } from '../adapters/embedded/account-store';
 import { EmbeddedContentStore } from '../adapters/embedded/content-store';
 import { openDb } from '../adapters/embedded/db';
+import { SqliteEventLog } from '../adapters/embedded/event-log';
+import { FileKeyStore } from '../adapters/embedded/file-key-store';
 import { EmbeddedSearchEngine } from '../adapters/embedded/search-engine';
 import { SqliteUsageLedger } from '../adapters/embedded/usage-ledger';
+import { EsAccountStore } from '../adapters/elasticsearch/es-account-store';
+import { EsEventLog } from '../adapters/elasticsearch/es-event-log';
+import { EsKeyStore } from '../adapters/elasticsearch/es-key-store';
 import { ElasticsearchStore } from '../adapters/elasticsearch/es-store';
+import { EsUsageLedger } from '../adapters/elasticsearch/es-usage-ledger';
+import { EsIndices } from '../adapters/elasticsearch/indices';
 import { DescriptorEmbedder } from '../adapters/embedders/descriptor';
 import { OnnxEmbedder } from '../adapters/embedders/onnx';
 import { allowAll, publicOnly } from '../adapters/images/address-policy';
@@ -22,7 +27,9 @@ import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { Embedder } from '../ports/embedder';
 import type { EmbedderRef } from '../domain/dataset';
+import type { EventLog } from '../ports/event-log';
 import type { JobQueue } from '../ports/job-queue';
+import type { KeyStore } from '../ports/key-store';
 import type { SearchEngine } from '../ports/search-engine';
 import type { UsageLedger } from '../ports/usage-ledger';
 import { AuthService } from '../services/auth';
@@ -35,12 +42,20 @@ import { SimilarityService } from '../services/similarity';
 import { UsageService } from '../services/usage';
 import { VisionService } from '../services/vision';
 
-export interface Container {
-  config: Config;
-  log: Logger;
+/** Every port with state, as one engine provides them. */
+export interface Stores {
   accounts: AccountStore;
   content: ContentStore;
   engine: SearchEngine;
+  ledger: UsageLedger;
+  events: EventLog;
+  keys: KeyStore;
+  close(): Promise<void>;
+}
+
+export interface Container extends Omit<Stores, 'close'> {
+  config: Config;
+  log: Logger;
   queue: JobQueue;
   auth: AuthService;
   organisations: OrganisationService;
@@ -49,7 +64,7 @@ export interface Container {
   vision: VisionService;
   similarity: SimilarityService;
   usage: UsageService;
-  ledger: UsageLedger;
+  metering: MeteringService;
   processImage: ProcessImageHandler;
   /** The embedder this process embeds with (images and lens queries). */
   embedder: EmbedderRef;
@@ -58,14 +73,73 @@ export interface Container {
   close(): Promise<void>;
 }
 
-/** The server key derives browse tokens; it lives beside the data, outside the database. */
-function loadServerKey(dataDir: string): Buffer {
-  const file = path.join(dataDir, 'server.key');
-  if (!fs.existsSync(file)) {
-    fs.mkdirSync(dataDir, { recursive: true });
-    fs.writeFileSync(file, crypto.randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+/** Which adapter serves each port (start-up banner, and the test that nothing falls back). */
+export function describePorts(c: Container): Record<string, string> {
+  const { accounts, content, engine, ledger, events, keys, queue } = c;
+  return Object.fromEntries(
+    Object.entries({ accounts, content, engine, ledger, events, keys, queue }).map(([k, v]) => [
+      k,
+      (v as object).constructor.name,
+    ]),
+  );
+}
+
+/** One SQLite file (and the server key beside it) under DATA_DIR: one machine, no services. */
+function embeddedStores(config: Config): Stores {
+  const db = openDb(path.join(config.dataDir, 'store.db'));
+  return {
+    accounts: new EmbeddedAccountStore(db),
+    content: new EmbeddedContentStore(db),
+    engine: new EmbeddedSearchEngine(db),
+    ledger: new SqliteUsageLedger(db),
+    events: new SqliteEventLog(db),
+    keys: new FileKeyStore(config.dataDir),
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+/**
+ * Everything in Elasticsearch (contract §12): no file, no process-local state another host
+ * would need, so any number of processes behave as one service.
+ */
+async function elasticsearchStores(
+  config: Config,
+  embedder: Embedder,
+  now: () => number,
+): Promise<Stores> {
+  const client = new Client({
+    nodes: config.ELASTICSEARCH_URL,
+    requestTimeout: 30_000,
+    maxRetries: 2,
+    // a node that dies is taken out of rotation and tried again later
+    resurrectStrategy: 'ping',
+  });
+  const indices = new EsIndices(client, config.ES_INDEX_PREFIX, {
+    shards: config.ELASTICSEARCH_SHARDS,
+    replicas: config.ELASTICSEARCH_REPLICAS,
+  });
+  try {
+    await indices.ensureShared();
+    await indices.ensureItemTemplate(embedder.dimensions);
+  } catch (e) {
+    await client.close();
+    throw new Error(
+      `cannot prepare the Elasticsearch indices at ELASTICSEARCH_URL (${config.ELASTICSEARCH_URL.map(redact).join(', ')}): ${(e as Error).message}`,
+      { cause: e },
+    );
   }
-  return Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'hex');
+  const store = new ElasticsearchStore(indices, now, embedder.dimensions);
+  return {
+    accounts: new EsAccountStore(indices),
+    content: store,
+    engine: store,
+    ledger: new EsUsageLedger(indices),
+    events: new EsEventLog(indices),
+    keys: new EsKeyStore(indices),
+    close: () => client.close(),
+  };
 }
 
 async function openQueue(config: Config, log: Logger, now: () => number): Promise<JobQueue> {
@@ -98,6 +172,26 @@ function redact(url: string): string {
   return url.replace(/\/\/[^@/]*@/, '//***@');
 }
 
+/**
+ * Generates the operator token when none is configured. Only a process that serves the API can
+ * show it to anyone; of several starting at once, the first to claim it wins and prints it,
+ * the others take back theirs and use the winner's (it is stored as a hash only).
+ */
+async function bootstrapOperator(
+  config: Config,
+  accounts: AccountStore,
+  clock: () => Date,
+): Promise<string | undefined> {
+  if (!config.APP_ROLES.has('api') || config.OPERATOR_TOKEN) return undefined;
+  if (await accounts.getMeta('operator_token_prefix')) return undefined;
+  const { token, record } = issueToken('op', {}, clock());
+  await accounts.putToken(record);
+  if ((await accounts.claimMeta('operator_token_prefix', record.prefix)) === record.prefix)
+    return token;
+  await accounts.removeToken(record.prefix);
+  return undefined;
+}
+
 export async function buildContainer(
   config: Config,
   opts: { log?: Logger; now?: () => number } = {},
@@ -111,40 +205,31 @@ export async function buildContainer(
       ? await OnnxEmbedder.load(config.EMBEDDER_MODEL_PATH!)
       : new DescriptorEmbedder();
   const embedderRef = { id: embedder.id, dimensions: embedder.dimensions };
-  const db = openDb(path.join(config.dataDir, 'store.db'));
-  const accounts = new EmbeddedAccountStore(db);
-  let content: ContentStore;
-  let engine: SearchEngine;
-  let es: Client | undefined;
-  if (config.SEARCH_BACKEND === 'elasticsearch') {
-    es = new Client({ node: config.ELASTICSEARCH_URL, requestTimeout: 30_000, maxRetries: 2 });
-    const store = new ElasticsearchStore(es, config.ES_INDEX_PREFIX, now, embedder.dimensions);
-    content = store;
-    engine = store;
-  } else {
-    content = new EmbeddedContentStore(db);
-    engine = new EmbeddedSearchEngine(db);
+  const stores =
+    config.SEARCH_BACKEND === 'elasticsearch'
+      ? await elasticsearchStores(config, embedder, now)
+      : embeddedStores(config);
+  const { accounts, content, engine, ledger, events, keys } = stores;
+  let queue: JobQueue;
+  try {
+    queue = await openQueue(config, log.child({ component: 'queue' }), now);
+  } catch (e) {
+    await stores.close();
+    throw e;
   }
-  const queue = await openQueue(config, log.child({ component: 'queue' }), now);
   const analyzer = new SharpImageAnalyzer(embedder);
   const fetcher = new HttpImageFetcher(config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : publicOnly);
 
   const auth = new AuthService(accounts, config.OPERATOR_TOKEN);
-  let bootstrapOperatorToken: string | undefined;
-  // Only a process that serves the API can show the token to anyone.
-  if (
-    config.APP_ROLES.has('api') &&
-    !config.OPERATOR_TOKEN &&
-    !(await accounts.getMeta('operator_token_prefix'))
-  ) {
-    const { token, record } = issueToken('op', {}, clock());
-    await accounts.putToken(record);
-    await accounts.setMeta('operator_token_prefix', record.prefix);
-    bootstrapOperatorToken = token;
-  }
-  const serverKey = loadServerKey(config.dataDir);
-  const ledger = new SqliteUsageLedger(db);
-  const metering = new MeteringService(accounts, ledger, now);
+  const bootstrapOperatorToken = await bootstrapOperator(config, accounts, clock);
+  const serverKey = await keys.serverKey();
+  const metering = new MeteringService(
+    accounts,
+    ledger,
+    events,
+    log.child({ component: 'metering' }),
+    now,
+  );
   const vision = new VisionService(content, engine, auth, metering);
 
   return {
@@ -153,6 +238,9 @@ export async function buildContainer(
     accounts,
     content,
     engine,
+    ledger,
+    events,
+    keys,
     queue,
     auth,
     organisations: new OrganisationService(accounts, auth, clock),
@@ -175,7 +263,7 @@ export async function buildContainer(
       embedder.id,
     ),
     usage: new UsageService(accounts, content, auth, ledger, clock),
-    ledger,
+    metering,
     processImage: new ProcessImageHandler(
       content,
       accounts,
@@ -192,8 +280,8 @@ export async function buildContainer(
     async close() {
       await queue.close();
       await fetcher.close();
-      await es?.close();
-      db.close();
+      await metering.drain();
+      await stores.close();
     },
   };
 }

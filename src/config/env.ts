@@ -18,7 +18,35 @@ const schema = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   OPERATOR_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SEARCH_BACKEND: z.enum(['embedded', 'elasticsearch']).default('embedded'),
-  ELASTICSEARCH_URL: z.url().default('http://127.0.0.1:9200'),
+  /** One node, or a comma list of nodes of one cluster (the client fails over between them). */
+  ELASTICSEARCH_URL: z
+    .string()
+    .default('http://127.0.0.1:9200')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((u) => u.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (us) => us.length > 0 && us.every((u) => /^https?:\/\/[^\s/]+/.test(u) && URL.canParse(u)),
+      {
+        message: 'expected an http(s) URL or a comma-separated list of them',
+      },
+    ),
+  /** Primary shards and replicas of every index this service creates (contract §12). */
+  ELASTICSEARCH_SHARDS: z.coerce
+    .number({ message: 'expected a number' })
+    .int()
+    .min(1, 'at least 1')
+    .max(64)
+    .default(1),
+  ELASTICSEARCH_REPLICAS: z.coerce
+    .number({ message: 'expected a number' })
+    .int()
+    .min(0)
+    .max(8)
+    .default(1),
   /** Prefix of every index this service creates (several installations can share a cluster). */
   ES_INDEX_PREFIX: z
     .string()
@@ -99,6 +127,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const problems: string[] = [];
   if (c.EMBEDDER === 'onnx' && !c.EMBEDDER_MODEL_PATH)
     problems.push('EMBEDDER_MODEL_PATH: required when EMBEDDER=onnx');
+  // With Elasticsearch every piece of state is shared (contract §12); the in-process queue
+  // keeps its jobs in a file under DATA_DIR, which other hosts cannot see.
+  if (c.SEARCH_BACKEND === 'elasticsearch' && c.QUEUE === 'inprocess')
+    problems.push(
+      'QUEUE=inprocess: with SEARCH_BACKEND=elasticsearch jobs must be shared too; set QUEUE=rabbitmq (and AMQP_URL)',
+    );
   if (problems.length) throw new ConfigError(problems);
   return { ...c, dataDir: path.resolve(c.DATA_DIR) };
 }

@@ -11,7 +11,11 @@ export interface StoredItem {
   state: ItemState;
   createdAt: number;
   updatedAt: number;
-  image?: { width: number; height: number; url: string };
+  /**
+   * What processing found; `processedAt` (epoch ms) names that processing, so the image ledger
+   * counts each processing once (contract §8). Absent on items processed before it was kept.
+   */
+  image?: { width: number; height: number; url: string; processedAt?: number };
 }
 
 export interface ListEntry {

@@ -33,8 +33,10 @@ export class ProcessImageHandler {
     const [item] = await this.store.getItems(job.datasetId, [job.itemId]);
     if (!item || item.url !== job.url) return;
     if (item.state === 'processed') {
-      // Redelivered after a crash between the result and the count: counting is idempotent.
-      await this.countImage(job, item.updatedAt);
+      // Redelivered after a crash between the result and the count: counting is idempotent
+      // per processing, which the item's processedAt names (0 for items processed before it
+      // was recorded, as their ledger rows say).
+      await this.countImage(job, item.image?.processedAt ?? 0, item.updatedAt);
       const embedding = await this.store.getEmbedding(job.datasetId, job.itemId);
       if (embedding && embedding.embedder !== this.embedderId) await this.reembed(job);
       return;
@@ -46,10 +48,11 @@ export class ProcessImageHandler {
     const key = { org: ds.org, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
     const images = org.plan.images;
     const limit = images.limitType === 'fixed' ? images.limit : undefined;
+    const reservedAt = this.now();
     // Only a fixed limit needs a place held before download; unlimited plans just count after.
     if (
       limit !== undefined &&
-      !(await this.ledger.reserveImage({ ...key, at: this.now() }, limit))
+      !(await this.ledger.reserveImage({ ...key, at: reservedAt }, limit))
     ) {
       const year = new Date(this.now()).getUTCFullYear();
       await this.store.markPostponed(
@@ -63,15 +66,17 @@ export class ProcessImageHandler {
       );
       return;
     }
+    const release = () =>
+      limit !== undefined ? this.ledger.releaseImage({ ...key, at: reservedAt }) : undefined;
     try {
       const bytes = await this.fetcher.fetch(job.url);
       const features = await this.analyzer.analyze(bytes);
       const at = this.now();
       if (await this.store.markProcessed(job, features, at))
-        await this.ledger.recordImage({ ...key, at });
-      else if (limit !== undefined) await this.ledger.releaseImage(key);
+        await this.ledger.recordImage({ ...key, at, processedAt: at });
+      else await release();
     } catch (e) {
-      if (limit !== undefined) await this.ledger.releaseImage(key).catch(() => undefined);
+      await Promise.resolve(release()).catch(() => undefined);
       this.retryIfTransient(e, job);
       await this.store.markFailed(
         job,
@@ -114,7 +119,7 @@ export class ProcessImageHandler {
   }
 
   /** One image per successful processing of an item's url (contract §8), never twice. */
-  private async countImage(job: ProcessingJob, at: number): Promise<void> {
+  private async countImage(job: ProcessingJob, processedAt: number, at: number): Promise<void> {
     const ds = await this.accounts.getDatasetById(job.datasetId);
     if (!ds) return;
     await this.ledger.recordImage({
@@ -123,6 +128,7 @@ export class ProcessImageHandler {
       itemId: job.itemId,
       url: job.url,
       at,
+      processedAt,
     });
   }
 }

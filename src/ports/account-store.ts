@@ -54,6 +54,10 @@ export interface AccountStore {
   bumpBrowseRotation(id: string): Promise<number>;
 
   getMeta(key: string): Promise<string | undefined>;
-  setMeta(key: string, value: string): Promise<void>;
+  /**
+   * Stores `value` under `key` unless a value is there already, and returns the stored one:
+   * of several processes claiming at once, exactly one wins and all see its value.
+   */
+  claimMeta(key: string, value: string): Promise<string>;
   ping(): Promise<void>;
 }

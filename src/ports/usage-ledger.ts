@@ -7,7 +7,12 @@ export interface RequestCharge {
   type: RequestType;
   micro: number;
   at: number;
-  vars?: Record<string, string>;
+}
+
+/** What a successful charge returns: enough to take it back. */
+export interface ChargeReceipt {
+  id: string;
+  charge: RequestCharge;
 }
 
 export interface MonthUsage {
@@ -23,10 +28,10 @@ export interface MonthUsage {
  * package of R credits admits exactly R requests however many arrive at once.
  */
 export interface UsageLedger {
-  /** Charges unless it would take the month past `limitMicro`; returns the event id or undefined. */
-  charge(c: RequestCharge, limitMicro: number | undefined): Promise<number | undefined>;
-  /** Takes back a charge whose request then failed (only 2xx responses count). */
-  refund(eventId: number): Promise<void>;
+  /** Charges unless it would take the month past `limitMicro`; undefined when refused. */
+  charge(c: RequestCharge, limitMicro: number | undefined): Promise<ChargeReceipt | undefined>;
+  /** Takes back a charge whose request then failed (only 2xx responses count). Never refused. */
+  refund(receipt: ChargeReceipt): Promise<void>;
   month(org: string, year: number, month: number): Promise<MonthUsage>;
   /**
    * Holds a place in the yearly image allowance before an image is downloaded, so workers
@@ -39,12 +44,15 @@ export interface UsageLedger {
     e: ImageKey & { org: string; at: number },
     limit: number | undefined,
   ): Promise<boolean>;
-  releaseImage(e: ImageKey): Promise<void>;
+  /** Gives a place back (`at` as given to reserveImage). */
+  releaseImage(e: ImageKey & { org: string; at: number }): Promise<void>;
   /**
-   * Counts one processed image; idempotent per (dataset, item, url), so a redelivered job is
-   * never counted twice.
+   * Counts one successful processing of an item's url and frees its reservation. Idempotent per
+   * processing (dataset, item, url, processedAt), so a redelivered job is never counted twice,
+   * while a later processing of the same url (A → B → A, or deleted and pushed again) counts
+   * again (contract §8).
    */
-  recordImage(e: ImageKey & { org: string; at: number }): Promise<void>;
+  recordImage(e: ImageCount): Promise<void>;
   /** Images processed in a UTC year, and the newest such event. */
   images(org: string, year: number): Promise<{ processed: number; lastAt?: number }>;
 }
@@ -53,6 +61,14 @@ export interface ImageKey {
   datasetId: string;
   itemId: string;
   url: string;
+}
+
+export interface ImageCount extends ImageKey {
+  org: string;
+  /** When the image was counted. */
+  at: number;
+  /** When the item was marked processed from this url: tells processings of one url apart. */
+  processedAt: number;
 }
 
 export const RESERVATION_TTL_MS = 15 * 60_000;

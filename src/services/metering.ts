@@ -1,69 +1,122 @@
+import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { RequestType } from '../domain/plan';
 import type { AccountStore } from '../ports/account-store';
-import type { UsageLedger } from '../ports/usage-ledger';
+import type { EventLog } from '../ports/event-log';
+import type { ChargeReceipt, UsageLedger } from '../ports/usage-ledger';
 
 export const MICRO = 1_000_000;
 export const toMicro = (credits: number): number => Math.round(credits * MICRO);
 
-export interface Charge {
-  /** Call when the request fails after it was charged: only 2xx responses count. */
-  refund(): Promise<void>;
-}
+/** After a 402, an organisation's requests are charged before any work for this long. */
+const REFUSED_MEMORY_MS = 2000;
 
 /**
  * Charges Vision API requests against the organisation's plan (contract §8). Every transport
  * goes through here, so REST and GraphQL count alike, and each GraphQL alias of a billable
- * field is its own request.
+ * field is its own request. Requests that count are written to the event log with their `v`.
  */
 export class MeteringService {
+  /** Organisations refused recently, and until when to charge them before working. */
+  private readonly refused = new Map<string, number>();
+  private readonly logging = new Set<Promise<void>>();
+
   constructor(
     private readonly accounts: AccountStore,
     private readonly ledger: UsageLedger,
+    private readonly events: EventLog,
+    private readonly log: Logger,
     private readonly now: () => number,
   ) {}
 
-  async charge(ds: Dataset, type: RequestType, vars: Record<string, string>): Promise<Charge> {
+  private async charge(ds: Dataset, type: RequestType): Promise<ChargeReceipt> {
     const org = await this.accounts.getOrg(ds.org);
     if (!org) throw new AppError('not_found', `organisation '${ds.org}' not found`);
     const at = this.now();
     const credits = org.plan.requestCredits[type];
     const limit = org.plan.credits.limitType === 'fixed' ? org.plan.credits.limit : undefined;
-    const id = await this.ledger.charge(
-      {
-        org: org.name,
-        datasetId: ds.id,
-        type,
-        micro: toMicro(credits),
-        at,
-        ...(Object.keys(vars).length ? { vars } : {}),
-      },
+    const receipt = await this.ledger.charge(
+      { org: org.name, datasetId: ds.id, type, micro: toMicro(credits), at },
       limit === undefined ? undefined : toMicro(limit),
     );
-    if (id === undefined) {
+    if (!receipt) {
+      this.refused.set(org.name, at + REFUSED_MEMORY_MS);
       const d = new Date(at);
       throw new AppError(
         'payment_required',
         `the fixed package of ${limit} credits for ${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')} is used up (a ${type} request costs ${credits})`,
       );
     }
-    return { refund: () => this.ledger.refund(id) };
+    return receipt;
   }
 
-  /** Runs a billable request: charged first (402 before any work), refunded if it fails. */
+  /**
+   * Runs a billable request: only a 2xx counts, and a 402 is answered instead of any result.
+   * The charge (a shared counter, a round trip away in production) runs alongside the work,
+   * so metering adds no latency; the work's result is used only once the charge is confirmed,
+   * and a failed request is refunded. An organisation refused in the last moments is charged
+   * first, so a spent package does not keep costing the engine work.
+   */
   async billed<T>(
     ds: Dataset,
     type: RequestType,
     vars: Record<string, string>,
     run: () => Promise<T>,
   ): Promise<T> {
-    const charge = await this.charge(ds, type, vars);
+    let result: T;
+    if ((this.refused.get(ds.org) ?? 0) > this.now()) {
+      const receipt = await this.charge(ds, type);
+      this.refused.delete(ds.org);
+      result = await this.refundOnFailure(receipt, run());
+    } else {
+      const work = run();
+      let receipt: ChargeReceipt;
+      try {
+        receipt = await this.charge(ds, type);
+      } catch (e) {
+        void work.catch(() => undefined);
+        throw e;
+      }
+      result = await this.refundOnFailure(receipt, work);
+    }
+    this.record(ds, type, vars);
+    return result;
+  }
+
+  private async refundOnFailure<T>(receipt: ChargeReceipt, work: Promise<T>): Promise<T> {
     try {
-      return await run();
+      return await work;
     } catch (e) {
-      await charge.refund();
+      await this.ledger.refund(receipt);
       throw e;
     }
+  }
+
+  /**
+   * The event log is for analytics, not billing (the ledger write above is what a 402 rests
+   * on): the response does not wait for it. Appends are batched by the log; a failed one is
+   * logged, and shutdown waits for those in flight.
+   */
+  private record(ds: Dataset, type: RequestType, vars: Record<string, string>): void {
+    const p = this.events
+      .append([
+        {
+          org: ds.org,
+          datasetId: ds.id,
+          kind: 'request',
+          type,
+          at: this.now(),
+          ...(Object.keys(vars).length ? { vars } : {}),
+        },
+      ])
+      .catch((err: unknown) => this.log.warn({ err, type }, 'request event not logged'));
+    this.logging.add(p);
+    void p.finally(() => this.logging.delete(p));
+  }
+
+  /** Waits for event-log writes in flight (shutdown). */
+  async drain(): Promise<void> {
+    await Promise.all([...this.logging]);
   }
 }

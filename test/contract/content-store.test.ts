@@ -8,6 +8,7 @@ import { EmbeddedContentStore } from '../../src/adapters/embedded/content-store'
 import { openDb } from '../../src/adapters/embedded/db';
 import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
 import { ElasticsearchStore } from '../../src/adapters/elasticsearch/es-store';
+import { EsIndices } from '../../src/adapters/elasticsearch/indices';
 import type { ContentWrite } from '../../src/domain/content';
 import type { ProcessingJob } from '../../src/domain/item';
 import type { Condition } from '../../src/query/ast';
@@ -47,12 +48,13 @@ const adapters: Array<[string, () => Engines]> = [
     () => {
       const client = new Client({ node: ES_URL });
       const prefix = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
-      const es = new ElasticsearchStore(client, prefix, Date.now, DIMS);
+      const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
+      const es = new ElasticsearchStore(indices, Date.now, DIMS);
       return {
         store: es,
         engine: es,
         sized: (dims) => {
-          const other = new ElasticsearchStore(client, prefix, Date.now, dims);
+          const other = new ElasticsearchStore(indices, Date.now, dims);
           return { store: other, engine: other };
         },
         close: async () => {
@@ -138,10 +140,12 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     expect(item).toMatchObject({ url: url('a', 2), state: 'pending' });
     expect(await e.store.markProcessed(fresh!, features, T0)).toBe(true);
     await settled();
+    // processedAt names this processing for the image ledger (contract §8)
     expect((await e.store.getItems(ds, ['a']))[0]!.image).toEqual({
       width: 40,
       height: 30,
       url: url('a', 2),
+      processedAt: T0,
     });
   });
 

@@ -8,14 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  backendEnv,
-  setupDataset,
-  startTestApp,
-  tempDir,
-  waitProcessed,
-  type TestApp,
-} from '../helpers/app';
+import { setupDataset, startTestApp, tempDir, waitProcessed, type TestApp } from '../helpers/app';
 import { DatasetEmbedderDocument } from '../graphql/generated';
 import { gql } from '../helpers/graphql';
 import { startImageServer } from '../helpers/image-server';
@@ -34,10 +27,9 @@ async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boole
 test('EMBEDDER descriptor → onnx: items re-embedded, counted once, dataset records the embedder', async () => {
   const img = await startImageServer();
   const dataDir = tempDir();
-  const env = backendEnv(); // the same indices and queues across the restart
   const model = path.join(tempDir('vss-onnx-'), 'model.onnx');
   fs.writeFileSync(model, meanColourModel(16));
-  let t: TestApp | undefined = await startTestApp(env, dataDir);
+  let t: TestApp | undefined = await startTestApp({}, dataDir); // a restart on dataDir finds the same installation
   try {
     const ds = await setupDataset(t, 'embchange', 'd');
     const content = [1, 2, 3].map((n) => ({ id: `i${n}`, url: `${img.url}/img/${n}.png` }));
@@ -59,12 +51,12 @@ test('EMBEDDER descriptor → onnx: items re-embedded, counted once, dataset rec
       reprocessing: 0,
     });
     const oldId = t.app.container.embedder.id;
-    await t.stop();
+    await t.stop({ keep: true });
     t = undefined;
 
     img.gone.add('/img/3.png'); // removed at the source since it was processed
     const fetchedBefore = img.hits.get('/img/1.png');
-    t = await startTestApp({ ...env, EMBEDDER: 'onnx', EMBEDDER_MODEL_PATH: model }, dataDir);
+    t = await startTestApp({ EMBEDDER: 'onnx', EMBEDDER_MODEL_PATH: model }, dataDir);
     const app = t;
     const newId = app.app.container.embedder.id;
     expect(newId).not.toBe(oldId);

@@ -173,7 +173,7 @@ test('usage survives a restart, and other months are separate', async () => {
   const dataDir = t.dataDir;
   const meter1 = (await t.call('POST', '/orgs/meter1/tokens', { token: OPERATOR })).body.token;
   const was = (await t.call('GET', '/orgs/meter1/usage', { token: meter1 })).body.usage;
-  await t.stop();
+  await t.stop({ keep: true });
   t = await startTestApp({ WORKER_CONCURRENCY: '8' }, dataDir);
   const now = (await t.call('GET', '/orgs/meter1/usage', { token: meter1 })).body.usage;
   expect(now.credits).toEqual(was.credits);

@@ -6,7 +6,7 @@
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { OPERATOR, tempDir, waitFor } from '../helpers/app';
+import { OPERATOR, deleteInstallation, tempDir, waitFor } from '../helpers/app';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 import {
   ROOT,
@@ -64,7 +64,7 @@ function installation() {
       return child;
     },
     async cleanup(): Promise<void> {
-      await fetch(`${ES_URL}/${tag}-*`, { method: 'DELETE' }).catch(() => undefined);
+      await deleteInstallation(ES_URL, `${tag}-`);
     },
   };
 }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
@@ -16,7 +17,10 @@ export interface Res<T = any> {
 
 export interface TestApp {
   url: string;
+  /** The first API host (with the embedded engine, the only process). */
   app: RunningApp;
+  /** Every process of the installation: API hosts first, then workers. */
+  hosts: RunningApp[];
   dataDir: string;
   call<T = any>(
     method: string,
@@ -28,7 +32,8 @@ export interface TestApp {
       headers?: Record<string, string>;
     },
   ): Promise<Res<T>>;
-  stop(): Promise<void>;
+  /** Stops every process; `keep` leaves the installation's indices for a restart. */
+  stop(opts?: { keep?: boolean }): Promise<void>;
 }
 
 export function tempDir(prefix = 'vss-'): string {
@@ -61,29 +66,71 @@ export function backendEnv(): Record<string, string> {
   return env;
 }
 
-/** The whole service in this process on a free port, with a fresh data directory. */
+/** The backend settings of each installation, by data directory, so a restart finds it again. */
+const installations = new Map<string, Record<string, string>>();
 
+const freePort = (): Promise<number> =>
+  new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+
+/**
+ * The whole service in this process, on free ports. With the embedded engine: one process on
+ * a data directory. With Elasticsearch (the production project): an installation of two API
+ * hosts and two workers that share nothing but Elasticsearch and RabbitMQ — each is given a
+ * DATA_DIR it cannot use (a regular file), and `call` alternates between the API hosts, so
+ * every suite proves that any host sees what another did (contract §12). Passing `APP_ROLES`
+ * starts one process with those roles instead.
+ */
 export async function startTestApp(
   env: Record<string, string> = {},
   dataDir = tempDir(),
 ): Promise<TestApp> {
-  const be = backendEnv();
-  const config = loadConfig({
-    ...be,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
-    OPERATOR_TOKEN: OPERATOR,
-    IMAGE_FETCH_ALLOW_PRIVATE: 'true',
-    RETRY_BASE_MS: '50',
-    LOG_LEVEL: 'silent',
-    ...env,
-  });
-  const app = await startApp(config, { log: pino({ level: 'silent' }) });
-  const url = app.url!;
+  let be = installations.get(dataDir);
+  if (!be) installations.set(dataDir, (be = backendEnv()));
+  const shared = SEARCH_BACKEND === 'elasticsearch';
+  const multi = shared && !env.APP_ROLES;
+  const ports = multi ? [await freePort(), await freePort()] : [0];
+  const hostDir = shared ? path.join(dataDir, 'not-a-directory') : dataDir;
+  if (shared)
+    fs.writeFileSync(hostDir, 'no process of a production installation may use DATA_DIR\n');
+  const start = (extra: Record<string, string>) =>
+    startApp(
+      loadConfig({
+        ...be,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATA_DIR: hostDir,
+        OPERATOR_TOKEN: OPERATOR,
+        IMAGE_FETCH_ALLOW_PRIVATE: 'true',
+        RETRY_BASE_MS: '50',
+        LOG_LEVEL: 'silent',
+        ...(multi ? { PUBLIC_BASE_URL: `http://127.0.0.1:${ports[0]}` } : {}),
+        ...env,
+        ...extra,
+      }),
+      { log: pino({ level: 'silent' }) },
+    );
+  const hosts: RunningApp[] = [];
+  try {
+    if (multi) {
+      for (const port of ports) hosts.push(await start({ APP_ROLES: 'api', PORT: String(port) }));
+      for (let i = 0; i < 2; i++) hosts.push(await start({ APP_ROLES: 'worker' }));
+    } else hosts.push(await start({}));
+  } catch (e) {
+    await Promise.all(hosts.map((h) => h.stop()));
+    throw e;
+  }
+  const api = hosts.filter((h) => h.url);
+  const url = api[0].url!;
+  let turn = 0;
   return {
     url,
-    app,
+    app: api[0],
+    hosts,
     dataDir,
     async call(method, p, opts = {}) {
       const headers: Record<string, string> = { accept: V2, ...(opts.headers ?? {}) };
@@ -94,7 +141,8 @@ export async function startTestApp(
         body = JSON.stringify(opts.body);
         headers['content-type'] ??= 'application/json';
       }
-      const r = await fetch(url + p, { method, headers, body });
+      const host = api[turn++ % api.length].url!;
+      const r = await fetch(host + p, { method, headers, body });
       const text = await r.text();
       let parsed: unknown = text;
       try {
@@ -104,15 +152,22 @@ export async function startTestApp(
       }
       return { status: r.status, headers: r.headers, body: parsed as never };
     },
-    async stop() {
-      await app.stop();
-      if (be.ES_INDEX_PREFIX) {
-        await fetch(`${be.ELASTICSEARCH_URL}/${be.ES_INDEX_PREFIX}*`, { method: 'DELETE' }).catch(
-          () => undefined,
-        );
+    async stop(opts = {}) {
+      await Promise.all(hosts.map((h) => h.stop()));
+      if (be.ES_INDEX_PREFIX && !opts.keep) {
+        installations.delete(dataDir);
+        await deleteInstallation(be.ELASTICSEARCH_URL, be.ES_INDEX_PREFIX);
       }
     },
   };
+}
+
+/** Removes an installation's indices and its item index template from Elasticsearch. */
+export async function deleteInstallation(esUrl: string, prefix: string): Promise<void> {
+  await fetch(`${esUrl}/${prefix}*`, { method: 'DELETE' }).catch(() => undefined);
+  await fetch(`${esUrl}/_index_template/${prefix}items`, { method: 'DELETE' }).catch(
+    () => undefined,
+  );
 }
 
 export async function waitFor<T>(

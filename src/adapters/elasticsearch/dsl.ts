@@ -205,3 +205,10 @@ export function catalogueBody(scopes: string[]): Dsl {
     },
   };
 }
+
+/** Processed items whose embedding was made by another embedder than `embedder`. */
+export function staleQuery(embedder: string): Dsl {
+  return {
+    bool: { filter: [{ term: { state: 'processed' } }], must_not: [{ term: { embedder } }] },
+  };
+}

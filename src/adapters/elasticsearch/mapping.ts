@@ -59,12 +59,3 @@ export function vectorMapping(dims: number): Record<string, unknown> {
     },
   };
 }
-
-export const ITEM_SETTINGS = {
-  number_of_shards: 1,
-  number_of_replicas: 0,
-  // writes wait for a refresh (202 means listed); a short interval keeps that wait small
-  refresh_interval: '250ms',
-  // a metadata array may hold up to 1,000 values per field
-  'mapping.nested_objects.limit': 100_000,
-} as const;

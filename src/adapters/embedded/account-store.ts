@@ -253,9 +253,11 @@ export class EmbeddedAccountStore implements AccountStore {
     );
   }
 
-  setMeta(key: string, value: string): Promise<void> {
+  claimMeta(key: string, value: string): Promise<string> {
     return guarded(() => {
-      stmt(this.db, 'INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)').run(key, value);
+      stmt(this.db, 'INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)').run(key, value);
+      return (stmt(this.db, 'SELECT value FROM meta WHERE key = ?').get(key) as { value: string })
+        .value;
     });
   }
 

@@ -27,6 +27,7 @@ export interface ItemRow {
   image_width: number | null;
   image_height: number | null;
   image_url: string | null;
+  image_processed_at: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -40,7 +41,14 @@ export const toStoredItem = (r: ItemRow): StoredItem => ({
   createdAt: r.created_at,
   updatedAt: r.updated_at,
   ...(r.state === 'processed' && r.image_width !== null
-    ? { image: { width: r.image_width, height: r.image_height ?? 0, url: r.image_url ?? r.url } }
+    ? {
+        image: {
+          width: r.image_width,
+          height: r.image_height ?? 0,
+          url: r.image_url ?? r.url,
+          ...(r.image_processed_at !== null ? { processedAt: r.image_processed_at } : {}),
+        },
+      }
     : {}),
 });
 
@@ -74,7 +82,8 @@ export class EmbeddedContentStore implements ContentStore {
         `UPDATE items SET url = ?, metadata = ?, private_metadata = ?, state = ?, updated_at = ?,
            image_width = CASE WHEN ? THEN NULL ELSE image_width END,
            image_height = CASE WHEN ? THEN NULL ELSE image_height END,
-           image_url = CASE WHEN ? THEN NULL ELSE image_url END
+           image_url = CASE WHEN ? THEN NULL ELSE image_url END,
+           image_processed_at = CASE WHEN ? THEN NULL ELSE image_processed_at END
          WHERE pk = ?`,
       ),
       insValue: db.prepare(
@@ -176,6 +185,7 @@ export class EmbeddedContentStore implements ContentStore {
               JSON.stringify(item.privateMetadata),
               item.state,
               now,
+              clear,
               clear,
               clear,
               clear,
@@ -315,14 +325,16 @@ export class EmbeddedContentStore implements ContentStore {
     });
   }
 
-  markProcessed(job: ProcessingJob, f: ImageFeatures, _now: number): Promise<boolean> {
+  markProcessed(job: ProcessingJob, f: ImageFeatures, now: number): Promise<boolean> {
     return guarded(() =>
       this.db.transaction(() => {
         const row = stmt(
           this.db,
-          `UPDATE items SET state = 'processed', image_width = ?, image_height = ?, image_url = url
+          `UPDATE items SET state = 'processed', image_width = ?, image_height = ?, image_url = url,
+             image_processed_at = ?
              WHERE dataset_id = ? AND id = ? AND url = ? AND state != 'processed' RETURNING pk`,
-        ).get(f.width, f.height, job.datasetId, job.itemId, job.url) as { pk: number } | undefined;
+        ).get(f.width, f.height, now, job.datasetId, job.itemId, job.url) as
+          { pk: number } | undefined;
         if (!row) return false;
         this.st.delError.run(job.datasetId, job.itemId);
         this.st.delValues.run(row.pk, 'gen', 'gen');

@@ -107,6 +107,29 @@ const MIGRATIONS: string[] = [
   ALTER TABLE datasets ADD COLUMN embedder TEXT;
   ALTER TABLE datasets ADD COLUMN embedder_dims INTEGER;
   `,
+  // Contract §8: an image counts once per successful processing, not once per (item, url)
+  // forever, so A -> B -> A and delete + push again count. image_counts holds one row per
+  // processing (keyed by when the item was marked processed); image_events keeps only the
+  // places reserved before download. Rows counted before this migration keep processed_at 0,
+  // which is what an item processed before it reads, so their redelivery stays idempotent.
+  // The event log (contract §11) gets its own table; usage_events keeps the ledger's entries.
+  `
+  ALTER TABLE items ADD COLUMN image_processed_at INTEGER;
+  CREATE TABLE image_counts (
+    dataset_id TEXT NOT NULL, item_id TEXT NOT NULL, url TEXT NOT NULL,
+    processed_at INTEGER NOT NULL, org TEXT NOT NULL, year INTEGER NOT NULL, at INTEGER NOT NULL,
+    PRIMARY KEY (dataset_id, item_id, url, processed_at)
+  ) WITHOUT ROWID;
+  CREATE INDEX image_counts_org ON image_counts(org, year, at);
+  INSERT INTO image_counts (dataset_id, item_id, url, processed_at, org, year, at)
+    SELECT dataset_id, item_id, url, 0, org, year, at FROM image_events WHERE counted = 1;
+  DELETE FROM image_events WHERE counted = 1;
+  CREATE TABLE events (
+    id INTEGER PRIMARY KEY, org TEXT NOT NULL, dataset_id TEXT NOT NULL, kind TEXT NOT NULL,
+    type TEXT NOT NULL, at INTEGER NOT NULL, vars TEXT
+  );
+  CREATE INDEX events_dataset ON events(dataset_id, at, id);
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

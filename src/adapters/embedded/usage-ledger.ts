@@ -1,6 +1,8 @@
 import type { RequestType } from '../../domain/plan';
 import {
   RESERVATION_TTL_MS,
+  type ChargeReceipt,
+  type ImageCount,
   type ImageKey,
   type MonthUsage,
   type RequestCharge,
@@ -17,11 +19,11 @@ const ym = (at: number): number => {
 export class SqliteUsageLedger implements UsageLedger {
   constructor(private readonly db: Db) {}
 
-  charge(c: RequestCharge, limitMicro: number | undefined): Promise<number | undefined> {
+  charge(c: RequestCharge, limitMicro: number | undefined): Promise<ChargeReceipt | undefined> {
     const month = ym(c.at);
     // IMMEDIATE takes the write lock before reading the total, so API processes sharing the
     // file cannot both pass the check on the same remaining credit.
-    const tx = this.db.transaction((): number | undefined => {
+    const tx = this.db.transaction((): ChargeReceipt | undefined => {
       const row = stmt(this.db, 'SELECT micro FROM usage_month WHERE org = ? AND ym = ?').get(
         c.org,
         month,
@@ -30,17 +32,9 @@ export class SqliteUsageLedger implements UsageLedger {
       const id = stmt(
         this.db,
         'INSERT INTO usage_events (org, dataset_id, type, micro, ym, at, vars) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ).run(
-        c.org,
-        c.datasetId,
-        c.type,
-        c.micro,
-        month,
-        c.at,
-        c.vars ? JSON.stringify(c.vars) : null,
-      ).lastInsertRowid;
+      ).run(c.org, c.datasetId, c.type, c.micro, month, c.at, null).lastInsertRowid;
       this.bump(c.org, month, c.datasetId, c.type, 1, c.micro, c.at);
-      return Number(id);
+      return { id: String(id), charge: c };
     });
     return guarded(() => tx.immediate());
   }
@@ -69,7 +63,8 @@ export class SqliteUsageLedger implements UsageLedger {
     ).run(org, month, ds, type, n, micro, at);
   }
 
-  refund(eventId: number): Promise<void> {
+  refund(receipt: ChargeReceipt): Promise<void> {
+    const eventId = Number(receipt.id);
     const tx = this.db.transaction(() => {
       const e = stmt(
         this.db,
@@ -130,9 +125,9 @@ export class SqliteUsageLedger implements UsageLedger {
       if (limit !== undefined) {
         const { n } = stmt(
           this.db,
-          `SELECT count(*) AS n FROM image_events
-             WHERE org = ? AND year = ? AND (counted = 1 OR at > ?)`,
-        ).get(e.org, year, e.at - RESERVATION_TTL_MS) as { n: number };
+          `SELECT (SELECT count(*) FROM image_counts WHERE org = ? AND year = ?)
+                + (SELECT count(*) FROM image_events WHERE org = ? AND year = ? AND at > ?) AS n`,
+        ).get(e.org, year, e.org, year, e.at - RESERVATION_TTL_MS) as { n: number };
         if (n >= limit) return false;
       }
       stmt(
@@ -144,17 +139,17 @@ export class SqliteUsageLedger implements UsageLedger {
     return guarded(() => tx.immediate());
   }
 
-  releaseImage(e: ImageKey): Promise<void> {
+  releaseImage(e: ImageKey & { org: string; at: number }): Promise<void> {
     return guarded(() => {
       stmt(
         this.db,
-        'DELETE FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ? AND counted = 0',
+        'DELETE FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ?',
       ).run(e.datasetId, e.itemId, e.url);
     });
   }
 
   private imageBatch: Array<{
-    e: ImageKey & { org: string; at: number };
+    e: ImageCount;
     done: (err?: unknown) => void;
   }> = [];
 
@@ -163,7 +158,7 @@ export class SqliteUsageLedger implements UsageLedger {
    * one transaction, so one fsync, instead of one each. Each promise still settles only after
    * its event is on disk.
    */
-  recordImage(e: ImageKey & { org: string; at: number }): Promise<void> {
+  recordImage(e: ImageCount): Promise<void> {
     return new Promise((resolve, reject) => {
       this.imageBatch.push({ e, done: (err) => (err === undefined ? resolve() : reject(err)) });
       if (this.imageBatch.length === 1) setImmediate(() => this.flushImages());
@@ -178,12 +173,25 @@ export class SqliteUsageLedger implements UsageLedger {
         .transaction(() => {
           const insert = stmt(
             this.db,
-            `INSERT INTO image_events (dataset_id, item_id, url, org, year, at, counted) VALUES (?, ?, ?, ?, ?, ?, 1)
-           ON CONFLICT (dataset_id, item_id, url) DO UPDATE SET counted = 1, year = excluded.year, at = excluded.at
-           WHERE counted = 0`,
+            `INSERT OR IGNORE INTO image_counts (dataset_id, item_id, url, processed_at, org, year, at)
+               VALUES (?, ?, ?, ?, ?, ?, ?)`,
           );
-          for (const { e } of batch)
-            insert.run(e.datasetId, e.itemId, e.url, e.org, new Date(e.at).getUTCFullYear(), e.at);
+          const release = stmt(
+            this.db,
+            'DELETE FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ?',
+          );
+          for (const { e } of batch) {
+            insert.run(
+              e.datasetId,
+              e.itemId,
+              e.url,
+              e.processedAt,
+              e.org,
+              new Date(e.at).getUTCFullYear(),
+              e.at,
+            );
+            release.run(e.datasetId, e.itemId, e.url);
+          }
         })
         .immediate(),
     ).then(
@@ -196,7 +204,7 @@ export class SqliteUsageLedger implements UsageLedger {
     return guarded(() => {
       const r = stmt(
         this.db,
-        'SELECT count(*) AS n, max(at) AS last FROM image_events WHERE org = ? AND year = ? AND counted = 1',
+        'SELECT count(*) AS n, max(at) AS last FROM image_counts WHERE org = ? AND year = ?',
       ).get(org, year) as { n: number; last: number | null };
       return { processed: r.n, ...(r.last !== null ? { lastAt: r.last } : {}) };
     });

@@ -1,0 +1,78 @@
+import type { Client } from '@elastic/elasticsearch';
+import { CAS_RETRIES, backoff, unavailable } from './guard';
+import { isConflict, isNotFound } from './indices';
+
+export interface Versioned<T> {
+  doc: T;
+  seqNo: number;
+  primaryTerm: number;
+}
+
+/** A realtime read of one document with its version; undefined when absent. */
+export async function getVersioned<T>(
+  client: Client,
+  index: string,
+  id: string,
+): Promise<Versioned<T> | undefined> {
+  try {
+    const r = await client.get<T>({ index, id });
+    if (!r.found || !r._source) return undefined;
+    return { doc: r._source, seqNo: r._seq_no!, primaryTerm: r._primary_term! };
+  } catch (e) {
+    if (isNotFound(e)) return undefined;
+    throw e;
+  }
+}
+
+/**
+ * Read-modify-write of one document without scripting: the write carries the version it read
+ * (`if_seq_no`/`if_primary_term`, or create-only when the document was absent), and a conflict
+ * — another process wrote in between — reads again. `change` returns undefined to leave the
+ * document as it is. After CAS_RETRIES conflicts the caller gets 503: never a lost update.
+ */
+export async function casUpdate<T>(
+  client: Client,
+  index: string,
+  id: string,
+  change: (current: T | undefined) => T | undefined | Promise<T | undefined>,
+  opts: { refresh?: 'wait_for' | false; what?: string } = {},
+): Promise<{ doc: T | undefined; written: boolean }> {
+  for (let attempt = 0; attempt < CAS_RETRIES; attempt++) {
+    const cur = await getVersioned<T>(client, index, id);
+    const next = await change(cur?.doc);
+    if (next === undefined) return { doc: cur?.doc, written: false };
+    try {
+      await client.index({
+        index,
+        id,
+        document: next,
+        ...(cur
+          ? { if_seq_no: cur.seqNo, if_primary_term: cur.primaryTerm }
+          : { op_type: 'create' as const }),
+        ...(opts.refresh ? { refresh: opts.refresh } : {}),
+      });
+      return { doc: next, written: true };
+    } catch (e) {
+      if (!isConflict(e)) throw e;
+      await backoff(attempt);
+    }
+  }
+  throw unavailable(`${opts.what ?? id} changed concurrently too often; try again`, 1);
+}
+
+/** Create-only write: false when the document already exists. */
+export async function createOnly(
+  client: Client,
+  index: string,
+  id: string,
+  document: unknown,
+  refresh: 'wait_for' | false = false,
+): Promise<boolean> {
+  try {
+    await client.create({ index, id, document, ...(refresh ? { refresh } : {}) });
+    return true;
+  } catch (e) {
+    if (isConflict(e)) return false;
+    throw e;
+  }
+}

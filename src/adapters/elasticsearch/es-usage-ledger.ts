@@ -1,0 +1,311 @@
+import crypto from 'node:crypto';
+import type { RequestType } from '../../domain/plan';
+import {
+  RESERVATION_TTL_MS,
+  type ChargeReceipt,
+  type ImageCount,
+  type ImageKey,
+  type MonthUsage,
+  type RequestCharge,
+  type UsageLedger,
+} from '../../ports/usage-ledger';
+import { casUpdate, createOnly, getVersioned } from './cas';
+import { guard } from './guard';
+import type { EsIndices } from './indices';
+
+const ym = (at: number): number => {
+  const d = new Date(at);
+  return d.getUTCFullYear() * 100 + d.getUTCMonth() + 1;
+};
+
+interface Line {
+  requests: number;
+  micro: number;
+  last_at: number;
+}
+
+/** Request credits of one organisation in one UTC month. */
+interface CreditsDoc {
+  org: string;
+  ym: number;
+  micro: number;
+  /** `<dataset id>|<type>` → the month's requests and credits. */
+  per: Record<string, Line>;
+  last_at: number;
+}
+
+interface HoldsDoc {
+  org: string;
+  year: number;
+  /** Reservation id → when it was taken. */
+  holds: Record<string, number>;
+}
+
+interface ImageDoc {
+  org: string;
+  year: number;
+  dataset_id: string;
+  item_id: string;
+  url: string;
+  at: number;
+}
+
+/** One change to a month's credits; a refund is a negative one and is never refused. */
+interface CreditOp {
+  c: RequestCharge;
+  sign: 1 | -1;
+  limitMicro?: number;
+  settle(admitted: boolean): void;
+  fail(e: unknown): void;
+}
+
+const hash = (...parts: Array<string | number>): string =>
+  crypto.createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 40);
+
+/**
+ * The usage ledger in Elasticsearch, exact across any number of processes (contract §8, §12).
+ *
+ * Credits: one document per organisation and month holds the total and the per-dataset, per-type
+ * lines; every change is a versioned read-modify-write, so the 402 decision and the charge are
+ * one step on every host. That document serialises an organisation's requests, so a process
+ * never has more than one write to it in flight: requests arriving meanwhile queue and go
+ * together in the next write (group commit), admitted in arrival order while credits remain.
+ * The cost is one read and one write per batch, not per request.
+ *
+ * Images: one create-only document per counted processing (so redelivery never counts twice);
+ * places in a fixed allowance are held in a per-organisation, per-year document that is
+ * checked against the count of those documents in the same versioned write.
+ */
+export class EsUsageLedger implements UsageLedger {
+  private readonly waiting = new Map<string, CreditOp[]>();
+  private readonly busy = new Set<string>();
+
+  constructor(private readonly indices: EsIndices) {}
+
+  private get client() {
+    return this.indices.client;
+  }
+
+  charge(c: RequestCharge, limitMicro: number | undefined): Promise<ChargeReceipt | undefined> {
+    return new Promise((resolve, reject) =>
+      this.submit({
+        c,
+        sign: 1,
+        ...(limitMicro !== undefined ? { limitMicro } : {}),
+        settle: (ok) => resolve(ok ? { id: crypto.randomUUID(), charge: c } : undefined),
+        fail: reject,
+      }),
+    );
+  }
+
+  refund(receipt: ChargeReceipt): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.submit({ c: receipt.charge, sign: -1, settle: () => resolve(), fail: reject }),
+    );
+  }
+
+  private submit(op: CreditOp): void {
+    const key = `${op.c.org}:${ym(op.c.at)}`;
+    const queue = this.waiting.get(key);
+    if (queue) queue.push(op);
+    else this.waiting.set(key, [op]);
+    if (!this.busy.has(key)) void this.drain(key);
+  }
+
+  /** One write in flight per counter: whatever queued meanwhile goes in the next one. */
+  private async drain(key: string): Promise<void> {
+    this.busy.add(key);
+    try {
+      for (let ops = this.waiting.get(key); ops?.length; ops = this.waiting.get(key)) {
+        this.waiting.delete(key);
+        try {
+          const admitted = await this.apply(key, ops);
+          ops.forEach((op, i) => op.settle(admitted[i]));
+        } catch (e) {
+          ops.forEach((op) => op.fail(e));
+        }
+      }
+    } finally {
+      this.busy.delete(key);
+    }
+  }
+
+  private apply(key: string, ops: CreditOp[]): Promise<boolean[]> {
+    return guard(async () => {
+      let admitted: boolean[] = [];
+      await casUpdate<CreditsDoc>(
+        this.client,
+        this.indices.shared('credits'),
+        key,
+        (cur) => {
+          const doc: CreditsDoc = cur
+            ? { ...cur, per: { ...cur.per } }
+            : { org: ops[0].c.org, ym: ym(ops[0].c.at), micro: 0, per: {}, last_at: 0 };
+          admitted = ops.map((op) => {
+            const delta = op.sign * op.c.micro;
+            if (op.sign > 0 && op.limitMicro !== undefined && doc.micro + delta > op.limitMicro)
+              return false;
+            doc.micro += delta;
+            const lineKey = `${op.c.datasetId}|${op.c.type}`;
+            const line = doc.per[lineKey] ?? { requests: 0, micro: 0, last_at: 0 };
+            doc.per[lineKey] = {
+              requests: line.requests + op.sign,
+              micro: line.micro + delta,
+              last_at: op.sign > 0 ? Math.max(line.last_at, op.c.at) : line.last_at,
+            };
+            if (op.sign > 0) doc.last_at = Math.max(doc.last_at, op.c.at);
+            return true;
+          });
+          return admitted.some(Boolean) ? doc : undefined;
+        },
+        { what: 'the credit counter' },
+      );
+      return admitted;
+    });
+  }
+
+  month(org: string, year: number, month: number): Promise<MonthUsage> {
+    return guard(async () => {
+      const cur = await getVersioned<CreditsDoc>(
+        this.client,
+        this.indices.shared('credits'),
+        `${org}:${year * 100 + month}`,
+      );
+      const lines = Object.entries(cur?.doc.per ?? {})
+        .filter(([, l]) => l.requests > 0)
+        .map(([k, l]) => {
+          const cut = k.lastIndexOf('|');
+          return { datasetId: k.slice(0, cut), type: k.slice(cut + 1) as RequestType, ...l };
+        })
+        .sort((a, b) =>
+          a.datasetId !== b.datasetId
+            ? a.datasetId < b.datasetId
+              ? -1
+              : 1
+            : a.type < b.type
+              ? -1
+              : a.type > b.type
+                ? 1
+                : 0,
+        );
+      const lastAt = lines.reduce<number | undefined>(
+        (m, l) => (m === undefined || l.last_at > m ? l.last_at : m),
+        undefined,
+      );
+      return {
+        micro: cur?.doc.micro ?? 0,
+        perDataset: lines.map((l) => ({
+          datasetId: l.datasetId,
+          type: l.type,
+          requests: l.requests,
+          micro: l.micro,
+        })),
+        ...(lastAt !== undefined ? { lastAt } : {}),
+      };
+    });
+  }
+
+  private holdId(e: ImageKey): string {
+    return hash(e.datasetId, e.itemId, e.url);
+  }
+
+  /** Images counted for an organisation in a year, exactly: every counted one is visible. */
+  private async counted(org: string, year: number): Promise<{ n: number; lastAt?: number }> {
+    const index = this.indices.shared('images');
+    await this.client.indices.refresh({ index });
+    const r = await this.client.search({
+      index,
+      size: 0,
+      track_total_hits: true,
+      query: { bool: { filter: [{ term: { org } }, { term: { year } }] } },
+      aggs: { last: { max: { field: 'at' } } },
+    });
+    const last = (r.aggregations as { last: { value: number | null } }).last.value;
+    return {
+      n: (r.hits.total as { value: number }).value,
+      ...(last !== null ? { lastAt: last } : {}),
+    };
+  }
+
+  reserveImage(
+    e: ImageKey & { org: string; at: number },
+    limit: number | undefined,
+  ): Promise<boolean> {
+    if (limit === undefined) return Promise.resolve(true);
+    const year = new Date(e.at).getUTCFullYear();
+    const id = this.holdId(e);
+    return guard(async () => {
+      let granted = false;
+      // The count is taken between the read and the versioned write of the holds: a worker that
+      // counts an image in between also changes the holds (it frees its place), so this write
+      // conflicts and is redone. A counted image whose place is not yet freed counts twice for
+      // a moment, which can only postpone an item, never admit one too many.
+      await casUpdate<HoldsDoc>(
+        this.client,
+        this.indices.shared('image_holds'),
+        `${e.org}:${year}`,
+        async (cur) => {
+          const holds = Object.fromEntries(
+            Object.entries(cur?.holds ?? {}).filter(([, at]) => at > e.at - RESERVATION_TTL_MS),
+          );
+          if (id in holds) {
+            granted = true;
+            return undefined;
+          }
+          const { n } = await this.counted(e.org, year);
+          granted = n + Object.keys(holds).length < limit;
+          return granted ? { org: e.org, year, holds: { ...holds, [id]: e.at } } : undefined;
+        },
+        { what: 'the image allowance' },
+      );
+      return granted;
+    });
+  }
+
+  releaseImage(e: ImageKey & { org: string; at: number }): Promise<void> {
+    return guard(() => this.release(e, e.org, new Date(e.at).getUTCFullYear()));
+  }
+
+  private async release(e: ImageKey, org: string, year: number): Promise<void> {
+    const id = this.holdId(e);
+    await casUpdate<HoldsDoc>(
+      this.client,
+      this.indices.shared('image_holds'),
+      `${org}:${year}`,
+      (cur) => {
+        if (!cur || !(id in cur.holds)) return undefined;
+        const holds = { ...cur.holds };
+        delete holds[id];
+        return { ...cur, holds };
+      },
+      { what: 'the image allowance' },
+    );
+  }
+
+  recordImage(e: ImageCount): Promise<void> {
+    return guard(async () => {
+      const year = new Date(e.at).getUTCFullYear();
+      await createOnly(
+        this.client,
+        this.indices.shared('images'),
+        hash(e.datasetId, e.itemId, e.url, e.processedAt),
+        {
+          org: e.org,
+          year,
+          dataset_id: e.datasetId,
+          item_id: e.itemId,
+          url: e.url,
+          at: e.at,
+        } satisfies ImageDoc,
+      );
+      await this.release(e, e.org, year);
+    });
+  }
+
+  images(org: string, year: number): Promise<{ processed: number; lastAt?: number }> {
+    return guard(async () => {
+      const { n, lastAt } = await this.counted(org, year);
+      return { processed: n, ...(lastAt !== undefined ? { lastAt } : {}) };
+    });
+  }
+}

@@ -1,0 +1,176 @@
+import { errors, type Client } from '@elastic/elasticsearch';
+import { itemMapping } from './mapping';
+
+/** Shards and replicas of every index (ELASTICSEARCH_SHARDS / ELASTICSEARCH_REPLICAS). */
+export interface IndexLayout {
+  shards: number;
+  replicas: number;
+}
+
+const keyword = { type: 'keyword' } as const;
+const long = { type: 'long' } as const;
+const opaque = { type: 'object', enabled: false } as const;
+
+/**
+ * The shared (non-item) indices and their explicit mappings. `dynamic: strict` refuses a
+ * document with a field the code did not declare, so a typo fails loudly instead of mapping.
+ */
+const SHARED = {
+  /** Organisations; _id = name. */
+  orgs: { name: keyword, plan: opaque, created_at: keyword },
+  /** Token hashes; _id = prefix. */
+  tokens: {
+    kind: keyword,
+    org: keyword,
+    dataset_id: keyword,
+    hash: { type: 'keyword', index: false },
+    created_at: keyword,
+  },
+  /** Datasets; _id = dataset id. Deleted ones stay (usage reports their names). */
+  datasets: {
+    org: keyword,
+    name: keyword,
+    fields: opaque,
+    settings_version: { type: 'integer' },
+    browse_rotation: { type: 'integer' },
+    created_at: keyword,
+    deleted_at: keyword,
+    embedder: keyword,
+    embedder_dims: { type: 'integer' },
+  },
+  /**
+   * Live dataset names; _id = org + NUL + name, written create-only, so two hosts creating the
+   * same name at once cannot both succeed.
+   */
+  dataset_names: { org: keyword, name: keyword, dataset_id: keyword },
+  /** Installation-wide values (server key, operator token prefix); _id = key, create-only. */
+  meta: { value: { type: 'keyword', index: false } },
+  /** Request credits per organisation and UTC month; _id = org + NUL + yyyymm. */
+  credits: { org: keyword, ym: { type: 'integer' }, micro: long, per: opaque, last_at: long },
+  /** One document per counted image (create-only, so redelivery never counts twice). */
+  images: {
+    org: keyword,
+    year: { type: 'integer' },
+    dataset_id: keyword,
+    item_id: keyword,
+    url: { type: 'keyword', index: false },
+    at: long,
+  },
+  /** Places held in a fixed image allowance before download; _id = org + NUL + year. */
+  image_holds: { org: keyword, year: { type: 'integer' }, holds: opaque },
+  /** The event log: billable requests with their `v`, and later tracked events. */
+  events: {
+    org: keyword,
+    dataset_id: keyword,
+    kind: keyword,
+    type: keyword,
+    at: { type: 'date', format: 'epoch_millis' },
+    vars: { type: 'flattened' },
+  },
+} as const;
+
+export type SharedIndex = keyof typeof SHARED;
+
+/**
+ * Every index name of one installation, and their lifecycle. Every Elasticsearch adapter gets
+ * its names from here, so the prefix (two installations on one cluster) and the layout are
+ * applied in one place. Nothing here caches whether an index exists: another host may have
+ * created or deleted it.
+ */
+export class EsIndices {
+  constructor(
+    readonly client: Client,
+    readonly prefix: string,
+    readonly layout: IndexLayout = { shards: 1, replicas: 1 },
+  ) {}
+
+  shared(name: SharedIndex): string {
+    return `${this.prefix}${name.replaceAll('_', '-')}`;
+  }
+
+  items(datasetId: string): string {
+    return `${this.prefix}items-${datasetId}`;
+  }
+
+  get allItems(): string {
+    return `${this.prefix}items-*`;
+  }
+
+  settings(extra: Record<string, unknown> = {}): Record<string, unknown> {
+    return {
+      number_of_shards: this.layout.shards,
+      number_of_replicas: this.layout.replicas,
+      ...extra,
+    };
+  }
+
+  /** Creates the shared indices that do not exist yet (every process does this at start). */
+  async ensureShared(): Promise<void> {
+    await Promise.all(
+      (Object.keys(SHARED) as SharedIndex[]).map((name) =>
+        this.create(this.shared(name), {
+          dynamic: 'strict',
+          properties: SHARED[name],
+        }),
+      ),
+    );
+  }
+
+  private readonly itemSettings = {
+    // writes wait for a refresh (202 means listed); a short interval keeps that wait small
+    refresh_interval: '250ms',
+    // a metadata array may hold up to 1,000 values per field
+    'mapping.nested_objects.limit': 100_000,
+  };
+
+  /** The item index of a dataset, with the mapping for vectors of `dims`. */
+  createItems(datasetId: string, dims: number): Promise<void> {
+    return this.create(this.items(datasetId), itemMapping(dims), this.itemSettings);
+  }
+
+  /**
+   * An index template for item indices. Elasticsearch creates a missing index on a write by
+   * default: a late write for a dataset another host just deleted would otherwise make an
+   * index with guessed mappings, which breaks the sweeps that sort every item index by
+   * `dataset`. With the template such an index gets the real mapping (and is harmless).
+   */
+  async ensureItemTemplate(dims: number): Promise<void> {
+    await this.client.indices.putIndexTemplate({
+      name: `${this.prefix}items`,
+      index_patterns: [this.allItems],
+      template: {
+        settings: { index: this.settings(this.itemSettings) },
+        mappings: itemMapping(dims) as never,
+      },
+    });
+  }
+
+  /** Create-if-absent: another host may create the same index at the same moment. */
+  private async create(
+    index: string,
+    mappings: Record<string, unknown>,
+    extra: Record<string, unknown> = {},
+  ): Promise<void> {
+    try {
+      await this.client.indices.create({
+        index,
+        settings: { index: this.settings(extra) },
+        mappings: mappings as never,
+        // the call returns once the primaries can take writes (not all replicas)
+        wait_for_active_shards: 1,
+      });
+    } catch (e) {
+      if (isAlreadyExists(e)) return;
+      throw e;
+    }
+  }
+}
+
+export const isAlreadyExists = (e: unknown): boolean =>
+  e instanceof errors.ResponseError && e.body?.error?.type === 'resource_already_exists_exception';
+
+export const isNotFound = (e: unknown): boolean =>
+  e instanceof errors.ResponseError && e.statusCode === 404;
+
+export const isConflict = (e: unknown): boolean =>
+  e instanceof errors.ResponseError && e.statusCode === 409;

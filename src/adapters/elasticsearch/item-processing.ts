@@ -1,0 +1,169 @@
+import { errors } from '@elastic/elasticsearch';
+import type { ProcessingJob } from '../../domain/item';
+import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
+import { docVector, fromDoc, toDoc, type ItemDoc } from './document';
+import { CAS_RETRIES, backoff, guard, unavailable } from './guard';
+import { isConflict, type EsIndices } from './indices';
+import { ItemIndex } from './item-index';
+import { vectorMapping } from './mapping';
+
+/** The strict item mapping refused a document because it has a field the index lacks. */
+const isUnmappedField = (e: unknown): boolean =>
+  e instanceof errors.ResponseError &&
+  e.statusCode === 400 &&
+  [e.body?.error?.type, e.body?.error?.caused_by?.type].includes(
+    'strict_dynamic_mapping_exception',
+  );
+
+/**
+ * Workers' results: processed, embedded, failed, postponed. Each is a compare-and-swap on the
+ * item, so a job for an old url can never overwrite the result for a newer one.
+ *
+ * Vectors of each size live in a field of their own (vectorField), which the strict item
+ * mapping must declare before a vector of that size is written. Two steps see to it, and no
+ * host remembers which index has which field:
+ * - once per process, before its first vector write, the field for this embedder's size is
+ *   added to every item index that exists then (indices made for another size lack it);
+ * - an index created afterwards by this host has the field from the start (createItems), but
+ *   one created afterwards by a host whose embedder has another size does not. Its strict
+ *   mapping refuses the write; the field is then added to that index and the write tried
+ *   again. Two hosts adding the same field at once is harmless (the same definition is a
+ *   no-op), and so is adding it to an index that was created with it a moment before.
+ */
+export class ItemProcessing extends ItemIndex {
+  private vectorFieldReady: Promise<void> | undefined;
+
+  constructor(
+    indices: EsIndices,
+    private readonly vectorDims: number,
+  ) {
+    super(indices);
+  }
+
+  markProcessed(job: ProcessingJob, f: ImageFeatures, now: number): Promise<boolean> {
+    return guard(async () => {
+      await this.prepareVectorField();
+      return this.casUpdate(job, (d) => {
+        if (d.url !== job.url || d.state === 'processed') return undefined;
+        const item = fromDoc(d);
+        return toDoc(
+          job.datasetId,
+          {
+            ...item,
+            state: 'processed',
+            image: { width: f.width, height: f.height, url: job.url, processedAt: now },
+          },
+          null,
+          { vector: f.vector, embedder: f.embedder },
+        );
+      });
+    });
+  }
+
+  markEmbedded(
+    job: ProcessingJob,
+    embedding: { vector: number[]; embedder: string },
+  ): Promise<boolean> {
+    return guard(async () => {
+      await this.prepareVectorField();
+      return this.casUpdate(job, (d) => {
+        if (d.url !== job.url || d.state !== 'processed') return undefined;
+        return toDoc(job.datasetId, fromDoc(d), d.error ?? null, embedding);
+      });
+    });
+  }
+
+  markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
+    return guard(() =>
+      this.casUpdate(job, (d) => {
+        if (d.url !== job.url || d.state !== 'pending') return undefined;
+        return toDoc(
+          job.datasetId,
+          { ...fromDoc(d), state: 'failed' },
+          { ...failure, url: job.url, occurred_at: new Date(now).toISOString() },
+        );
+      }),
+    );
+  }
+
+  markPostponed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
+    return guard(() =>
+      this.casUpdate(job, (d) => {
+        if (d.url !== job.url || d.state !== 'pending') return undefined;
+        return toDoc(job.datasetId, fromDoc(d), {
+          ...failure,
+          url: job.url,
+          occurred_at: new Date(now).toISOString(),
+        });
+      }),
+    );
+  }
+
+  /**
+   * Read, check, write with if_seq_no; a conflict (another writer in between) reads again after
+   * a jittered pause. An item whose index no longer exists reads as absent: no change.
+   */
+  private async casUpdate(
+    job: ProcessingJob,
+    change: (doc: ItemDoc) => ItemDoc | undefined,
+  ): Promise<boolean> {
+    let fieldAdded = false;
+    for (let attempt = 0; attempt < CAS_RETRIES; attempt++) {
+      if (attempt) await backoff(attempt);
+      const [hit] = (await this.mget(job.datasetId, [job.itemId])).hits;
+      const next = hit?._source && change(hit._source);
+      if (!next) return false;
+      try {
+        await this.client.index({
+          index: this.index(job.datasetId),
+          id: job.itemId,
+          document: next,
+          if_seq_no: hit._seq_no,
+          if_primary_term: hit._primary_term,
+          // No wait_for: it capped a worker at one result per refresh (30 images/s in
+          // bench/results). Counts, search, details and errors all read the refreshed view,
+          // so a client never sees an item counted as processed but missing from search.
+        });
+        return true;
+      } catch (e) {
+        if (isConflict(e)) continue;
+        const dims = docVector(next)?.length;
+        if (fieldAdded || !dims || !isUnmappedField(e)) throw e;
+        // An index created by a host with another embedder size: give it this size's field.
+        await this.putVectorField(this.index(job.datasetId), dims);
+        fieldAdded = true;
+      }
+    }
+    throw unavailable(`item '${job.itemId}' changed concurrently too often`, 1);
+  }
+
+  private prepareVectorField(): Promise<void> {
+    // Once per process, before the first vector write; retried after a failure.
+    this.vectorFieldReady ??= this.putVectorField(this.indices.allItems, this.vectorDims).catch(
+      (e: unknown) => {
+        this.vectorFieldReady = undefined;
+        throw e;
+      },
+    );
+    return this.vectorFieldReady;
+  }
+
+  private async putVectorField(index: string, dims: number): Promise<void> {
+    try {
+      await this.client.indices.putMapping({
+        index,
+        // none yet, or deleted meanwhile by another host: nothing to add the field to
+        allow_no_indices: true,
+        ignore_unavailable: true,
+        properties: vectorMapping(dims) as never,
+      });
+    } catch (e) {
+      if (e instanceof errors.ResponseError && e.statusCode === 400)
+        throw new Error(
+          `Elasticsearch: cannot add the ${dims}-dimension vector field to the indices ${index}: ${e.message}`,
+          { cause: e },
+        );
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,210 @@
+import type { DatasetCounts } from '../../domain/dataset';
+import type {
+  ListEntry,
+  ProcessingErrorRecord,
+  ProcessingJob,
+  StoredItem,
+} from '../../domain/item';
+import type { StoredEmbedding } from '../../ports/content-store';
+import { docVector, fromDoc, type ItemDoc } from './document';
+import { staleQuery } from './dsl';
+import { guard } from './guard';
+import { ItemIndex, orEmpty, type Hit } from './item-index';
+
+/** GET content pages past this window walk the index with search_after. */
+const WINDOW = 10_000;
+
+type JobPage = { jobs: ProcessingJob[]; next?: string };
+
+/**
+ * Reads of items: details, listing, counts, errors, embeddings, and the job pages the worker
+ * sweeps walk. A dataset whose index does not exist reads as empty.
+ */
+export class ItemReads extends ItemIndex {
+  existingIds(datasetId: string, ids: string[]): Promise<Set<string>> {
+    return guard(async () => {
+      const { hits } = await this.mget(datasetId, ids, { source: false });
+      return new Set(hits.map((h) => h._id));
+    });
+  }
+
+  getItems(datasetId: string, ids: string[]): Promise<StoredItem[]> {
+    return guard(async () =>
+      (await this.mget(datasetId, ids, { realtime: false })).hits.map((h) => fromDoc(h._source!)),
+    );
+  }
+
+  getEmbedding(datasetId: string, id: string): Promise<StoredEmbedding | undefined> {
+    return guard(async () => {
+      const [hit] = (await this.mget(datasetId, [id], { realtime: false })).hits;
+      const d = hit?._source;
+      if (!d || d.state !== 'processed') return undefined;
+      const vector = docVector(d);
+      return { ...(d.embedder ? { embedder: d.embedder } : {}), ...(vector ? { vector } : {}) };
+    });
+  }
+
+  list(datasetId: string, offset: number, limit: number): Promise<ListEntry[]> {
+    return guard(() =>
+      orEmpty(async () => {
+        const hits = await this.listPage(datasetId, offset, limit);
+        return hits.map((h) => ({
+          id: h._source!.id,
+          url: h._source!.url,
+          processed: h._source!.state === 'processed',
+        }));
+      }, []),
+    );
+  }
+
+  private async listPage(datasetId: string, offset: number, limit: number): Promise<Hit[]> {
+    const index = this.index(datasetId);
+    const page = async (from: number | undefined, size: number, after?: unknown[]) =>
+      (
+        await this.client.search<ItemDoc>({
+          index,
+          size,
+          ...(from !== undefined ? { from } : {}),
+          ...(after ? { search_after: after as never } : {}),
+          sort: [{ id: 'asc' }],
+          _source: ['id', 'url', 'state'],
+          track_total_hits: false,
+        })
+      ).hits.hits as Hit[];
+    if (offset + limit <= WINDOW) return page(offset, limit);
+    // Walk to the offset with search_after (no from/size beyond the result window).
+    let after: unknown[] | undefined;
+    let skipped = 0;
+    while (skipped < offset) {
+      const n = Math.min(WINDOW, offset - skipped);
+      const r = (
+        await this.client.search({
+          index,
+          size: n,
+          sort: [{ id: 'asc' }],
+          _source: false,
+          ...(after ? { search_after: after as never } : {}),
+        })
+      ).hits.hits;
+      if (!r.length) return [];
+      skipped += r.length;
+      after = r[r.length - 1].sort as unknown[];
+    }
+    return page(undefined, limit, after);
+  }
+
+  counts(datasetId: string): Promise<DatasetCounts> {
+    return guard(() =>
+      orEmpty(
+        async () => {
+          const r = await this.client.search({
+            index: this.index(datasetId),
+            size: 0,
+            track_total_hits: true,
+            aggs: {
+              states: { terms: { field: 'state' } },
+              errors: { filter: { term: { has_error: true } } },
+            },
+          });
+          const aggs = r.aggregations as {
+            states: { buckets: { key: string; doc_count: number }[] };
+            errors: { doc_count: number };
+          };
+          const by = Object.fromEntries(aggs.states.buckets.map((b) => [b.key, b.doc_count]));
+          return {
+            items: (r.hits.total as { value: number }).value,
+            processed: by.processed ?? 0,
+            pending: by.pending ?? 0,
+            errors: aggs.errors.doc_count,
+          };
+        },
+        { items: 0, processed: 0, pending: 0, errors: 0 },
+      ),
+    );
+  }
+
+  listErrors(
+    datasetId: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ errors: ProcessingErrorRecord[]; total: number }> {
+    return guard(() =>
+      orEmpty(
+        async () => {
+          const r = await this.client.search<ItemDoc>({
+            index: this.index(datasetId),
+            query: { term: { has_error: true } },
+            sort: [{ id: 'asc' }],
+            from: offset,
+            size: limit,
+            track_total_hits: true,
+            _source: ['id', 'error'],
+          });
+          return {
+            errors: r.hits.hits.map((h) => {
+              const e = h._source!.error!;
+              return {
+                id: h._source!.id,
+                url: e.url,
+                code: e.code,
+                message: e.message,
+                attempts: e.attempts,
+                occurred_at: e.occurred_at,
+              };
+            }),
+            total: (r.hits.total as { value: number }).value,
+          };
+        },
+        { errors: [], total: 0 },
+      ),
+    );
+  }
+
+  staleEmbeddingCount(datasetId: string, embedder: string): Promise<number> {
+    return guard(() =>
+      orEmpty(
+        async () =>
+          (await this.client.count({ index: this.index(datasetId), query: staleQuery(embedder) }))
+            .count,
+        0,
+      ),
+    );
+  }
+
+  pendingJobs(cursor: string | undefined, limit: number): Promise<JobPage> {
+    return guard(() => this.jobsMatching({ term: { state: 'pending' } }, cursor, limit));
+  }
+
+  staleEmbeddings(embedder: string, cursor: string | undefined, limit: number): Promise<JobPage> {
+    return guard(() => this.jobsMatching(staleQuery(embedder), cursor, limit));
+  }
+
+  /** Items of every dataset matching `query`, as jobs, paged with search_after. */
+  private async jobsMatching(
+    query: unknown,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<JobPage> {
+    const r = await this.client.search<ItemDoc>(
+      {
+        index: this.indices.allItems,
+        query: query as never,
+        sort: [{ dataset: 'asc' }, { id: 'asc' }],
+        size: limit,
+        _source: ['dataset', 'id', 'url'],
+        ...(cursor ? { search_after: JSON.parse(cursor) as never[] } : {}),
+      },
+      { ignore: [404] },
+    );
+    const hits = r.hits?.hits ?? [];
+    return {
+      jobs: hits.map((h) => ({
+        datasetId: h._source!.dataset,
+        itemId: h._source!.id,
+        url: h._source!.url,
+        attempt: 1,
+      })),
+      ...(hits.length === limit ? { next: JSON.stringify(hits[hits.length - 1].sort) } : {}),
+    };
+  }
+}

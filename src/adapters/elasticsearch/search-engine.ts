@@ -1,0 +1,92 @@
+import type { StoredItem } from '../../domain/item';
+import type {
+  Facets,
+  ScoredItem,
+  SearchEngine,
+  SearchRequest,
+  SimilarRequest,
+} from '../../ports/search-engine';
+import type { Condition } from '../../query/ast';
+import { docVector, fromDoc, type ItemDoc } from './document';
+import { facetsBody, knnBody, sampleBody, searchBody, type Dsl } from './dsl';
+import { guard } from './guard';
+import { ItemIndex, orEmpty } from './item-index';
+
+type Bucket = { key: string | number; doc_count: number };
+type FacetAggs = Record<string, { sel: { s: { buckets: Bucket[] }; n: { buckets: Bucket[] } } }>;
+
+/**
+ * SearchEngine on Elasticsearch 8: the bodies come from dsl.ts (pure, pinned by golden files);
+ * this sends them to the dataset's index and reads the answers. A dataset without an index
+ * answers as empty.
+ */
+export class EsSearchEngine extends ItemIndex implements SearchEngine {
+  search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
+    return guard(() =>
+      orEmpty(
+        async () => {
+          const r = await this.query(datasetId, searchBody(req));
+          return {
+            items: r.hits.hits.map((h) => fromDoc(h._source!)),
+            total: (r.hits.total as { value: number }).value,
+          };
+        },
+        { items: [], total: 0 },
+      ),
+    );
+  }
+
+  similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
+    return guard(() =>
+      orEmpty(async () => {
+        const r = await this.query(datasetId, knnBody(req));
+        return r.hits.hits.map((h) => {
+          const vector = req.includeVectors ? docVector(h._source!) : undefined;
+          return {
+            item: fromDoc(h._source!),
+            score: h._score ?? 0,
+            ...(vector ? { vector } : {}),
+          };
+        });
+      }, []),
+    );
+  }
+
+  sample(
+    datasetId: string,
+    conditions: Condition[],
+    limit: number,
+    seed: number,
+  ): Promise<StoredItem[]> {
+    return guard(() =>
+      orEmpty(async () => {
+        const r = await this.query(datasetId, sampleBody(conditions, limit, seed));
+        return r.hits.hits.map((h) => fromDoc(h._source!));
+      }, []),
+    );
+  }
+
+  facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
+    return guard(async () => {
+      const out: Facets = Object.fromEntries(fields.map((f) => [f, {}]));
+      if (!fields.length) return out;
+      const aggs = await orEmpty(
+        async () =>
+          (await this.query(datasetId, facetsBody(conditions, fields))).aggregations as FacetAggs,
+        undefined,
+      );
+      if (!aggs) return out;
+      fields.forEach((f, i) => {
+        const counts: Record<string, number> = {};
+        for (const b of [...aggs[`f${i}`].sel.s.buckets, ...aggs[`f${i}`].sel.n.buckets])
+          counts[String(b.key)] = (counts[String(b.key)] ?? 0) + b.doc_count;
+        out[f] = counts;
+      });
+      return out;
+    });
+  }
+
+  private query(datasetId: string, body: Dsl) {
+    return this.client.search<ItemDoc>({ index: this.index(datasetId), ...body } as never);
+  }
+}

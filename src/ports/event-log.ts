@@ -1,0 +1,30 @@
+/**
+ * A user-visible happening in a dataset: a billable Vision API request (with its `v` action
+ * variables) or a tracked behaviour event. The analytics report is computed from these.
+ */
+export interface LoggedEvent {
+  org: string;
+  datasetId: string;
+  kind: 'request' | 'track';
+  /** The request type (search, similar, …) or the tracked action. */
+  type: string;
+  /** Epoch ms. */
+  at: number;
+  vars?: Record<string, string>;
+}
+
+/** The dataset's event log: append-only, shared by every process of the installation. */
+export interface EventLog {
+  /** Durable once resolved. */
+  append(events: LoggedEvent[]): Promise<void>;
+  /**
+   * Events of a dataset with `from <= at < to`, oldest first (ties in append order), at most
+   * `limit`. Appends become visible within about a second.
+   */
+  list(
+    datasetId: string,
+    range: { from: number; to: number },
+    limit: number,
+  ): Promise<LoggedEvent[]>;
+  ping(): Promise<void>;
+}

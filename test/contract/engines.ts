@@ -1,0 +1,96 @@
+/**
+ * The shared-state adapters of each engine, for the contract suites: `host()` opens them as
+ * another process would (its own SQLite connection to the same file, or its own Elasticsearch
+ * client on the same indices), so a case can play two hosts against one installation.
+ */
+import { Client } from '@elastic/elasticsearch';
+import path from 'node:path';
+import { EmbeddedAccountStore } from '../../src/adapters/embedded/account-store';
+import { openDb, type Db } from '../../src/adapters/embedded/db';
+import { SqliteEventLog } from '../../src/adapters/embedded/event-log';
+import { FileKeyStore } from '../../src/adapters/embedded/file-key-store';
+import { SqliteUsageLedger } from '../../src/adapters/embedded/usage-ledger';
+import { EsAccountStore } from '../../src/adapters/elasticsearch/es-account-store';
+import { EsEventLog } from '../../src/adapters/elasticsearch/es-event-log';
+import { EsKeyStore } from '../../src/adapters/elasticsearch/es-key-store';
+import { EsUsageLedger } from '../../src/adapters/elasticsearch/es-usage-ledger';
+import { EsIndices } from '../../src/adapters/elasticsearch/indices';
+import type { AccountStore } from '../../src/ports/account-store';
+import type { EventLog } from '../../src/ports/event-log';
+import type { KeyStore } from '../../src/ports/key-store';
+import type { UsageLedger } from '../../src/ports/usage-ledger';
+import { tempDir } from '../helpers/app';
+
+const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
+
+export interface Host {
+  accounts: AccountStore;
+  ledger: UsageLedger;
+  events: EventLog;
+  keys: KeyStore;
+}
+
+export interface Installation {
+  host(): Promise<Host>;
+  close(): Promise<void>;
+}
+
+export const ENGINES: Array<[string, () => Installation]> = [
+  [
+    'embedded (SQLite)',
+    () => {
+      const dir = tempDir('vss-contract-');
+      const dbs: Db[] = [];
+      return {
+        async host() {
+          const db = openDb(path.join(dir, 'store.db'));
+          dbs.push(db);
+          return {
+            accounts: new EmbeddedAccountStore(db),
+            ledger: new SqliteUsageLedger(db),
+            events: new SqliteEventLog(db),
+            keys: new FileKeyStore(dir),
+          };
+        },
+        async close() {
+          dbs.forEach((db) => db.close());
+        },
+      };
+    },
+  ],
+  [
+    'Elasticsearch',
+    () => {
+      const prefix = `k${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
+      const clients: Client[] = [];
+      return {
+        async host() {
+          const client = new Client({ node: ES_URL });
+          clients.push(client);
+          const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
+          await indices.ensureShared();
+          return {
+            accounts: new EsAccountStore(indices),
+            ledger: new EsUsageLedger(indices),
+            events: new EsEventLog(indices),
+            keys: new EsKeyStore(indices),
+          };
+        },
+        async close() {
+          await clients[0]?.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
+          await Promise.all(clients.map((c) => c.close()));
+        },
+      };
+    },
+  ],
+];
+
+/** Polls until `fn` is truthy (Elasticsearch searches see writes after a refresh). */
+export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  const end = Date.now() + 10_000;
+  for (;;) {
+    const v = await fn();
+    if (ok(v) || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
