@@ -71,13 +71,9 @@ export class MeteringService {
       result = await this.refundOnFailure(receipt, run());
     } else {
       const work = run();
-      let receipt: ChargeReceipt;
-      try {
-        receipt = await this.charge(ds, type);
-      } catch (e) {
-        void work.catch(() => undefined);
-        throw e;
-      }
+      // Observed at once: a failure while the charge is in flight must not count as unhandled.
+      work.catch(() => undefined);
+      const receipt = await this.charge(ds, type);
       result = await this.refundOnFailure(receipt, work);
     }
     this.record(ds, type, vars);

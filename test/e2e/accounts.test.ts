@@ -298,7 +298,8 @@ describe('HTTP conventions', () => {
 
 describe('rate limit', () => {
   it('429 with Retry-After and the error body past the per-token limit', async () => {
-    const limited = await startTestApp({ RATE_LIMIT_PER_MINUTE: '3' });
+    // rate limits are kept per API process (one host here; see docs/configuration.md)
+    const limited = await startTestApp({ RATE_LIMIT_PER_MINUTE: '3', APP_ROLES: 'api,worker' });
     try {
       const codes = [];
       for (let i = 0; i < 4; i++)

@@ -87,10 +87,15 @@ test('successful searches count on both transports, each GraphQL alias once; fai
     (await t.call('GET', `${o.base}/content/fields?fields=color`, { token: o.dsToken })).status,
   ).toBe(200);
   // an engine failure after the charge is refunded (only 2xx responses count)
-  jest
-    .spyOn(t.app.container.engine, 'search')
-    .mockRejectedValueOnce(new AppError('unavailable', 'engine down', undefined, 5));
+  const down = t.hosts
+    .filter((h) => h.url)
+    .map((h) =>
+      jest
+        .spyOn(h.container.engine, 'search')
+        .mockRejectedValue(new AppError('unavailable', 'engine down', undefined, 5)),
+    );
   expect((await t.call('GET', `${o.base}/search`, { token: o.dsToken })).status).toBe(503);
+  down.forEach((s) => s.mockRestore());
 
   const u = await usage(o);
   expect(u.datasets.cat.usage).toEqual([{ type: 'search', requests: 5, credits: 2.5 }]);
