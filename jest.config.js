@@ -47,6 +47,7 @@ module.exports = {
         '**/e2e/usage.test.ts',
         '**/e2e/similarity.test.ts',
         '**/e2e/embedder-change.test.ts',
+        '**/e2e/ports.test.ts',
         '**/contract/*.test.ts',
         '**/production/*.test.ts',
         '**/faults/*.test.ts',

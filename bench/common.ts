@@ -16,7 +16,19 @@ export type Engine = 'embedded' | 'elasticsearch';
 /** The service in this process, as `npm start` would run it, on a fresh data directory. */
 export async function startService(env: Record<string, string>): Promise<RunningApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vss-bench-'));
+  // The Elasticsearch engine takes its jobs from RabbitMQ (contract §12); one local node holds
+  // no replicas.
+  const shared =
+    env.SEARCH_BACKEND === 'elasticsearch'
+      ? {
+          QUEUE: 'rabbitmq',
+          AMQP_URL,
+          AMQP_QUEUE_PREFIX: `bench.${Date.now().toString(36)}.`,
+          ELASTICSEARCH_REPLICAS: '0',
+        }
+      : {};
   const config = loadConfig({
+    ...shared,
     PORT: '0',
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,

@@ -23,7 +23,18 @@ async function main(): Promise<void> {
     lines.push(`  GraphQL: ${app.url}/graphql (open it in a browser for GraphiQL)`);
   } else
     lines.push(`visual-search-service worker running (roles: ${[...config.APP_ROLES].join(', ')})`);
-  lines.push(`  data:    ${config.dataDir}`);
+  const redacted = (u: string): string => u.replace(/\/\/[^@/]*@/, '//***@');
+  lines.push(
+    config.SEARCH_BACKEND === 'elasticsearch'
+      ? `  engine:  elasticsearch (${config.ELASTICSEARCH_URL.map(redacted).join(', ')}, indices ${config.ES_INDEX_PREFIX}*; every piece of state is shared, DATA_DIR is not used)`
+      : `  engine:  embedded (data in ${config.dataDir})`,
+  );
+  lines.push(
+    `  queue:   ${config.QUEUE === 'rabbitmq' ? `rabbitmq (${redacted(config.AMQP_URL)}, queues ${config.AMQP_QUEUE_PREFIX}*)` : 'in-process'}`,
+  );
+  lines.push(
+    `  embedder: ${app.container.embedder.id} (${app.container.embedder.dimensions} dimensions)`,
+  );
   if (app.container.bootstrapOperatorToken) {
     lines.push('');
     lines.push(

@@ -1,0 +1,41 @@
+import { ConfigError, loadConfig } from '../../src/config/env';
+
+const problems = (env: Record<string, string>): string[] => {
+  try {
+    loadConfig(env);
+    return [];
+  } catch (e) {
+    if (e instanceof ConfigError) return e.problems;
+    throw e;
+  }
+};
+
+test('Elasticsearch index layout defaults to one shard and one replica, and is validated', () => {
+  const c = loadConfig({});
+  expect([c.ELASTICSEARCH_SHARDS, c.ELASTICSEARCH_REPLICAS]).toEqual([1, 1]);
+  const set = loadConfig({ ELASTICSEARCH_SHARDS: '3', ELASTICSEARCH_REPLICAS: '0' });
+  expect([set.ELASTICSEARCH_SHARDS, set.ELASTICSEARCH_REPLICAS]).toEqual([3, 0]);
+  const bad = problems({ ELASTICSEARCH_SHARDS: '0', ELASTICSEARCH_REPLICAS: 'two' });
+  expect(bad).toEqual([
+    expect.stringMatching(/^ELASTICSEARCH_SHARDS="0": /),
+    expect.stringMatching(/^ELASTICSEARCH_REPLICAS="two": expected a number/),
+  ]);
+});
+
+test('ELASTICSEARCH_URL takes one node or a comma list of the nodes of one cluster', () => {
+  expect(loadConfig({}).ELASTICSEARCH_URL).toEqual(['http://127.0.0.1:9200']);
+  expect(
+    loadConfig({ ELASTICSEARCH_URL: 'http://es1:9200, http://es2:9200' }).ELASTICSEARCH_URL,
+  ).toEqual(['http://es1:9200', 'http://es2:9200']);
+  expect(problems({ ELASTICSEARCH_URL: 'http://es1:9200,es2' })).toEqual([
+    expect.stringMatching(/^ELASTICSEARCH_URL=.*comma-separated list/),
+  ]);
+});
+
+test('the Elasticsearch engine needs a shared queue: jobs in a DATA_DIR file would be one host’s', () => {
+  expect(problems({ SEARCH_BACKEND: 'elasticsearch' })).toEqual([
+    expect.stringMatching(/^QUEUE=inprocess: .*set QUEUE=rabbitmq/),
+  ]);
+  expect(problems({ SEARCH_BACKEND: 'elasticsearch', QUEUE: 'rabbitmq' })).toEqual([]);
+  expect(problems({ QUEUE: 'rabbitmq' })).toEqual([]);
+});
