@@ -72,3 +72,9 @@ export interface ImageCount extends ImageKey {
 }
 
 export const RESERVATION_TTL_MS = 15 * 60_000;
+
+/** The UTC month of an instant as yyyymm: credits are counted per calendar month (contract §8). */
+export const utcYearMonth = (at: number): number => {
+  const d = new Date(at);
+  return d.getUTCFullYear() * 100 + d.getUTCMonth() + 1;
+};

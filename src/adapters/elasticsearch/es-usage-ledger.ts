@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { RequestType } from '../../domain/plan';
 import {
   RESERVATION_TTL_MS,
+  utcYearMonth as ym,
   type ChargeReceipt,
   type ImageCount,
   type ImageKey,
@@ -13,10 +14,6 @@ import { casUpdate, createOnly, getVersioned } from './cas';
 import { guard } from './guard';
 import type { EsIndices } from './indices';
 
-const ym = (at: number): number => {
-  const d = new Date(at);
-  return d.getUTCFullYear() * 100 + d.getUTCMonth() + 1;
-};
 
 interface Line {
   requests: number;

@@ -1,6 +1,7 @@
 import type { RequestType } from '../../domain/plan';
 import {
   RESERVATION_TTL_MS,
+  utcYearMonth as ym,
   type ChargeReceipt,
   type ImageCount,
   type ImageKey,
@@ -10,10 +11,6 @@ import {
 } from '../../ports/usage-ledger';
 import { guarded, type Db, stmt } from './db';
 
-const ym = (at: number): number => {
-  const d = new Date(at);
-  return d.getUTCFullYear() * 100 + d.getUTCMonth() + 1;
-};
 
 /** The ledger in the embedded SQLite file (shared by every process of an installation). */
 export class SqliteUsageLedger implements UsageLedger {
