@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { RequestType } from '../domain/plan';
-import type { AccountStore } from '../ports/account-store';
+import type { AccountStore, Organisation } from '../ports/account-store';
 import type { EventLog } from '../ports/event-log';
 import type { ChargeReceipt, UsageLedger } from '../ports/usage-ledger';
 
@@ -11,6 +11,11 @@ export const toMicro = (credits: number): number => Math.round(credits * MICRO);
 
 /** After a 402, an organisation's requests are charged before any work for this long. */
 const REFUSED_MEMORY_MS = 2000;
+/**
+ * How long a process prices requests with a plan it read: a plan change reaches every host
+ * within this (the counts themselves are never cached).
+ */
+const PLAN_TTL_MS = 1000;
 
 /**
  * Charges Vision API requests against the organisation's plan (contract §8). Every transport
@@ -21,6 +26,7 @@ export class MeteringService {
   /** Organisations refused recently, and until when to charge them before working. */
   private readonly refused = new Map<string, number>();
   private readonly logging = new Set<Promise<void>>();
+  private readonly plans = new Map<string, { org: Organisation; until: number }>();
 
   constructor(
     private readonly accounts: AccountStore,
@@ -30,9 +36,18 @@ export class MeteringService {
     private readonly now: () => number,
   ) {}
 
+  private async organisation(name: string): Promise<Organisation> {
+    const cached = this.plans.get(name);
+    if (cached && cached.until > this.now()) return cached.org;
+    const org = await this.accounts.getOrg(name);
+    if (!org) throw new AppError('not_found', `organisation '${name}' not found`);
+    if (this.plans.size > 10_000) this.plans.clear();
+    this.plans.set(name, { org, until: this.now() + PLAN_TTL_MS });
+    return org;
+  }
+
   private async charge(ds: Dataset, type: RequestType): Promise<ChargeReceipt> {
-    const org = await this.accounts.getOrg(ds.org);
-    if (!org) throw new AppError('not_found', `organisation '${ds.org}' not found`);
+    const org = await this.organisation(ds.org);
     const at = this.now();
     const credits = org.plan.requestCredits[type];
     const limit = org.plan.credits.limitType === 'fixed' ? org.plan.credits.limit : undefined;

@@ -35,14 +35,25 @@ export async function casUpdate<T>(
   index: string,
   id: string,
   change: (current: T | undefined) => T | undefined | Promise<T | undefined>,
-  opts: { refresh?: 'wait_for' | false; what?: string } = {},
-): Promise<{ doc: T | undefined; written: boolean }> {
+  opts: { refresh?: 'wait_for' | false; what?: string; known?: Versioned<T> } = {},
+): Promise<{ doc: T | undefined; written: boolean; version?: Versioned<T> }> {
+  let known = opts.known;
   for (let attempt = 0; attempt < CAS_RETRIES; attempt++) {
-    const cur = await getVersioned<T>(client, index, id);
+    // A version the caller remembers from its own last write saves the read. It is only ever
+    // trusted for a write (a conflict says another process wrote since, and the next attempt
+    // reads): a decision not to write is taken on a fresh read.
+    const cur = known ?? (await getVersioned<T>(client, index, id));
     const next = await change(cur?.doc);
-    if (next === undefined) return { doc: cur?.doc, written: false };
+    if (next === undefined) {
+      if (known) {
+        known = undefined;
+        attempt--;
+        continue;
+      }
+      return { doc: cur?.doc, written: false, ...(cur ? { version: cur } : {}) };
+    }
     try {
-      await client.index({
+      const r = await client.index({
         index,
         id,
         document: next,
@@ -51,10 +62,15 @@ export async function casUpdate<T>(
           : { op_type: 'create' as const }),
         ...(opts.refresh ? { refresh: opts.refresh } : {}),
       });
-      return { doc: next, written: true };
+      return {
+        doc: next,
+        written: true,
+        version: { doc: next, seqNo: r._seq_no!, primaryTerm: r._primary_term! },
+      };
     } catch (e) {
       if (!isConflict(e)) throw e;
-      await backoff(attempt);
+      if (known) known = undefined;
+      else await backoff(attempt);
     }
   }
   throw unavailable(`${opts.what ?? id} changed concurrently too often; try again`, 1);

@@ -13,11 +13,14 @@ interface EventDoc {
 
 /** At most this many events go in one bulk request. */
 const MAX_BATCH = 1000;
+/** How long an append waits for others to share its bulk request. */
+const LINGER_MS = 100;
 
 /**
- * The event log in one Elasticsearch index for the installation. Appends from concurrent
- * requests share one bulk request (one in flight at a time; what arrives meanwhile goes in the
- * next), so logging costs a fraction of a round trip per request.
+ * The event log in one Elasticsearch index for the installation. Appends within LINGER_MS of
+ * each other share one bulk request (one in flight at a time; what arrives meanwhile goes in
+ * the next), so logging costs a small fraction of a round trip per request. Callers that must
+ * not wait (request logging) do not await the append; shutdown waits for what is pending.
  */
 export class EsEventLog implements EventLog {
   private queue: Array<{ events: LoggedEvent[]; done: (e?: unknown) => void }> = [];
@@ -29,12 +32,13 @@ export class EsEventLog implements EventLog {
     if (!events.length) return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.queue.push({ events, done: (e) => (e === undefined ? resolve() : reject(e)) });
-      if (!this.flushing) void this.flush();
+      if (this.flushing) return;
+      this.flushing = true;
+      setTimeout(() => void this.flush(), LINGER_MS);
     });
   }
 
   private async flush(): Promise<void> {
-    this.flushing = true;
     try {
       while (this.queue.length) {
         const batch: typeof this.queue = [];

@@ -10,10 +10,9 @@ import {
   type RequestCharge,
   type UsageLedger,
 } from '../../ports/usage-ledger';
-import { casUpdate, createOnly, getVersioned } from './cas';
+import { casUpdate, createOnly, getVersioned, type Versioned } from './cas';
 import { guard } from './guard';
 import type { EsIndices } from './indices';
-
 
 interface Line {
   requests: number;
@@ -45,6 +44,8 @@ interface ImageDoc {
   item_id: string;
   url: string;
   at: number;
+  /** The reservation (see holdId) this count fulfilled. */
+  hold: string;
 }
 
 /** One change to a month's credits; a refund is a negative one and is never refused. */
@@ -67,7 +68,8 @@ const hash = (...parts: Array<string | number>): string =>
  * one step on every host. That document serialises an organisation's requests, so a process
  * never has more than one write to it in flight: requests arriving meanwhile queue and go
  * together in the next write (group commit), admitted in arrival order while credits remain.
- * The cost is one read and one write per batch, not per request.
+ * The cost is one write per batch, not per request: the process remembers the version it last
+ * wrote, and reads the counter again only when another process wrote it since (a conflict).
  *
  * Images: one create-only document per counted processing (so redelivery never counts twice);
  * places in a fixed allowance are held in a per-organisation, per-year document that is
@@ -76,6 +78,8 @@ const hash = (...parts: Array<string | number>): string =>
 export class EsUsageLedger implements UsageLedger {
   private readonly waiting = new Map<string, CreditOp[]>();
   private readonly busy = new Set<string>();
+  /** Each counter as this process last wrote it: the next write usually needs no read. */
+  private readonly lastWritten = new Map<string, Versioned<CreditsDoc>>();
 
   constructor(private readonly indices: EsIndices) {}
 
@@ -130,7 +134,8 @@ export class EsUsageLedger implements UsageLedger {
   private apply(key: string, ops: CreditOp[]): Promise<boolean[]> {
     return guard(async () => {
       let admitted: boolean[] = [];
-      await casUpdate<CreditsDoc>(
+      const known = this.lastWritten.get(key);
+      const { version } = await casUpdate<CreditsDoc>(
         this.client,
         this.indices.shared('credits'),
         key,
@@ -155,8 +160,11 @@ export class EsUsageLedger implements UsageLedger {
           });
           return admitted.some(Boolean) ? doc : undefined;
         },
-        { what: 'the credit counter' },
+        { what: 'the credit counter', ...(known ? { known } : {}) },
       );
+      if (this.lastWritten.size > 10_000) this.lastWritten.clear();
+      if (version) this.lastWritten.set(key, version);
+      else this.lastWritten.delete(key);
       return admitted;
     });
   }
@@ -206,21 +214,52 @@ export class EsUsageLedger implements UsageLedger {
     return hash(e.datasetId, e.itemId, e.url);
   }
 
-  /** Images counted for an organisation in a year, exactly: every counted one is visible. */
-  private async counted(org: string, year: number): Promise<{ n: number; lastAt?: number }> {
+  /**
+   * Images counted for an organisation in a year, exactly (every counted one is made visible
+   * first), and how many of `holds` are among them: a worker counts its image before it frees
+   * its place, so for a moment a place and its count both exist, and must be counted once.
+   */
+  private async counted(
+    org: string,
+    year: number,
+    holds: Record<string, number> = {},
+  ): Promise<{ n: number; lastAt?: number; fulfilled: number }> {
     const index = this.indices.shared('images');
     await this.client.indices.refresh({ index });
+    const held = Object.entries(holds);
     const r = await this.client.search({
       index,
       size: 0,
       track_total_hits: true,
       query: { bool: { filter: [{ term: { org } }, { term: { year } }] } },
-      aggs: { last: { max: { field: 'at' } } },
+      aggs: {
+        last: { max: { field: 'at' } },
+        ...(held.length
+          ? {
+              fulfilled: {
+                filter: {
+                  bool: {
+                    // a count of this reservation, not of an earlier processing of the same url
+                    should: held.map(([id, at]) => ({
+                      bool: { filter: [{ term: { hold: id } }, { range: { at: { gte: at } } }] },
+                    })),
+                    minimum_should_match: 1,
+                  },
+                },
+                aggs: { holds: { cardinality: { field: 'hold' } } },
+              },
+            }
+          : {}),
+      },
     });
-    const last = (r.aggregations as { last: { value: number | null } }).last.value;
+    const aggs = r.aggregations as {
+      last: { value: number | null };
+      fulfilled?: { holds: { value: number } };
+    };
     return {
       n: (r.hits.total as { value: number }).value,
-      ...(last !== null ? { lastAt: last } : {}),
+      ...(aggs.last.value !== null ? { lastAt: aggs.last.value } : {}),
+      fulfilled: aggs.fulfilled?.holds.value ?? 0,
     };
   }
 
@@ -235,8 +274,8 @@ export class EsUsageLedger implements UsageLedger {
       let granted = false;
       // The count is taken between the read and the versioned write of the holds: a worker that
       // counts an image in between also changes the holds (it frees its place), so this write
-      // conflicts and is redone. A counted image whose place is not yet freed counts twice for
-      // a moment, which can only postpone an item, never admit one too many.
+      // conflicts and is redone; one that counted but has not freed its place yet is counted
+      // once (`fulfilled`).
       await casUpdate<HoldsDoc>(
         this.client,
         this.indices.shared('image_holds'),
@@ -249,8 +288,8 @@ export class EsUsageLedger implements UsageLedger {
             granted = true;
             return undefined;
           }
-          const { n } = await this.counted(e.org, year);
-          granted = n + Object.keys(holds).length < limit;
+          const { n, fulfilled } = await this.counted(e.org, year, holds);
+          granted = n + Object.keys(holds).length - fulfilled < limit;
           return granted ? { org: e.org, year, holds: { ...holds, [id]: e.at } } : undefined;
         },
         { what: 'the image allowance' },
@@ -293,6 +332,7 @@ export class EsUsageLedger implements UsageLedger {
           item_id: e.itemId,
           url: e.url,
           at: e.at,
+          hold: this.holdId(e),
         } satisfies ImageDoc,
       );
       await this.release(e, e.org, year);

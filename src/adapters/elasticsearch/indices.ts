@@ -55,6 +55,8 @@ const SHARED = {
     item_id: keyword,
     url: { type: 'keyword', index: false },
     at: long,
+    /** The reservation this count fulfilled (see image_holds). */
+    hold: keyword,
   },
   /** Places held in a fixed image allowance before download; _id = org + NUL + year. */
   image_holds: { org: keyword, year: { type: 'integer' }, holds: opaque },

@@ -10,7 +10,15 @@ import {
   type JobQueue,
   type QueueStats,
 } from '../../../ports/job-queue';
-import { declareRetryQueue, declareTopology, queueNames, type QueueNames } from './topology';
+import {
+  QuorumRefused,
+  declareRetryQueue,
+  declareTopology,
+  queueNames,
+  queueSupport,
+  type QueueNames,
+  type QueueSupport,
+} from './topology';
 
 /** Unexpected handler errors (bugs, outages) are retried this often before a job is parked. */
 const MAX_UNEXPECTED_ATTEMPTS = 5;
@@ -41,6 +49,8 @@ const sleep = (ms: number): Promise<void> =>
  */
 export class AmqpJobQueue implements JobQueue {
   private readonly names: QueueNames;
+  /** Learnt from the first connection (broker version) and from refused declarations. */
+  private support?: QueueSupport;
   private session?: Session;
   private connecting?: Promise<Session>;
   private closing = false;
@@ -75,9 +85,10 @@ export class AmqpJobQueue implements JobQueue {
 
   private async open(): Promise<Session> {
     const conn = await connectWithin(withHeartbeat(this.url), CONNECT_WAIT_MS);
+    const support = (this.support ??= queueSupport(conn, this.log));
     try {
       const pub = await conn.createConfirmChannel();
-      await declareTopology(pub, this.names);
+      await declareTopology(conn, this.names, support, this.log);
       const session: Session = { conn, pub, retryQueues: new Set() };
       conn.on('error', (err: Error) => this.log.warn({ err }, 'broker connection error'));
       conn.on('close', () => this.lost(session));
@@ -92,6 +103,12 @@ export class AmqpJobQueue implements JobQueue {
       return session;
     } catch (e) {
       await conn.close().catch(() => undefined);
+      if (e instanceof QuorumRefused && support.quorum) {
+        this.log.warn({ err: e }, 'the broker refuses quorum queues; using classic durable queues');
+        support.quorum = false;
+        support.quorumTtl = false;
+        return this.open();
+      }
       throw e;
     }
   }
@@ -236,7 +253,14 @@ export class AmqpJobQueue implements JobQueue {
   private async retryQueue(session: Session, delayMs: number): Promise<string> {
     const name = this.names.retry(delayMs);
     if (!session.retryQueues.has(name)) {
-      await declareRetryQueue(session.pub, this.names, delayMs);
+      const support = this.support!;
+      try {
+        await declareRetryQueue(session.conn, this.names, delayMs, support, this.log);
+      } catch (e) {
+        // The connection is gone with it; the next session declares classic retry queues.
+        if (e instanceof QuorumRefused) support.quorumTtl = false;
+        throw e;
+      }
       session.retryQueues.add(name);
     }
     return name;
