@@ -52,6 +52,18 @@ module.exports = {
         '**/production/*.test.ts',
         '**/faults/*.test.ts',
       ],
+      testPathIgnorePatterns: ['/faults/es-cluster.test.ts'],
+      globalSetup: '<rootDir>/test/setup/services.js',
+      globalTeardown: '<rootDir>/test/setup/cleanup.js',
+      setupFiles: ['<rootDir>/test/setup/production-env.js'],
+    },
+    {
+      // A node of a three-node Elasticsearch cluster is SIGKILLed mid-ingest (the test starts
+      // and stops the cluster itself; RabbitMQ comes from the services set-up).
+      ...base,
+      displayName: 'es-cluster',
+      roots: ['<rootDir>/test'],
+      testMatch: ['**/faults/es-cluster.test.ts'],
       globalSetup: '<rootDir>/test/setup/services.js',
       globalTeardown: '<rootDir>/test/setup/cleanup.js',
       setupFiles: ['<rootDir>/test/setup/production-env.js'],

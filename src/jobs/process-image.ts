@@ -30,7 +30,7 @@ export class ProcessImageHandler {
   ) {}
 
   readonly handle = async (job: ProcessingJob): Promise<void> => {
-    const [item] = await this.store.getItems(job.datasetId, [job.itemId]);
+    const [item] = await this.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (!item || item.url !== job.url) return;
     if (item.state === 'processed') {
       // Redelivered after a crash between the result and the count: counting is idempotent
@@ -74,7 +74,7 @@ export class ProcessImageHandler {
       const at = this.now();
       if (await this.store.markProcessed(job, features, at))
         await this.ledger.recordImage({ ...key, at, processedAt: at });
-      else await release();
+      else await this.countIfDone(job, release);
     } catch (e) {
       await Promise.resolve(release()).catch(() => undefined);
       this.retryIfTransient(e, job);
@@ -85,6 +85,22 @@ export class ProcessImageHandler {
       );
     }
   };
+
+  /**
+   * The result was not recorded because the item is already processed from this url: by another
+   * delivery of this job, or by this very attempt whose write succeeded although its answer was
+   * lost (an Elasticsearch node died mid-request and the client sent it again, which then
+   * conflicted with itself). Either way that processing must be counted, and counting is
+   * idempotent per processing; otherwise the job is stale and its place is given back.
+   */
+  private async countIfDone(job: ProcessingJob, release: () => unknown): Promise<void> {
+    const [item] = await this.store.getItems(job.datasetId, [job.itemId], { latest: true });
+    if (item?.state === 'processed' && item.url === job.url) {
+      await this.countImage(job, item.image?.processedAt ?? 0, item.updatedAt);
+      return;
+    }
+    await release();
+  }
 
   /**
    * Rethrows what is not an image failure, and a transient one as a delayed retry (backoff ×4)

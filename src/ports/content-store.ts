@@ -28,7 +28,11 @@ export interface ContentStore {
 
   /** Items in id (code point) order. */
   list(datasetId: string, offset: number, limit: number): Promise<ListEntry[]>;
-  getItems(datasetId: string, ids: string[]): Promise<StoredItem[]>;
+  /**
+   * Items by id as queries see them; `latest` reads the newest write instead (a worker deciding
+   * what its own job did), which an engine with a refresh delay may answer differently.
+   */
+  getItems(datasetId: string, ids: string[], opts?: { latest?: boolean }): Promise<StoredItem[]>;
   counts(datasetId: string): Promise<DatasetCounts>;
   catalogue(datasetId: string): Promise<FieldCatalogue>;
   /** Public and generated field names, for content/fields `*`. */

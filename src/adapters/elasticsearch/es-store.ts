@@ -80,8 +80,8 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
   list(datasetId: string, offset: number, limit: number): Promise<ListEntry[]> {
     return this.reads.list(datasetId, offset, limit);
   }
-  getItems(datasetId: string, ids: string[]): Promise<StoredItem[]> {
-    return this.reads.getItems(datasetId, ids);
+  getItems(datasetId: string, ids: string[], opts?: { latest?: boolean }): Promise<StoredItem[]> {
+    return this.reads.getItems(datasetId, ids, opts);
   }
   counts(datasetId: string): Promise<DatasetCounts> {
     return this.reads.counts(datasetId);

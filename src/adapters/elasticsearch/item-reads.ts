@@ -28,9 +28,15 @@ export class ItemReads extends ItemIndex {
     });
   }
 
-  getItems(datasetId: string, ids: string[]): Promise<StoredItem[]> {
+  getItems(
+    datasetId: string,
+    ids: string[],
+    opts: { latest?: boolean } = {},
+  ): Promise<StoredItem[]> {
     return guard(async () =>
-      (await this.mget(datasetId, ids, { realtime: false })).hits.map((h) => fromDoc(h._source!)),
+      (await this.mget(datasetId, ids, { realtime: !!opts.latest })).hits.map((h) =>
+        fromDoc(h._source!),
+      ),
     );
   }
 

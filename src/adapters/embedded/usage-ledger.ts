@@ -11,7 +11,6 @@ import {
 } from '../../ports/usage-ledger';
 import { guarded, type Db, stmt } from './db';
 
-
 /** The ledger in the embedded SQLite file (shared by every process of an installation). */
 export class SqliteUsageLedger implements UsageLedger {
   constructor(private readonly db: Db) {}
