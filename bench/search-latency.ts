@@ -10,16 +10,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { EmbeddedContentStore } from '../src/adapters/embedded/content-store';
 import { openDb } from '../src/adapters/embedded/db';
-import { toDoc } from '../src/adapters/elasticsearch/document';
 import { searchBody } from '../src/adapters/elasticsearch/dsl';
-import { ElasticsearchStore } from '../src/adapters/elasticsearch/es-store';
 import { EsIndices } from '../src/adapters/elasticsearch/indices';
 import type { RunningApp } from '../src/app/start';
 import type { StoredItem } from '../src/domain/item';
 import { parseQ } from '../src/query/parse';
 import { resolveFilters } from '../src/query/resolve';
 import { catalogue } from './catalogue';
-import { DescriptorEmbedder } from '../src/adapters/embedders/descriptor';
+import { DIMS, seedElasticsearch, vectorOf } from './seed-items';
 import {
   ES_URL,
   V2,
@@ -33,12 +31,7 @@ import {
   type Engine,
 } from './common';
 
-const { dimensions: DIMS, id: EMBEDDER } = new DescriptorEmbedder();
 const seedOf = (id: string) => Number(id.replace(/\D/g, '')) + 1;
-const vectorOf = (id: string) => ({
-  vector: unitVector(DIMS, seedOf(id)),
-  embedder: EMBEDDER,
-});
 
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 400);
@@ -98,28 +91,6 @@ function seedEmbedded(app: RunningApp, datasetId: string): void {
   db.close();
 }
 
-async function seedElasticsearch(indices: EsIndices, datasetId: string): Promise<void> {
-  const es = indices.client;
-  const store = new ElasticsearchStore(indices, Date.now, DIMS);
-  const first = catalogue(1).next().value as StoredItem;
-  await store.applyWrites(datasetId, [{ id: first.id, url: first.url }], 'post', Date.now());
-  const index = indices.items(datasetId);
-  let ops: object[] = [];
-  const flush = async (): Promise<void> => {
-    const r = await es.bulk({ operations: ops, refresh: false });
-    if (r.errors)
-      throw new Error(`bulk load failed: ${JSON.stringify(r.items.find((x) => x.index?.error))}`);
-    ops = [];
-  };
-  for (const it of catalogue(ITEMS)) {
-    ops.push({ index: { _index: index, _id: it.id } }, toDoc(datasetId, it, null, vectorOf(it.id)));
-    if (ops.length >= 4000) await flush();
-  }
-  if (ops.length) await flush();
-  await es.indices.refresh({ index });
-  await es.indices.forcemerge({ index, max_num_segments: 1 }).catch(() => undefined);
-}
-
 async function timeRequests(run: (i: number) => Promise<void>): Promise<number[]> {
   for (let i = 0; i < WARMUP; i++) await run(i);
   const ms: number[] = [];
@@ -174,7 +145,11 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
     const { dsToken, datasetId } = await createDataset(app, 'shoes');
     const t0 = Date.now();
     if (es)
-      await seedElasticsearch(new EsIndices(es, prefix, { shards: 1, replicas: 0 }), datasetId);
+      await seedElasticsearch(
+        new EsIndices(es, prefix, { shards: 1, replicas: 0 }),
+        datasetId,
+        ITEMS,
+      );
     else seedEmbedded(app, datasetId);
     const loadS = (Date.now() - t0) / 1000;
     process.stderr.write(`[${engine}] loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`);

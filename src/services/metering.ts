@@ -26,7 +26,7 @@ export class MeteringService {
   /** Organisations refused recently, and until when to charge them before working. */
   private readonly refused = new Map<string, number>();
   private readonly logging = new Set<Promise<void>>();
-  private readonly plans = new Map<string, { org: Organisation; until: number }>();
+  private readonly plans = new Map<string, { org: Promise<Organisation>; until: number }>();
 
   constructor(
     private readonly accounts: AccountStore,
@@ -36,14 +36,21 @@ export class MeteringService {
     private readonly now: () => number,
   ) {}
 
-  private async organisation(name: string): Promise<Organisation> {
+  /** Concurrent misses share one read. */
+  private organisation(name: string): Promise<Organisation> {
     const cached = this.plans.get(name);
     if (cached && cached.until > this.now()) return cached.org;
-    const org = await this.accounts.getOrg(name);
-    if (!org) throw new AppError('not_found', `organisation '${name}' not found`);
+    const read = this.accounts.getOrg(name).then((org) => {
+      if (!org) {
+        this.plans.delete(name);
+        throw new AppError('not_found', `organisation '${name}' not found`);
+      }
+      return org;
+    });
     if (this.plans.size > 10_000) this.plans.clear();
-    this.plans.set(name, { org, until: this.now() + PLAN_TTL_MS });
-    return org;
+    this.plans.set(name, { org: read, until: this.now() + PLAN_TTL_MS });
+    read.catch(() => this.plans.delete(name));
+    return read;
   }
 
   private async charge(ds: Dataset, type: RequestType): Promise<ChargeReceipt> {

@@ -14,7 +14,7 @@ interface EventDoc {
 /** At most this many events go in one bulk request. */
 const MAX_BATCH = 1000;
 /** How long an append waits for others to share its bulk request. */
-const LINGER_MS = 100;
+const LINGER_MS = 500;
 
 /**
  * The event log in one Elasticsearch index for the installation. Appends within LINGER_MS of

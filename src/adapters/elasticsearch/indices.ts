@@ -74,6 +74,14 @@ const SHARED = {
 export type SharedIndex = keyof typeof SHARED;
 
 /**
+ * The event log is analytics, not billing: its writes are fsynced every second instead of one
+ * by one (bench/results/metering.json: the per-write fsync was most of what request logging
+ * cost). A crash of every copy of its shard loses at most that second of events. Credits,
+ * images, accounts and items keep the default, fsynced before a write is acknowledged.
+ */
+const EVENT_LOG_SETTINGS = { 'translog.durability': 'async', 'translog.sync_interval': '1s' };
+
+/**
  * Every index name of one installation, and their lifecycle. Every Elasticsearch adapter gets
  * its names from here, so the prefix (two installations on one cluster) and the layout are
  * applied in one place. Nothing here caches whether an index exists: another host may have
@@ -110,10 +118,11 @@ export class EsIndices {
   async ensureShared(): Promise<void> {
     await Promise.all(
       (Object.keys(SHARED) as SharedIndex[]).map((name) =>
-        this.create(this.shared(name), {
-          dynamic: 'strict',
-          properties: SHARED[name],
-        }),
+        this.create(
+          this.shared(name),
+          { dynamic: 'strict', properties: SHARED[name] },
+          name === 'events' ? EVENT_LOG_SETTINGS : {},
+        ),
       ),
     );
   }

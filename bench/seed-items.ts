@@ -1,0 +1,46 @@
+import { toDoc } from '../src/adapters/elasticsearch/document';
+import { ElasticsearchStore } from '../src/adapters/elasticsearch/es-store';
+import type { EsIndices } from '../src/adapters/elasticsearch/indices';
+import { DescriptorEmbedder } from '../src/adapters/embedders/descriptor';
+import type { StoredItem } from '../src/domain/item';
+import { catalogue } from './catalogue';
+import { unitVector } from './common';
+
+export const { dimensions: DIMS, id: EMBEDDER } = new DescriptorEmbedder();
+const seedOf = (id: string) => Number(id.replace(/\D/g, '')) + 1;
+/** A catalogue item's stand-in embedding: deterministic, one per id. */
+export const vectorOf = (id: string) => ({
+  vector: unitVector(DIMS, seedOf(id)),
+  embedder: EMBEDDER,
+});
+
+/**
+ * `items` processed catalogue items straight into a dataset's index (bulk, no refresh per
+ * batch): the benchmarks measure queries, not ingestion. The first item goes through the store
+ * port so the index is created as the service creates it.
+ */
+export async function seedElasticsearch(
+  indices: EsIndices,
+  datasetId: string,
+  items: number,
+): Promise<void> {
+  const es = indices.client;
+  const store = new ElasticsearchStore(indices, Date.now, DIMS);
+  const first = catalogue(1).next().value as StoredItem;
+  await store.applyWrites(datasetId, [{ id: first.id, url: first.url }], 'post', Date.now());
+  const index = indices.items(datasetId);
+  let ops: object[] = [];
+  const flush = async (): Promise<void> => {
+    const r = await es.bulk({ operations: ops, refresh: false });
+    if (r.errors)
+      throw new Error(`bulk load failed: ${JSON.stringify(r.items.find((x) => x.index?.error))}`);
+    ops = [];
+  };
+  for (const it of catalogue(items)) {
+    ops.push({ index: { _index: index, _id: it.id } }, toDoc(datasetId, it, null, vectorOf(it.id)));
+    if (ops.length >= 4000) await flush();
+  }
+  if (ops.length) await flush();
+  await es.indices.refresh({ index });
+  await es.indices.forcemerge({ index, max_num_segments: 1 }).catch(() => undefined);
+}
