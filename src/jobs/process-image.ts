@@ -37,7 +37,7 @@ export class ProcessImageHandler {
       // per processing, which the item's processedAt names (0 for items processed before it
       // was recorded, as their ledger rows say).
       await this.countImage(job, item.image?.processedAt ?? 0, item.updatedAt);
-      const embedding = await this.store.getEmbedding(job.datasetId, job.itemId);
+      const embedding = await this.store.getEmbedding(job.datasetId, job.itemId, { latest: true });
       if (embedding && embedding.embedder !== this.embedderId) await this.reembed(job);
       return;
     }

@@ -46,7 +46,11 @@ export interface ContentStore {
    * unknown or not processed. `vector` is absent when the image could not be embedded again
    * after an embedder change, `embedder` too when the item predates embeddings.
    */
-  getEmbedding(datasetId: string, id: string): Promise<StoredEmbedding | undefined>;
+  getEmbedding(
+    datasetId: string,
+    id: string,
+    opts?: { latest?: boolean },
+  ): Promise<StoredEmbedding | undefined>;
   /**
    * Replaces a processed item's embedding (an empty vector records that re-embedding failed)
    * only if it still has the job's url; false otherwise.

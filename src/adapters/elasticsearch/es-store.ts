@@ -99,8 +99,12 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
   ): Promise<{ errors: ProcessingErrorRecord[]; total: number }> {
     return this.reads.listErrors(datasetId, offset, limit);
   }
-  getEmbedding(datasetId: string, id: string): Promise<StoredEmbedding | undefined> {
-    return this.reads.getEmbedding(datasetId, id);
+  getEmbedding(
+    datasetId: string,
+    id: string,
+    opts?: { latest?: boolean },
+  ): Promise<StoredEmbedding | undefined> {
+    return this.reads.getEmbedding(datasetId, id, opts);
   }
 
   // ContentStore: processing

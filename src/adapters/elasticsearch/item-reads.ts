@@ -40,9 +40,13 @@ export class ItemReads extends ItemIndex {
     );
   }
 
-  getEmbedding(datasetId: string, id: string): Promise<StoredEmbedding | undefined> {
+  getEmbedding(
+    datasetId: string,
+    id: string,
+    opts: { latest?: boolean } = {},
+  ): Promise<StoredEmbedding | undefined> {
     return guard(async () => {
-      const [hit] = (await this.mget(datasetId, [id], { realtime: false })).hits;
+      const [hit] = (await this.mget(datasetId, [id], { realtime: !!opts.latest })).hits;
       const d = hit?._source;
       if (!d || d.state !== 'processed') return undefined;
       const vector = docVector(d);
