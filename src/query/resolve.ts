@@ -18,7 +18,8 @@ export const isArrayField = (
   ctx: Pick<ResolveContext, 'enabled' | 'catalogue'>,
   field: string,
 ): boolean => {
-  if (field in ctx.enabled) return true;
+  // Own keys only: a client's field may be named `constructor` or `__proto__`.
+  if (Object.hasOwn(ctx.enabled, field)) return true;
   const kinds = ctx.catalogue.get(field);
   return !!kinds && (kinds.has('string[]') || kinds.has('number[]'));
 };
@@ -48,7 +49,7 @@ export function resolveFilters(filters: Filter[], ctx: ResolveContext): Conditio
       scalarConds.set(f.key, cond);
       continue;
     }
-    const enabled = ctx.enabled[f.key];
+    const enabled = Object.hasOwn(ctx.enabled, f.key) ? ctx.enabled[f.key] : undefined;
     if (!enabled) {
       problems.push({
         param: 'q',

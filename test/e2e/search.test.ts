@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 
@@ -296,6 +297,54 @@ describe('content/fields', () => {
     });
     expect((await t.call('GET', `${ds.base}/content/fields`, { token: ds.dsToken })).status).toBe(
       400,
+    );
+  });
+});
+
+describe('keys named like object internals', () => {
+  const INTERNAL = [
+    'constructor',
+    '__proto__',
+    'toString',
+    'hasOwnProperty',
+    'valueOf',
+    'prototype',
+  ];
+
+  it('behave like any field no item has in q, sort, fields and content/fields', async () => {
+    for (const k of INTERNAL) {
+      const q = await search(`q=${k}:1&limit=5`);
+      expect([q.status, q.body.total_results]).toEqual([200, 0]);
+      const excluded = await search(`q=${k}:!1&limit=5`);
+      expect([excluded.status, excluded.body.total_results]).toEqual([200, docs.length]);
+      const sorted = await search(`sort=${k}&limit=5`);
+      expect([sorted.status, sorted.body.error.message]).toEqual([
+        400,
+        `unknown sort field '${k}' (no item has it)`,
+      ]);
+      const fields = await search(`fields=${k}&limit=2`);
+      expect([fields.status, fields.body.results[0].metadata]).toEqual([200, {}]);
+      const counts = await t.call('GET', `${ds.base}/content/fields?fields=${k}`, {
+        token: ds.dsToken,
+      });
+      expect([counts.status, counts.body.fields[k]]).toEqual([200, {}]);
+    }
+  });
+
+  it('never answer 5xx, whatever the key and value (property)', async () => {
+    const key = fc.oneof(
+      fc.constantFrom(...INTERNAL, 'category', 'sizes', 'price'),
+      fc.string({ minLength: 1, maxLength: 12 }),
+    );
+    await fc.assert(
+      fc.asyncProperty(key, fc.string({ maxLength: 8 }), async (k, v) => {
+        const e = encodeURIComponent;
+        for (const qs of [`q=${e(k)}:${e(v)}`, `sort=${e(k)}`, `fields=${e(k)}`]) {
+          const r = await search(`${qs}&limit=2`);
+          expect(r.status).toBeLessThan(500);
+        }
+      }),
+      { numRuns: 40 },
     );
   });
 });
