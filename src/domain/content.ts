@@ -35,9 +35,14 @@ export function imageUrlProblem(url: unknown): string | undefined {
   return undefined;
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function itemIdProblem(id: unknown): string | undefined {
   if (typeof id !== 'string') return 'id is required and must be a string';
   if (id.length === 0) return 'id must not be empty';
+  // A lone UTF-16 surrogate is not text: it cannot be stored or compared as the same id
+  // everywhere (JSON encoders replace it, engines sort it differently).
+  if (LONE_SURROGATE.test(id)) return 'id holds a lone UTF-16 surrogate (not valid Unicode text)';
   if (id.length > LIMITS.itemIdMaxLength)
     return `id is ${id.length} characters; at most ${LIMITS.itemIdMaxLength}`;
   return undefined;

@@ -68,9 +68,14 @@ export class SimilarityService {
     private readonly embedderId: string,
   ) {}
 
-  private async target(datasetId: string, id: string | undefined, param = 'id') {
+  /** Validation comes before readiness: a request missing its id is a 400 on any dataset. */
+  private requireId(id: string | undefined, param = 'id'): asserts id is string {
     if (id === undefined || id === '')
       throw invalid(`${param} is required`, [{ param, message: 'the id of a dataset item' }]);
+  }
+
+  private async target(datasetId: string, id: string | undefined, param = 'id') {
+    this.requireId(id, param);
     const e = await this.store.getEmbedding(datasetId, id);
     const [item] = e ? await this.store.getItems(datasetId, [id]) : [];
     if (!e || !item || item.state !== 'processed')
@@ -101,6 +106,7 @@ export class SimilarityService {
     const limit = limitOf(p);
     const vars = parseActionVars(p.v);
     const conditions = await this.vision.conditions(ds, p.q);
+    this.requireId(p.id);
     await this.vision.requireReady(ds);
     const { item, vector } = await this.target(ds.id, p.id);
     const parent = item.metadata.parent;

@@ -72,6 +72,15 @@ describe('before 200 processed items', () => {
     expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe(
       'pending',
     );
+    // validation first: a similar request without its id is a 400 even on a dataset not ready
+    const noId = await t.call('GET', `${ds.base}/similar`, { token: ds.dsToken });
+    expect([noId.status, noId.body.error.details]).toEqual([
+      400,
+      [{ param: 'id', message: 'the id of a dataset item' }],
+    ]);
+    expect((await t.call('GET', `${ds.base}/similar?id=s-000`, { token: ds.dsToken })).status).toBe(
+      409,
+    );
   });
 
   it('then publishes once 200 are processed', async () => {

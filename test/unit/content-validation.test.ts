@@ -29,6 +29,30 @@ describe('content batch validation', () => {
     expect(w).toHaveLength(1);
   });
 
+  it('refuses ids with a lone UTF-16 surrogate, naming the item', () => {
+    const d = details(() =>
+      parseContentBatch(
+        {
+          content: [
+            { id: 'ok-\uD83D\uDE00', url: 'https://x.test/a.png' },
+            { id: 'bad-\uD800', url: 'https://x.test/a.png' },
+            { id: '\uDC00-bad', url: 'https://x.test/a.png' },
+          ],
+        },
+        'post',
+      ),
+    );
+    expect(d).toEqual([
+      expect.objectContaining({
+        index: 1,
+        id: 'bad-\uD800',
+        field: 'id',
+        message: expect.stringMatching(/lone UTF-16 surrogate/),
+      }),
+      expect.objectContaining({ index: 2, id: '\uDC00-bad', field: 'id' }),
+    ]);
+  });
+
   it('reports every bad item with index, id and field', () => {
     const d = details(() =>
       parseContentBatch(
