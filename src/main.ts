@@ -1,5 +1,5 @@
 import { startApp } from './app/start';
-import { ConfigError, loadConfig } from './config/env';
+import { ConfigError, loadConfig, redactUrl } from './config/env';
 
 async function main(): Promise<void> {
   let config;
@@ -23,14 +23,13 @@ async function main(): Promise<void> {
     lines.push(`  GraphQL: ${app.url}/graphql (open it in a browser for GraphiQL)`);
   } else
     lines.push(`visual-search-service worker running (roles: ${[...config.APP_ROLES].join(', ')})`);
-  const redacted = (u: string): string => u.replace(/\/\/[^@/]*@/, '//***@');
   lines.push(
     config.SEARCH_BACKEND === 'elasticsearch'
-      ? `  engine:  elasticsearch (${config.ELASTICSEARCH_URL.map(redacted).join(', ')}, indices ${config.ES_INDEX_PREFIX}*; every piece of state is shared, DATA_DIR is not used)`
+      ? `  engine:  elasticsearch (${config.ELASTICSEARCH_URL.map(redactUrl).join(', ')}, indices ${config.ES_INDEX_PREFIX}*; every piece of state is shared, DATA_DIR is not used)`
       : `  engine:  embedded (data in ${config.dataDir})`,
   );
   lines.push(
-    `  queue:   ${config.QUEUE === 'rabbitmq' ? `rabbitmq (${redacted(config.AMQP_URL)}, queues ${config.AMQP_QUEUE_PREFIX}*)` : 'in-process'}`,
+    `  queue:   ${config.QUEUE === 'rabbitmq' ? `rabbitmq (${redactUrl(config.AMQP_URL)}, queues ${config.AMQP_QUEUE_PREFIX}*)` : 'in-process'}`,
   );
   lines.push(
     `  embedder: ${app.container.embedder.id} (${app.container.embedder.dimensions} dimensions)`,

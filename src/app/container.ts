@@ -21,7 +21,7 @@ import { HttpImageFetcher } from '../adapters/images/http-fetcher';
 import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
 import { AmqpJobQueue } from '../adapters/queue/rabbitmq/amqp-queue';
 import { SqliteJobQueue } from '../adapters/queue/in-process/sqlite-queue';
-import type { Config } from '../config/env';
+import { redactUrl, type Config } from '../config/env';
 import { ProcessImageHandler } from '../jobs/process-image';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
@@ -36,7 +36,6 @@ import { AuthService } from '../services/auth';
 import { ContentService } from '../services/content';
 import { DatasetService } from '../services/datasets';
 import { OrganisationService } from '../services/organisations';
-import { issueToken } from '../services/tokens';
 import { MeteringService } from '../services/metering';
 import { SimilarityService } from '../services/similarity';
 import { UsageService } from '../services/usage';
@@ -126,7 +125,7 @@ async function elasticsearchStores(
   } catch (e) {
     await client.close();
     throw new Error(
-      `cannot prepare the Elasticsearch indices at ELASTICSEARCH_URL (${config.ELASTICSEARCH_URL.map(redact).join(', ')}): ${(e as Error).message}`,
+      `cannot prepare the Elasticsearch indices at ELASTICSEARCH_URL (${config.ELASTICSEARCH_URL.map(redactUrl).join(', ')}): ${(e as Error).message}`,
       { cause: e },
     );
   }
@@ -160,36 +159,11 @@ async function openQueue(config: Config, log: Logger, now: () => number): Promis
     await queue.start();
   } catch (e) {
     throw new Error(
-      `cannot reach RabbitMQ at AMQP_URL (${redact(config.AMQP_URL)}): ${(e as Error).message}`,
+      `cannot reach RabbitMQ at AMQP_URL (${redactUrl(config.AMQP_URL)}): ${(e as Error).message}`,
       { cause: e },
     );
   }
   return queue;
-}
-
-/** Keeps credentials out of start-up errors and logs. */
-function redact(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
-}
-
-/**
- * Generates the operator token when none is configured. Only a process that serves the API can
- * show it to anyone; of several starting at once, the first to claim it wins and prints it,
- * the others take back theirs and use the winner's (it is stored as a hash only).
- */
-async function bootstrapOperator(
-  config: Config,
-  accounts: AccountStore,
-  clock: () => Date,
-): Promise<string | undefined> {
-  if (!config.APP_ROLES.has('api') || config.OPERATOR_TOKEN) return undefined;
-  if (await accounts.getMeta('operator_token_prefix')) return undefined;
-  const { token, record } = issueToken('op', {}, clock());
-  await accounts.putToken(record);
-  if ((await accounts.claimMeta('operator_token_prefix', record.prefix)) === record.prefix)
-    return token;
-  await accounts.removeToken(record.prefix);
-  return undefined;
 }
 
 export async function buildContainer(
@@ -221,7 +195,10 @@ export async function buildContainer(
   const fetcher = new HttpImageFetcher(config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : publicOnly);
 
   const auth = new AuthService(accounts, config.OPERATOR_TOKEN);
-  const bootstrapOperatorToken = await bootstrapOperator(config, accounts, clock);
+  // Only a process that serves the API can show a generated token to anyone.
+  const bootstrapOperatorToken = config.APP_ROLES.has('api')
+    ? await auth.ensureOperatorToken(clock())
+    : undefined;
   const serverKey = await keys.serverKey();
   const metering = new MeteringService(
     accounts,

@@ -136,3 +136,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length) throw new ConfigError(problems);
   return { ...c, dataDir: path.resolve(c.DATA_DIR) };
 }
+
+/** A URL for logs and messages, without the credentials it may carry (AMQP_URL, ELASTICSEARCH_URL). */
+export const redactUrl = (url: string): string => url.replace(/\/\/[^@/]*@/, '//***@');

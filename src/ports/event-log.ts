@@ -26,5 +26,4 @@ export interface EventLog {
     range: { from: number; to: number },
     limit: number,
   ): Promise<LoggedEvent[]>;
-  ping(): Promise<void>;
 }

@@ -3,7 +3,9 @@ import { AppError } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { AccountStore } from '../ports/account-store';
 import type { Principal } from './principal';
-import { hashToken, parseToken, tokenEquals } from './tokens';
+import { hashToken, issueToken, parseToken, tokenEquals } from './tokens';
+
+const OPERATOR_PREFIX_KEY = 'operator_token_prefix';
 
 const unauthorized = (m: string): AppError => new AppError('unauthorized', m);
 const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
@@ -45,6 +47,22 @@ export class AuthService {
       Buffer.from(hashToken(a), 'hex'),
       Buffer.from(hashToken(b), 'hex'),
     );
+  }
+
+  /**
+   * Makes the installation's operator token when none is configured and none was made yet, and
+   * returns it (shown once; stored as a hash only). Of several processes starting at once, the
+   * first to claim it wins; the others take theirs back and return nothing.
+   */
+  async ensureOperatorToken(now: Date): Promise<string | undefined> {
+    if (this.operatorTokenFromEnv || (await this.accounts.getMeta(OPERATOR_PREFIX_KEY)))
+      return undefined;
+    const { token, record } = issueToken('op', {}, now);
+    await this.accounts.putToken(record);
+    if ((await this.accounts.claimMeta(OPERATOR_PREFIX_KEY, record.prefix)) === record.prefix)
+      return token;
+    await this.accounts.removeToken(record.prefix);
+    return undefined;
   }
 
   /** What a token is: its kind and, for org and dataset tokens, whose it is. */

@@ -85,12 +85,17 @@ export const ENGINES: Array<[string, () => Installation]> = [
   ],
 ];
 
-/** Polls until `fn` is truthy (Elasticsearch searches see writes after a refresh). */
-export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  const end = Date.now() + 10_000;
-  for (;;) {
-    const v = await fn();
-    if (ok(v) || Date.now() > end) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+/**
+ * Two hosts of a fresh installation for each case of a `describe.each(ENGINES)` block; read
+ * `a` and `b` inside the cases.
+ */
+export function twoHosts(open: () => Installation): { a: Host; b: Host; inst: Installation } {
+  const hosts = {} as { a: Host; b: Host; inst: Installation };
+  beforeEach(async () => {
+    hosts.inst = open();
+    hosts.a = await hosts.inst.host();
+    hosts.b = await hosts.inst.host();
+  });
+  afterEach(() => hosts.inst.close());
+  return hosts;
 }

@@ -76,6 +76,20 @@ export async function casUpdate<T>(
   throw unavailable(`${opts.what ?? id} changed concurrently too often; try again`, 1);
 }
 
+/**
+ * Stores `{ value }` under `id` unless a value is there, and returns the stored one: of several
+ * processes claiming at once, exactly one wins and all read its value.
+ */
+export async function claimValue(
+  client: Client,
+  index: string,
+  id: string,
+  value: string,
+): Promise<string> {
+  if (await createOnly(client, index, id, { value })) return value;
+  return (await getVersioned<{ value: string }>(client, index, id))!.doc.value;
+}
+
 /** Create-only write: false when the document already exists. */
 export async function createOnly(
   client: Client,

@@ -2,7 +2,7 @@ import type { Dataset, EmbedderRef, EnabledFields } from '../../domain/dataset';
 import { AppError } from '../../domain/errors';
 import type { Plan } from '../../domain/plan';
 import type { AccountStore, Organisation, TokenRecord } from '../../ports/account-store';
-import { casUpdate, createOnly, getVersioned } from './cas';
+import { casUpdate, claimValue, createOnly, getVersioned } from './cas';
 import { guard } from './guard';
 import { isNotFound, type EsIndices } from './indices';
 
@@ -407,11 +407,7 @@ export class EsAccountStore implements AccountStore {
   }
 
   claimMeta(key: string, value: string): Promise<string> {
-    return guard(async () => {
-      const index = this.indices.shared('meta');
-      if (await createOnly(this.client, index, key, { value })) return value;
-      return (await this.get<{ value: string }>(index, key))!.value;
-    });
+    return guard(() => claimValue(this.client, this.indices.shared('meta'), key, value));
   }
 
   ping(): Promise<void> {

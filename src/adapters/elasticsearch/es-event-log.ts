@@ -115,10 +115,4 @@ export class EsEventLog implements EventLog {
       });
     });
   }
-
-  ping(): Promise<void> {
-    return guard(async () => {
-      await this.indices.client.cluster.health({ timeout: '2s' });
-    });
-  }
 }

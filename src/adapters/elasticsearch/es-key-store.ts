@@ -1,10 +1,8 @@
 import crypto from 'node:crypto';
 import type { KeyStore } from '../../ports/key-store';
-import { createOnly, getVersioned } from './cas';
+import { claimValue } from './cas';
 import { guard } from './guard';
 import type { EsIndices } from './indices';
-
-const SERVER_KEY = 'server_key';
 
 /**
  * The server key in the installation's meta index: the first process to ask creates it
@@ -17,12 +15,14 @@ export class EsKeyStore implements KeyStore {
 
   serverKey(): Promise<Buffer> {
     this.key ??= guard(async () => {
-      const index = this.indices.shared('meta');
       const mine = crypto.randomBytes(32).toString('hex');
-      if (await createOnly(this.indices.client, index, SERVER_KEY, { value: mine }))
-        return Buffer.from(mine, 'hex');
-      const stored = await getVersioned<{ value: string }>(this.indices.client, index, SERVER_KEY);
-      return Buffer.from(stored!.doc.value, 'hex');
+      const stored = await claimValue(
+        this.indices.client,
+        this.indices.shared('meta'),
+        'server_key',
+        mine,
+      );
+      return Buffer.from(stored, 'hex');
     }).catch((e: unknown) => {
       this.key = undefined;
       throw e;

@@ -56,10 +56,4 @@ export class SqliteEventLog implements EventLog {
       })),
     );
   }
-
-  ping(): Promise<void> {
-    return guarded(() => {
-      stmt(this.db, 'SELECT 1').get();
-    });
-  }
 }
