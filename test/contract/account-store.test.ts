@@ -7,7 +7,7 @@ import { DEFAULT_PLAN } from '../../src/domain/plan';
 
 const defaultPlan = () => structuredClone(DEFAULT_PLAN);
 import type { TokenRecord } from '../../src/ports/account-store';
-import { ENGINES, type Host, type Installation } from './engines';
+import { ENGINES, twoHosts, type Host } from './engines';
 
 const ds = (id: string, name: string, org = 'acme'): Dataset => ({
   id,
@@ -28,15 +28,10 @@ const token = (prefix: string, extra: Partial<TokenRecord> = {}): TokenRecord =>
 });
 
 describe.each(ENGINES)('AccountStore on %s', (_name, open) => {
-  let inst: Installation;
+  const hosts = twoHosts(open);
   let a: Host;
   let b: Host;
-  beforeEach(async () => {
-    inst = open();
-    a = await inst.host();
-    b = await inst.host();
-  });
-  afterEach(() => inst.close());
+  beforeEach(() => ({ a, b } = hosts));
 
   test('an organisation made on one host is seen on the other at once; names are unique', async () => {
     const org = { name: 'acme', plan: defaultPlan(), createdAt: '2026-01-01T00:00:00.000Z' };
@@ -150,7 +145,7 @@ describe.each(ENGINES)('AccountStore on %s', (_name, open) => {
     const [ka, kb] = await Promise.all([a.keys.serverKey(), b.keys.serverKey()]);
     expect(ka).toHaveLength(32);
     expect(ka.equals(kb)).toBe(true);
-    const c = await inst.host();
+    const c = await hosts.inst.host();
     expect((await c.keys.serverKey()).equals(ka)).toBe(true);
   });
 });

@@ -3,20 +3,16 @@
  * one installation charge and count at once: limits must hold exactly across them.
  */
 import { RESERVATION_TTL_MS, type ChargeReceipt } from '../../src/ports/usage-ledger';
-import { ENGINES, eventually, type Host, type Installation } from './engines';
+import { waitFor } from '../helpers/app';
+import { ENGINES, twoHosts, type Host } from './engines';
 
 const at = (iso: string): number => Date.parse(iso);
 
 describe.each(ENGINES)('UsageLedger and EventLog on %s', (_name, open) => {
-  let inst: Installation;
+  const hosts = twoHosts(open);
   let a: Host;
   let b: Host;
-  beforeEach(async () => {
-    inst = open();
-    a = await inst.host();
-    b = await inst.host();
-  });
-  afterEach(() => inst.close());
+  beforeEach(() => ({ a, b } = hosts));
 
   const charge = (h: Host, iso: string, micro = 1_000_000, limit?: number, org = 'o') =>
     h.ledger.charge({ org, datasetId: 'd', type: 'search', micro, at: at(iso) }, limit);
@@ -168,10 +164,10 @@ describe.each(ENGINES)('UsageLedger and EventLog on %s', (_name, open) => {
       { org: 'o', datasetId: 'd', kind: 'request', type: 'lens', at: t0 + 1 },
       { org: 'o', datasetId: 'd', kind: 'track', type: 'click', at: t0 + 10, vars: { id: 'i1' } },
     ]);
-    const all = await eventually(
-      () => b.events.list('d', { from: t0, to: t0 + 100 }, 10),
-      (l) => l.length === 3,
-    );
+    const all = await waitFor('three events visible', async () => {
+      const l = await b.events.list('d', { from: t0, to: t0 + 100 }, 10);
+      return l.length >= 3 && l;
+    });
     expect(all).toEqual([
       { org: 'o', datasetId: 'd', kind: 'request', type: 'lens', at: t0 + 1 },
       { org: 'o', datasetId: 'd', kind: 'request', type: 'search', at: t0 + 2, vars: { a: 'x' } },
