@@ -114,8 +114,9 @@ export class AuthService {
   /** Vision API on a dataset: that dataset's own token only. */
   async visionDataset(p: Principal, org: string, name: string): Promise<Dataset> {
     if (p.kind === 'dataset') {
-      const ds = p.org === org ? await this.accounts.getDataset(org, name) : undefined;
-      if (!ds || ds.id !== p.datasetId) throw notFound(`dataset '${name}'`);
+      // The token names its dataset: one read by id (not name, then id) on every request.
+      const ds = p.org === org ? await this.accounts.getDatasetById(p.datasetId) : undefined;
+      if (!ds || ds.org !== org || ds.name !== name) throw notFound(`dataset '${name}'`);
       return ds;
     }
     if ((p.kind === 'org' && p.org === org) || p.kind === 'operator') {
