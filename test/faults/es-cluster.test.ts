@@ -19,7 +19,7 @@
 import { execFile, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { OPERATOR, V2, deleteInstallation, tempDir, waitFor } from '../helpers/app';
+import { OPERATOR, deleteInstallation, tempDir, waitFor } from '../helpers/app';
 import {
   ask,
   busiestPrimaryNode,
@@ -36,7 +36,7 @@ import {
   stopCluster,
 } from '../helpers/es-cluster';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
-import { buildDist, freePort, spawnService, stopProcess } from '../helpers/processes';
+import { buildDist, freePort, httpClient, spawnService, stopProcess } from '../helpers/processes';
 
 const ITEMS = 300;
 const BATCH = 25;
@@ -168,44 +168,21 @@ function queueDepths(): Promise<string> {
 test('a node SIGKILLed mid-ingest: nothing lost, no 500, searches answer, the node rejoins', async () => {
   const port = await freePort();
   spawn('api', { APP_ROLES: 'api', PORT: String(port) });
-  const base = `http://127.0.0.1:${port}`;
-  await waitFor(
-    'api up',
-    () =>
-      fetch(`${base}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      ),
-    60_000,
-  );
+  const api = httpClient(port);
+  await api.up(60_000);
   spawn('worker-1', { APP_ROLES: 'worker', WORKER_CONCURRENCY: '3', LOG_LEVEL: 'info' });
   spawn('worker-2', { APP_ROLES: 'worker', WORKER_CONCURRENCY: '3', LOG_LEVEL: 'info' });
 
+  /** An answer with how long it took; a transport failure or a hang past BOUND_MS is status 0. */
   const call = async (method: string, p: string, token: string, body?: unknown) => {
     const t0 = Date.now();
     try {
-      const r = await fetch(base + p, {
-        method,
-        headers: {
-          accept: V2,
-          authorization: `token ${token}`,
-          ...(body ? { 'content-type': 'application/json' } : {}),
-        },
-        body: body ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout(BOUND_MS),
-      });
-      const text = await r.text();
-      let json: any;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = text;
-      }
+      const r = await api.call(method, p, token, body, { timeoutMs: BOUND_MS });
       return {
         status: r.status,
         retryAfter: r.headers.get('retry-after'),
-        code: json?.error?.code,
-        body: json,
+        code: r.body?.error?.code,
+        body: r.body,
         ms: Date.now() - t0,
       } as Answer;
     } catch (e) {

@@ -69,7 +69,7 @@ export function backendEnv(): Record<string, string> {
 /** The backend settings of each installation, by data directory, so a restart finds it again. */
 const installations = new Map<string, Record<string, string>>();
 
-const freePort = (): Promise<number> =>
+export const freePort = (): Promise<number> =>
   new Promise((resolve) => {
     const s = net.createServer().listen(0, '127.0.0.1', () => {
       const { port } = s.address() as net.AddressInfo;

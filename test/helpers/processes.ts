@@ -1,8 +1,9 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { OPERATOR, V2, waitFor } from './app';
+import { OPERATOR, V2, freePort, waitFor } from './app';
+
+export { freePort };
 
 export const ROOT = path.resolve(__dirname, '../..');
 
@@ -14,14 +15,6 @@ export function buildDist(): void {
     path.join(ROOT, 'tsconfig.build.json'),
   ]);
 }
-
-export const freePort = (): Promise<number> =>
-  new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 
 /** Starts dist/main.js; its log goes to `<dataDir>/<name>.log` for diagnosing a failed run. */
 export function spawnService(
@@ -60,15 +53,16 @@ export interface HttpClient {
     p: string,
     token: string,
     body?: unknown,
-  ): Promise<{ status: number; body: any }>;
-  up(): Promise<void>;
+    opts?: { timeoutMs?: number },
+  ): Promise<{ status: number; headers: Headers; body: any }>;
+  up(timeoutMs?: number): Promise<void>;
 }
 
 export function httpClient(port: number): HttpClient {
   const base = `http://127.0.0.1:${port}`;
   return {
     base,
-    async call(method, p, token, body) {
+    async call(method, p, token, body, opts = {}) {
       const r = await fetch(base + p, {
         method,
         headers: {
@@ -77,10 +71,18 @@ export function httpClient(port: number): HttpClient {
           ...(body ? { 'content-type': 'application/json' } : {}),
         },
         body: body ? JSON.stringify(body) : undefined,
+        ...(opts.timeoutMs ? { signal: AbortSignal.timeout(opts.timeoutMs) } : {}),
       });
-      return { status: r.status, body: (await r.json()) as any };
+      const text = await r.text();
+      let parsed: any = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        /* not JSON: kept as text */
+      }
+      return { status: r.status, headers: r.headers, body: parsed };
     },
-    async up() {
+    async up(timeoutMs = 30_000) {
       await waitFor(
         'server up',
         () =>
@@ -88,7 +90,7 @@ export function httpClient(port: number): HttpClient {
             (r) => r.ok,
             () => false,
           ),
-        30_000,
+        timeoutMs,
       );
     },
   };
