@@ -66,8 +66,9 @@ export class ProcessImageHandler {
       );
       return;
     }
-    const release = () =>
-      limit !== undefined ? this.ledger.releaseImage({ ...key, at: reservedAt }) : undefined;
+    const release = async (): Promise<void> => {
+      if (limit !== undefined) await this.ledger.releaseImage({ ...key, at: reservedAt });
+    };
     try {
       const bytes = await this.fetcher.fetch(job.url);
       const features = await this.analyzer.analyze(bytes);
@@ -76,7 +77,7 @@ export class ProcessImageHandler {
         await this.ledger.recordImage({ ...key, at, processedAt: at });
       else await this.countIfDone(job, release);
     } catch (e) {
-      await Promise.resolve(release()).catch(() => undefined);
+      await release().catch(() => undefined);
       this.retryIfTransient(e, job);
       await this.store.markFailed(
         job,
@@ -93,7 +94,7 @@ export class ProcessImageHandler {
    * conflicted with itself). Either way that processing must be counted, and counting is
    * idempotent per processing; otherwise the job is stale and its place is given back.
    */
-  private async countIfDone(job: ProcessingJob, release: () => unknown): Promise<void> {
+  private async countIfDone(job: ProcessingJob, release: () => Promise<void>): Promise<void> {
     const [item] = await this.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (item?.state === 'processed' && item.url === job.url) {
       await this.countImage(job, item.image?.processedAt ?? 0, item.updatedAt);

@@ -41,15 +41,15 @@ export class MeteringService {
     const cached = this.plans.get(name);
     if (cached && cached.until > this.now()) return cached.org;
     const read = this.accounts.getOrg(name).then((org) => {
-      if (!org) {
-        this.plans.delete(name);
-        throw new AppError('not_found', `organisation '${name}' not found`);
-      }
+      if (!org) throw new AppError('not_found', `organisation '${name}' not found`);
       return org;
     });
     if (this.plans.size > 10_000) this.plans.clear();
     this.plans.set(name, { org: read, until: this.now() + PLAN_TTL_MS });
-    read.catch(() => this.plans.delete(name));
+    // a failed read is not remembered (unless a newer read replaced it meanwhile)
+    read.catch(() => {
+      if (this.plans.get(name)?.org === read) this.plans.delete(name);
+    });
     return read;
   }
 

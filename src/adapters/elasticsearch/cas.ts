@@ -29,51 +29,58 @@ export async function getVersioned<T>(
  * (`if_seq_no`/`if_primary_term`, or create-only when the document was absent), and a conflict
  * — another process wrote in between — reads again. `change` returns undefined to leave the
  * document as it is. After CAS_RETRIES conflicts the caller gets 503: never a lost update.
+ *
+ * `known`, a version the caller remembers from its own last write, saves the first read. It is
+ * only trusted for a write (a conflict says another process wrote since); a decision not to
+ * write is always taken on a fresh read.
  */
 export async function casUpdate<T>(
   client: Client,
   index: string,
   id: string,
   change: (current: T | undefined) => T | undefined | Promise<T | undefined>,
-  opts: { refresh?: 'wait_for' | false; what?: string; known?: Versioned<T> } = {},
+  opts: { what?: string; known?: Versioned<T> } = {},
 ): Promise<{ doc: T | undefined; written: boolean; version?: Versioned<T> }> {
-  let known = opts.known;
+  if (opts.known) {
+    const next = await change(opts.known.doc);
+    const version =
+      next === undefined ? undefined : await write(client, index, id, opts.known, next);
+    if (version) return { doc: next, written: true, version };
+  }
   for (let attempt = 0; attempt < CAS_RETRIES; attempt++) {
-    // A version the caller remembers from its own last write saves the read. It is only ever
-    // trusted for a write (a conflict says another process wrote since, and the next attempt
-    // reads): a decision not to write is taken on a fresh read.
-    const cur = known ?? (await getVersioned<T>(client, index, id));
+    const cur = await getVersioned<T>(client, index, id);
     const next = await change(cur?.doc);
-    if (next === undefined) {
-      if (known) {
-        known = undefined;
-        attempt--;
-        continue;
-      }
+    if (next === undefined)
       return { doc: cur?.doc, written: false, ...(cur ? { version: cur } : {}) };
-    }
-    try {
-      const r = await client.index({
-        index,
-        id,
-        document: next,
-        ...(cur
-          ? { if_seq_no: cur.seqNo, if_primary_term: cur.primaryTerm }
-          : { op_type: 'create' as const }),
-        ...(opts.refresh ? { refresh: opts.refresh } : {}),
-      });
-      return {
-        doc: next,
-        written: true,
-        version: { doc: next, seqNo: r._seq_no!, primaryTerm: r._primary_term! },
-      };
-    } catch (e) {
-      if (!isConflict(e)) throw e;
-      if (known) known = undefined;
-      else await backoff(attempt);
-    }
+    const version = await write(client, index, id, cur, next);
+    if (version) return { doc: next, written: true, version };
+    await backoff(attempt);
   }
   throw unavailable(`${opts.what ?? id} changed concurrently too often; try again`, 1);
+}
+
+/** Writes `next` over version `cur` (create-only when absent); undefined on a conflict. */
+async function write<T>(
+  client: Client,
+  index: string,
+  id: string,
+  cur: Versioned<T> | undefined,
+  next: T,
+): Promise<Versioned<T> | undefined> {
+  try {
+    const r = await client.index({
+      index,
+      id,
+      document: next,
+      ...(cur
+        ? { if_seq_no: cur.seqNo, if_primary_term: cur.primaryTerm }
+        : { op_type: 'create' as const }),
+    });
+    return { doc: next, seqNo: r._seq_no!, primaryTerm: r._primary_term! };
+  } catch (e) {
+    if (isConflict(e)) return undefined;
+    throw e;
+  }
 }
 
 /**
@@ -96,10 +103,9 @@ export async function createOnly(
   index: string,
   id: string,
   document: unknown,
-  refresh: 'wait_for' | false = false,
 ): Promise<boolean> {
   try {
-    await client.create({ index, id, document, ...(refresh ? { refresh } : {}) });
+    await client.create({ index, id, document });
     return true;
   } catch (e) {
     if (isConflict(e)) return false;

@@ -182,17 +182,9 @@ export class EsUsageLedger implements UsageLedger {
           const cut = k.lastIndexOf('|');
           return { datasetId: k.slice(0, cut), type: k.slice(cut + 1) as RequestType, ...l };
         })
-        .sort((a, b) =>
-          a.datasetId !== b.datasetId
-            ? a.datasetId < b.datasetId
-              ? -1
-              : 1
-            : a.type < b.type
-              ? -1
-              : a.type > b.type
-                ? 1
-                : 0,
-        );
+        // by dataset, then type (NUL sorts before any character of either)
+        .map((l) => ({ ...l, order: `${l.datasetId}\u0000${l.type}` }))
+        .sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
       const lastAt = lines.reduce<number | undefined>(
         (m, l) => (m === undefined || l.last_at > m ? l.last_at : m),
         undefined,
