@@ -1,9 +1,11 @@
+import amqp from 'amqplib';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { startApp, type RunningApp } from '../src/app/start';
-import { loadConfig } from '../src/config/env';
+import { loadConfig, type Config } from '../src/config/env';
 
 export const OPERATOR = 'bench-operator-token-0123456789';
 export const V2 = 'application/vnd.service.v2+json';
@@ -124,4 +126,39 @@ export function unitVector(dims: number, seed: number): number[] {
   const v = Array.from({ length: dims }, () => rand() - 0.5);
   const n = Math.hypot(...v);
   return v.map((x) => x / n);
+}
+
+/**
+ * Removes what a bench installation left: its data directory, its Elasticsearch indices and
+ * item template, and every RabbitMQ queue of its prefix (work, dead-letter and the per-delay
+ * retry queues, which are quorum queues and would otherwise stay on the broker).
+ */
+export async function deleteInstallation(config: Config): Promise<void> {
+  fs.rmSync(config.dataDir, { recursive: true, force: true });
+  if (config.SEARCH_BACKEND === 'elasticsearch') {
+    const es = config.ELASTICSEARCH_URL[0];
+    await fetch(`${es}/${config.ES_INDEX_PREFIX}*`, { method: 'DELETE' }).catch(() => undefined);
+    await fetch(`${es}/_index_template/${config.ES_INDEX_PREFIX}items`, {
+      method: 'DELETE',
+    }).catch(() => undefined);
+  }
+  if (config.QUEUE !== 'rabbitmq') return;
+  const prefix = config.AMQP_QUEUE_PREFIX;
+  let names = [`${prefix}jobs`, `${prefix}jobs.dead`];
+  try {
+    names = execFileSync('rabbitmqctl', ['-q', 'list_queues', 'name'], { encoding: 'utf8' })
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((n) => n.startsWith(prefix));
+  } catch {
+    // no local broker tools: the two fixed names only
+  }
+  const conn = await amqp.connect(config.AMQP_URL).catch(() => undefined);
+  if (!conn) return;
+  try {
+    const ch = await conn.createChannel();
+    for (const n of names) await ch.deleteQueue(n);
+  } finally {
+    await conn.close();
+  }
 }

@@ -5,17 +5,15 @@
  *
  *   npm run bench:ingest            (BENCH_INGEST_ITEMS, BENCH_BATCH, WORKER_CONCURRENCY)
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import amqp from 'amqplib';
 import sharp from 'sharp';
-import { queueNames } from '../src/adapters/queue/rabbitmq/topology';
 import {
   AMQP_URL,
   ES_URL,
   call,
   createDataset,
+  deleteInstallation,
   machine,
   startService,
   writeResult,
@@ -126,23 +124,7 @@ async function run(
     return out;
   } finally {
     await app.stop();
-    fs.rmSync(app.container.config.dataDir, { recursive: true, force: true });
-    if (setup.env.SEARCH_BACKEND)
-      await fetch(`${ES_URL}/${tag}-*`, { method: 'DELETE' }).catch(() => undefined);
-    if (setup.env.QUEUE) await deleteQueues(`${tag}.`);
-  }
-}
-
-/** The bench's queues are throwaway; quorum queues would otherwise stay on the broker. */
-async function deleteQueues(prefix: string): Promise<void> {
-  const conn = await amqp.connect(AMQP_URL);
-  try {
-    const ch = await conn.createChannel();
-    const names = queueNames(prefix);
-    await ch.deleteQueue(names.jobs);
-    await ch.deleteQueue(names.dead);
-  } finally {
-    await conn.close();
+    await deleteInstallation(app.container.config);
   }
 }
 

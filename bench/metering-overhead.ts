@@ -15,7 +15,6 @@
  *                             BENCH_VARIANTS = experiments, see VARIANTS below)
  */
 import { Client } from '@elastic/elasticsearch';
-import amqp from 'amqplib';
 import fs from 'node:fs';
 import os from 'node:os';
 import { Pool } from 'undici';
@@ -31,6 +30,7 @@ import {
   V2,
   call,
   createDataset,
+  deleteInstallation,
   machine,
   startService,
   summarize,
@@ -616,22 +616,8 @@ async function main(): Promise<void> {
     await Promise.all(pools.map((p) => p.close()));
     await Promise.all(hosts.map((h) => h.stop()));
     for (const h of hosts) fs.rmSync(h.container.config.dataDir, { recursive: true, force: true });
-    await es.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
-    await es.indices.deleteIndexTemplate({ name: `${prefix}items` }).catch(() => undefined);
     await es.close();
-    await deleteQueues(queuePrefix);
-  }
-}
-
-async function deleteQueues(queuePrefix: string): Promise<void> {
-  const conn = await amqp.connect(AMQP_URL).catch(() => undefined);
-  if (!conn) return;
-  try {
-    const ch = await conn.createChannel();
-    for (const q of [`${queuePrefix}jobs`, `${queuePrefix}jobs.dead`]) await ch.deleteQueue(q);
-    await ch.close();
-  } finally {
-    await conn.close();
+    if (hosts[0]) await deleteInstallation(hosts[0].container.config);
   }
 }
 

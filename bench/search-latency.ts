@@ -22,6 +22,7 @@ import {
   ES_URL,
   V2,
   createDataset,
+  deleteInstallation,
   machine,
   startService,
   summarize,
@@ -215,13 +216,12 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
       out.direct_elasticsearch_ms = d;
       out.overhead_ratio_p50 = Math.round((summarize(gateway).p50 / d.p50) * 100) / 100;
       out.overhead_ratio_p95 = Math.round((summarize(gateway).p95 / d.p95) * 100) / 100;
-      await es.indices.delete({ index: `${prefix}*` });
     }
     return out;
   } finally {
     await es?.close();
     await app.stop();
-    fs.rmSync(app.container.config.dataDir, { recursive: true, force: true });
+    await deleteInstallation(app.container.config);
   }
 }
 

@@ -11,6 +11,7 @@ import {
   ES_URL,
   call,
   createDataset,
+  deleteInstallation,
   machine,
   startService,
   writeResult,
@@ -112,7 +113,7 @@ async function engineRun(engine: Engine, images: LabelledImage[], imgUrl: string
     return results;
   } finally {
     await app.stop();
-    if (engine === 'elasticsearch') await fetch(`${ES_URL}/${prefix}*`, { method: 'DELETE' });
+    await deleteInstallation(app.container.config);
   }
 }
 
