@@ -443,6 +443,27 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     expect(await e.store.counts(ds)).toMatchObject({ items: 1, processed: 1 });
   });
 
+  test('a dataset dropped by another host reads as empty here; a late result changes nothing', async () => {
+    const jobs = await write([
+      { id: 'a', url: url('a') },
+      { id: 'b', url: url('b') },
+    ]);
+    expect(await e.store.markProcessed(jobs[0], features, T0 + 1)).toBe(true);
+    await settled(1);
+    const other = e.sized(DIMS); // another process of the installation
+    await other.store.dropDataset(ds);
+    expect(await e.store.list(ds, 0, 10)).toEqual([]);
+    expect(await e.store.getItems(ds, ['a', 'b'])).toEqual([]);
+    expect(await e.store.existingIds(ds, ['a'])).toEqual(new Set());
+    expect(await e.store.counts(ds)).toEqual({ items: 0, processed: 0, pending: 0, errors: 0 });
+    expect((await search([])).total).toBe(0);
+    expect(await e.store.markProcessed(jobs[1], features, T0 + 2)).toBe(false);
+    expect(await e.store.getItems(ds, ['b'])).toEqual([]);
+    // a new dataset under the same id starts afresh on either host
+    expect(await write([{ id: 'c', url: url('c') }])).toHaveLength(1);
+    expect((await other.store.list(ds, 0, 10)).map((r) => r.id)).toEqual(['c']);
+  });
+
   test('facets count processed items under the filter', async () => {
     await processAll(
       await write([
@@ -458,5 +479,28 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
       ['color'],
     );
     expect(f).toEqual({ color: { red: 1, blue: 1 } });
+  });
+});
+
+describe('Elasticsearch item reads', () => {
+  test('an item index that cannot be read is a 503, never "not found" (a worker would drop its job)', async () => {
+    const client = new Client({ node: ES_URL });
+    const prefix = `u${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
+    const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
+    const store = new ElasticsearchStore(indices, Date.now, DIMS);
+    try {
+      await store.applyWrites('d', [{ id: 'a', url: url('a') }], 'post', T0);
+      // a closed index answers every document of an mget with an error of its own
+      await client.indices.close({ index: indices.items('d') });
+      for (const read of [
+        () => store.getItems('d', ['a'], { latest: true }),
+        () => store.existingIds('d', ['a']),
+        () => store.getEmbedding('d', 'a', { latest: true }),
+      ])
+        await expect(read()).rejects.toMatchObject({ code: 'unavailable' });
+    } finally {
+      await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
+      await client.close();
+    }
   });
 });
