@@ -23,7 +23,15 @@ export async function startApp(
   let url: string | undefined;
   let recovery: ReturnType<typeof startRecovery> | undefined;
   if (config.APP_ROLES.has('worker')) {
-    await container.queue.consume(container.processImage.handle, config.WORKER_CONCURRENCY);
+    // While the store is down, jobs wait in the queue instead of burning their attempts.
+    const storeAnswers = async (): Promise<void> => {
+      await Promise.all([container.content.ping(), container.accounts.ping()]);
+    };
+    await container.queue.consume(
+      container.processImage.handle,
+      config.WORKER_CONCURRENCY,
+      storeAnswers,
+    );
     await adoptEmbedder(container.accounts, container.embedder, container.log);
     recovery = startRecovery(
       container.content,

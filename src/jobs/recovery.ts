@@ -7,11 +7,12 @@ import { requeueUnfinished } from './process-image';
 
 /** How often an idle worker checks for pending items that have no job. */
 export const IDLE_SWEEP_MS = 5 * 60_000;
+const RETRY_SWEEP_MS = 5000;
 
 /**
  * Items can be pending without a job: the API crashed between its store write and the
- * enqueue, or the broker was unreachable when it enqueued. The worker re-queues pending items
- * at start, after every broker reconnection, and whenever its queue has been idle for a while
+ * enqueue, or the broker was unreachable when it enqueued, or a store outage interrupted
+ * jobs. The worker re-queues pending items at start, after every outage of the broker or store, and whenever its queue has been idle for a while
  * (so a backlog is never duplicated wholesale). Jobs are idempotent, so overlap is harmless.
  */
 export function startRecovery(
@@ -22,10 +23,15 @@ export function startRecovery(
   intervalMs = IDLE_SWEEP_MS,
 ): { stop(): void; sweep(): Promise<number> } {
   let running: Promise<number> | undefined;
+  let again: NodeJS.Timeout | undefined;
   const sweep = (): Promise<number> => {
     running ??= requeueUnfinished(store, queue, log, embedderId)
       .catch((err: unknown) => {
-        log.warn({ err }, 'recovery sweep failed; will try again');
+        // Right after an outage the store may answer a probe but not yet every read.
+        log.warn({ err }, `recovery sweep failed; trying again in ${RETRY_SWEEP_MS} ms`);
+        clearTimeout(again);
+        again = setTimeout(() => void sweep(), RETRY_SWEEP_MS);
+        again.unref();
         return 0;
       })
       .finally(() => {
@@ -33,7 +39,7 @@ export function startRecovery(
       });
     return running;
   };
-  queue.onReconnect = () => void sweep();
+  queue.onRecovered = () => void sweep();
   const timer = setInterval(() => {
     queue.stats().then(
       (s) => {
@@ -47,7 +53,8 @@ export function startRecovery(
     sweep,
     stop() {
       clearInterval(timer);
-      queue.onReconnect = undefined;
+      clearTimeout(again);
+      queue.onRecovered = undefined;
     },
   };
 }

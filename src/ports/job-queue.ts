@@ -23,16 +23,20 @@ export interface QueueStats {
 export interface JobQueue {
   /** Resolves once the jobs are durable: they survive a crash of this process. */
   enqueue(jobs: ProcessingJob[]): Promise<void>;
-  /** Starts consuming with at most `concurrency` jobs in flight. */
-  consume(handler: JobHandler, concurrency: number): Promise<void>;
+  /**
+   * Starts consuming with at most `concurrency` jobs in flight. A handler that fails because a
+   * dependency is unavailable (AppError `unavailable`) puts its job back uncounted, and the
+   * queue takes no more jobs until `probe` resolves (adapters/queue/retry-rule.ts).
+   */
+  consume(handler: JobHandler, concurrency: number, probe?: () => Promise<void>): Promise<void>;
   /** Stops taking jobs and waits for those in flight. */
   stop(): Promise<void>;
   stats(): Promise<QueueStats>;
   ping(): Promise<void>;
   /**
-   * Set by the worker: called after the queue re-established its connection, when messages
-   * published during the outage may be missing.
+   * Set by the worker: called after an outage ends (the broker connection is back, or a paused
+   * consumer resumed), when items may have been left without a job.
    */
-  onReconnect?: () => void;
+  onRecovered?: () => void;
   close(): Promise<void>;
 }

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { AmqpJobQueue } from '../../src/adapters/queue/rabbitmq/amqp-queue';
 import { SqliteJobQueue } from '../../src/adapters/queue/in-process/sqlite-queue';
 import type { ProcessingJob } from '../../src/domain/item';
+import { AppError } from '../../src/domain/errors';
 import { RetryLater, type JobQueue } from '../../src/ports/job-queue';
 import { tempDir } from '../helpers/app';
 
@@ -144,6 +145,41 @@ describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
     expect(stats.dead).toBe(1);
     await new Promise((r) => setTimeout(r, 500));
     expect(calls).toBe(5);
+  });
+
+  test('while the store is unavailable, jobs wait uncounted and nothing is consumed until the probe answers', async () => {
+    const q = await openQueue(adapter.newPlace());
+    await q.enqueue(Array.from({ length: 6 }, (_, i) => job(i)));
+    let down = true;
+    let calls = 0;
+    const done: ProcessingJob[] = [];
+    let recovered = 0;
+    q.onRecovered = () => recovered++;
+    await q.consume(
+      async (j) => {
+        calls++;
+        if (down) throw new AppError('unavailable', 'the search engine is unreachable');
+        done.push(j);
+      },
+      2,
+      async () => {
+        if (down) throw new Error('still down');
+      },
+    );
+    await until(() => calls >= 1);
+    // Far longer than the unexpected-error backoff would take to burn five attempts (20 ms base).
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(calls).toBeLessThanOrEqual(2);
+    expect(done).toHaveLength(0);
+    expect((await q.stats()).dead).toBe(0);
+    down = false;
+    await until(() => done.length === 6, 20000);
+    expect(done.every((j) => j.attempt === 1)).toBe(true);
+    expect(done.map((j) => j.itemId).sort()).toEqual(
+      Array.from({ length: 6 }, (_, i) => `item-${i}`).sort(),
+    );
+    expect(recovered).toBeGreaterThanOrEqual(1);
+    expect((await q.stats()).dead).toBe(0);
   });
 
   test('stop() waits for jobs in flight and then takes no more', async () => {

@@ -8,9 +8,9 @@ import {
   type QueueStats,
 } from '../../../ports/job-queue';
 import { guarded, openDb, type Db, stmt } from '../../embedded/db';
+import { PauseGate } from '../pause-gate';
+import { settlementFor } from '../retry-rule';
 
-/** Unexpected handler errors (bugs, outages) are retried this often before a job is parked. */
-const MAX_UNEXPECTED_ATTEMPTS = 5;
 const POLL_MS = 1000;
 
 interface JobRow {
@@ -30,6 +30,8 @@ export class SqliteJobQueue implements JobQueue {
   private inFlight = new Set<Promise<void>>();
   private running = false;
   private timer?: NodeJS.Timeout;
+  private gate?: PauseGate;
+  onRecovered?: () => void;
 
   constructor(
     file: string,
@@ -72,11 +74,15 @@ export class SqliteJobQueue implements JobQueue {
     });
   }
 
-  async consume(handler: JobHandler, concurrency: number): Promise<void> {
+  async consume(
+    handler: JobHandler,
+    concurrency: number,
+    probe?: () => Promise<void>,
+  ): Promise<void> {
     stmt(this.db, `UPDATE jobs SET state = 'ready' WHERE state = 'running'`).run();
     this.running = true;
     const pump = (): void => {
-      if (!this.running) return;
+      if (!this.running || this.gate?.paused) return;
       const free = concurrency - this.inFlight.size;
       if (free <= 0) return;
       const claimed = stmt(
@@ -95,6 +101,16 @@ export class SqliteJobQueue implements JobQueue {
       this.schedule(pump);
     };
     this.wake.on('job', pump);
+    if (probe)
+      this.gate = new PauseGate(
+        probe,
+        this.log,
+        () => undefined,
+        () => {
+          pump();
+          this.onRecovered?.();
+        },
+      );
     pump();
   }
 
@@ -116,8 +132,8 @@ export class SqliteJobQueue implements JobQueue {
       await handler(job);
       stmt(this.db, 'DELETE FROM jobs WHERE id = ?').run(row.id);
     } catch (e) {
-      const retry = e instanceof RetryLater;
-      if (!retry && row.attempt >= MAX_UNEXPECTED_ATTEMPTS) {
+      const next = settlementFor(e, row.attempt, this.unexpectedRetryBaseMs);
+      if (next.kind === 'dead') {
         this.log.error({ err: e, job }, 'job failed repeatedly; moved to dead_jobs');
         this.db.transaction(() => {
           stmt(this.db, 'INSERT INTO dead_jobs (payload, error, died_at) VALUES (?, ?, ?)').run(
@@ -129,17 +145,27 @@ export class SqliteJobQueue implements JobQueue {
         })();
         return;
       }
-      const delay = retry ? e.delayMs : this.unexpectedRetryBaseMs * 2 ** row.attempt;
-      if (!retry) this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
+      if (next.kind === 'wait') {
+        // Without a probe to wait on, a pause is a short uncounted delay.
+        stmt(this.db, `UPDATE jobs SET state = 'ready', run_at = ? WHERE id = ?`).run(
+          this.now() + (this.gate ? 0 : 1000),
+          row.id,
+        );
+        this.gate?.pause(next.reason);
+        return;
+      }
+      if (!(e instanceof RetryLater))
+        this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
       stmt(
         this.db,
         `UPDATE jobs SET state = 'ready', attempt = attempt + 1, run_at = ? WHERE id = ?`,
-      ).run(this.now() + delay, row.id);
+      ).run(this.now() + next.delayMs, row.id);
     }
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    this.gate?.stop();
     if (this.timer) clearTimeout(this.timer);
     this.wake.removeAllListeners();
     await Promise.allSettled([...this.inFlight]);

@@ -10,6 +10,8 @@ import {
   type JobQueue,
   type QueueStats,
 } from '../../../ports/job-queue';
+import { PauseGate } from '../pause-gate';
+import { settlementFor } from '../retry-rule';
 import {
   QuorumRefused,
   declareRetryQueue,
@@ -20,8 +22,6 @@ import {
   type QueueSupport,
 } from './topology';
 
-/** Unexpected handler errors (bugs, outages) are retried this often before a job is parked. */
-const MAX_UNEXPECTED_ATTEMPTS = 5;
 /** How long `enqueue` waits for a broker connection before giving up with 503. */
 const CONNECT_WAIT_MS = 5000;
 const RECONNECT_MAX_MS = 10_000;
@@ -57,8 +57,9 @@ export class AmqpJobQueue implements JobQueue {
   private consumeWith?: { handler: JobHandler; concurrency: number };
   private consumerTag?: string;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Called after every (re)connection, e.g. to re-queue items a broker outage left behind. */
-  onReconnect?: () => void;
+  private gate?: PauseGate;
+  /** Called after a reconnection or a pause, e.g. to re-queue items an outage left behind. */
+  onRecovered?: () => void;
 
   constructor(
     private readonly url: string,
@@ -128,7 +129,7 @@ export class AmqpJobQueue implements JobQueue {
       if (this.closing || this.session) return;
       try {
         await this.connect();
-        this.onReconnect?.();
+        this.onRecovered?.();
         return;
       } catch (err) {
         this.log.warn({ err, attempt }, 'broker still unreachable');
@@ -168,9 +169,36 @@ export class AmqpJobQueue implements JobQueue {
     await pub.waitForConfirms();
   }
 
-  async consume(handler: JobHandler, concurrency: number): Promise<void> {
+  async consume(
+    handler: JobHandler,
+    concurrency: number,
+    probe?: () => Promise<void>,
+  ): Promise<void> {
     this.consumeWith = { handler, concurrency };
+    if (probe)
+      this.gate = new PauseGate(
+        probe,
+        this.log,
+        () => this.unsubscribe(),
+        async () => {
+          const session = this.session;
+          if (session?.consumer && !this.consumerTag)
+            await this.subscribe(session, session.consumer);
+          this.onRecovered?.();
+        },
+      );
     await this.startConsumer(await this.ready());
+  }
+
+  /**
+   * Messages in flight stay on the channel and are settled by their handlers; the broker
+   * delivers nothing new until `subscribe`.
+   */
+  private async unsubscribe(): Promise<void> {
+    const ch = this.session?.consumer;
+    const tag = this.consumerTag;
+    this.consumerTag = undefined;
+    if (ch && tag) await ch.cancel(tag).catch(() => undefined);
   }
 
   /** Idempotent per session, so a reconnect and a restart can never add a second consumer. */
@@ -183,7 +211,7 @@ export class AmqpJobQueue implements JobQueue {
   }
 
   private async openConsumer(session: Session): Promise<void> {
-    const { handler, concurrency } = this.consumeWith!;
+    const { concurrency } = this.consumeWith!;
     const ch = await session.conn.createChannel();
     ch.on('error', (err: Error) => this.log.warn({ err }, 'consumer channel error'));
     // A channel can close alone (a protocol error); keep exactly one consumer on this session.
@@ -201,6 +229,11 @@ export class AmqpJobQueue implements JobQueue {
     });
     await ch.prefetch(concurrency);
     session.consumer = ch;
+    if (!this.gate?.paused) await this.subscribe(session, ch);
+  }
+
+  private async subscribe(session: Session, ch: Channel): Promise<void> {
+    const { handler } = this.consumeWith!;
     const { consumerTag } = await ch.consume(
       this.names.jobs,
       (msg) => {
@@ -231,21 +264,30 @@ export class AmqpJobQueue implements JobQueue {
       await handler(job);
       this.settle(ch, msg, true);
     } catch (e) {
-      const retry = e instanceof RetryLater;
-      if (!retry && job.attempt >= MAX_UNEXPECTED_ATTEMPTS) {
+      const next = settlementFor(e, job.attempt, this.unexpectedRetryBaseMs);
+      if (next.kind === 'dead') {
         this.log.error({ err: e, job }, 'job failed repeatedly; dead-lettered');
         this.settle(ch, msg, false);
         return;
       }
-      if (!retry) this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
-      const delay = retry ? e.delayMs : this.unexpectedRetryBaseMs * 2 ** job.attempt;
+      // A requeue (nack) would count towards the broker's delivery limit, so a job put back
+      // during an outage is published afresh: to the work queue when a probe gates the
+      // consumer, else after a short delay. A retry is published with its attempt counted.
+      const wait = next.kind === 'wait';
+      if (wait) this.gate?.pause(next.reason);
+      else if (!(e instanceof RetryLater))
+        this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
       try {
-        const queue = await this.retryQueue(session, delay);
-        await this.publish(session.pub, queue, [{ ...job, attempt: job.attempt + 1 }]);
+        const again = wait ? job : { ...job, attempt: job.attempt + 1 };
+        const queue =
+          wait && this.gate
+            ? this.names.jobs
+            : await this.retryQueue(session, wait ? 1000 : next.delayMs);
+        await this.publish(session.pub, queue, [again]);
         this.settle(ch, msg, true);
       } catch (err) {
-        // Without a confirmed retry the original stays unacked and is redelivered instead.
-        this.log.warn({ err, job }, 'could not schedule a retry; the broker will redeliver');
+        // Without a confirmed copy the original stays unacked and is redelivered instead.
+        this.log.warn({ err, job }, 'could not put the job back; the broker will redeliver');
       }
     }
   }
@@ -278,6 +320,7 @@ export class AmqpJobQueue implements JobQueue {
 
   async stop(): Promise<void> {
     this.consumeWith = undefined;
+    this.gate?.stop();
     const ch = this.session?.consumer;
     if (ch && this.consumerTag) {
       await ch.cancel(this.consumerTag).catch(() => undefined);

@@ -1,0 +1,26 @@
+import { AppError } from '../../domain/errors';
+import { RetryLater } from '../../ports/job-queue';
+
+/** Unexpected handler errors (bugs) are retried this often before a job is parked as dead. */
+export const MAX_UNEXPECTED_ATTEMPTS = 5;
+
+/** What a queue does with a job whose handler threw. Every queue adapter follows this rule. */
+export type Settlement =
+  /** Run it again after `delayMs`, with the attempt counted. */
+  | { kind: 'retry'; delayMs: number }
+  /**
+   * A dependency the handler needs (the store) is unreachable: put the job back as it was, with
+   * no attempt counted, and stop taking jobs until the dependency answers again. Otherwise an
+   * outage longer than a few backoffs would burn every job's attempts into the dead queue.
+   */
+  | { kind: 'wait'; reason: string }
+  /** Park it for an operator: it failed unexpectedly too often. */
+  | { kind: 'dead'; reason: string };
+
+export function settlementFor(e: unknown, attempt: number, unexpectedBaseMs: number): Settlement {
+  if (e instanceof RetryLater) return { kind: 'retry', delayMs: e.delayMs };
+  if (e instanceof AppError && e.code === 'unavailable') return { kind: 'wait', reason: e.message };
+  if (attempt >= MAX_UNEXPECTED_ATTEMPTS)
+    return { kind: 'dead', reason: e instanceof Error ? e.message : String(e) };
+  return { kind: 'retry', delayMs: unexpectedBaseMs * 2 ** attempt };
+}
