@@ -8,6 +8,12 @@ export interface WriteOutcome {
   reprocess: boolean;
   urlChanged: boolean;
   metadataChanged: boolean;
+  /**
+   * The item waits for processing after this write, so a job is queued, again if it was
+   * pending already: its first job may have been lost with a write that failed half-way, and
+   * sending the same request again must repair that. Jobs are idempotent.
+   */
+  needsJob: boolean;
 }
 
 /**
@@ -36,6 +42,7 @@ export function applyWrite(
       reprocess: true,
       urlChanged: true,
       metadataChanged: true,
+      needsJob: true,
     };
   }
   const next = (base: Metadata, given: ContentWrite['metadata']): Metadata =>
@@ -61,5 +68,5 @@ export function applyWrite(
     updatedAt: now,
   };
   if (urlChanged) delete item.image;
-  return { item, reprocess, urlChanged, metadataChanged };
+  return { item, reprocess, urlChanged, metadataChanged, needsJob: item.state === 'pending' };
 }

@@ -1,4 +1,5 @@
 import type { ContentWrite, WriteMode } from '../domain/content';
+import { AppError } from '../domain/errors';
 import type { DatasetCounts } from '../domain/dataset';
 import type { ListEntry, ProcessingErrorRecord, ProcessingJob, StoredItem } from '../domain/item';
 import type { ImageFeatures, ProcessingFailure } from '../domain/processing';
@@ -14,8 +15,9 @@ export interface ContentStore {
   /** Ids of `ids` that exist in the dataset. */
   existingIds(datasetId: string, ids: string[]): Promise<Set<string>>;
   /**
-   * Applies validated writes atomically and durably (all or none) and returns the images
-   * that now need processing.
+   * Applies validated writes durably and returns the images that now need processing. The
+   * embedded store is all or none; Elasticsearch has no multi-document transaction, so a
+   * write it refuses half-way throws {@link PartialWrite} with the jobs of what it did write.
    */
   applyWrites(
     datasetId: string,
@@ -83,4 +85,19 @@ export interface ContentStore {
     limit: number,
   ): Promise<{ jobs: ProcessingJob[]; next?: string }>;
   ping(): Promise<void>;
+}
+
+/**
+ * A 503 after some items of a batch were written: their jobs must still be queued, so that no
+ * written item waits without one. Sending the same request again is safe (and re-queues the
+ * jobs of items still pending).
+ */
+export class PartialWrite extends AppError {
+  constructor(
+    message: string,
+    readonly written: ProcessingJob[],
+  ) {
+    super('unavailable', message, undefined, 5);
+    this.name = 'PartialWrite';
+  }
 }

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { invalid } from '../domain/errors';
 import { parseContentBatch, parseDeleteBody, type WriteMode } from '../domain/content';
-import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../domain/item';
+import type { ListEntry, ProcessingErrorRecord, ProcessingJob, StoredItem } from '../domain/item';
 import { LIMITS } from '../domain/limits';
-import type { ContentStore } from '../ports/content-store';
+import { PartialWrite, type ContentStore } from '../ports/content-store';
 import type { JobQueue } from '../ports/job-queue';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
@@ -45,16 +45,26 @@ export class ContentService {
       if (details.length)
         throw invalid(`${details.length} items do not exist; nothing was stored`, details);
     }
-    const jobs = await this.store.applyWrites(ds.id, writes, mode, this.now());
+    let jobs: ProcessingJob[];
+    try {
+      jobs = await this.store.applyWrites(ds.id, writes, mode, this.now());
+    } catch (e) {
+      if (e instanceof PartialWrite) await this.enqueue(ds.id, e.written);
+      throw e;
+    }
+    await this.enqueue(ds.id, jobs);
+    return { accepted: writes.length };
+  }
+
+  private async enqueue(datasetId: string, jobs: ProcessingJob[]): Promise<void> {
     try {
       await this.queue.enqueue(jobs);
     } catch (err) {
       this.log.warn(
-        { err, dataset: ds.id, jobs: jobs.length },
+        { err, dataset: datasetId, jobs: jobs.length },
         'queue unavailable; items stay pending for the recovery sweep',
       );
     }
-    return { accepted: writes.length };
   }
 
   async delete(p: Principal, org: string, name: string, body: unknown): Promise<void> {

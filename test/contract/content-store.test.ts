@@ -12,7 +12,7 @@ import { EsIndices } from '../../src/adapters/elasticsearch/indices';
 import type { ContentWrite } from '../../src/domain/content';
 import type { ProcessingJob } from '../../src/domain/item';
 import type { Condition } from '../../src/query/ast';
-import type { ContentStore } from '../../src/ports/content-store';
+import { PartialWrite, type ContentStore } from '../../src/ports/content-store';
 import type { SearchEngine } from '../../src/ports/search-engine';
 import { tempDir } from '../helpers/app';
 
@@ -173,6 +173,23 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
       state: 'processed',
       metadata: { n: 2 },
     });
+  });
+
+  test('sending a write again for an item still pending queues its job again (its first may be lost)', async () => {
+    const first = await write([
+      { id: 'a', url: url('a') },
+      { id: 'b', url: url('b') },
+    ]);
+    expect(first).toHaveLength(2);
+    const again = await write([{ id: 'a', url: url('a') }]);
+    expect(again).toEqual([{ datasetId: ds, itemId: 'a', url: url('a'), attempt: 1 }]);
+    // A later metadata-only write in the same batch keeps the job of an earlier url write.
+    const batch = await write([
+      { id: 'c', url: url('c') },
+      { id: 'c', metadata: { n: 1 } },
+    ]);
+    expect(batch.map((j) => j.itemId)).toEqual(['c']);
+    expect(await write([{ id: 'b', metadata: { n: 2 } }], 'put')).toHaveLength(1);
   });
 
   test('a key may be a number on one item and a string on another; ranges compare numbers', async () => {
@@ -498,6 +515,47 @@ describe('Elasticsearch item reads', () => {
         () => store.getEmbedding('d', 'a', { latest: true }),
       ])
         await expect(read()).rejects.toMatchObject({ code: 'unavailable' });
+    } finally {
+      await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
+      await client.close();
+    }
+  });
+});
+
+describe('Elasticsearch item writes', () => {
+  test('a batch refused half-way reports the jobs of the items it did write', async () => {
+    const client = new Client({ node: ES_URL });
+    const prefix = `w${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
+    const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
+    const store = new ElasticsearchStore(indices, Date.now, DIMS);
+    try {
+      await store.applyWrites('d', [{ id: 'seed', url: url('seed') }], 'post', T0);
+      // Each metadata value is a nested document: past this limit the engine refuses the item
+      // alone, as a real cluster refuses some items of a bulk (a full queue, a moving shard).
+      await client.indices.putSettings({
+        index: indices.items('d'),
+        settings: { 'index.mapping.nested_objects.limit': 3 },
+      });
+      const many = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`k${i}`, i]));
+      const writes: ContentWrite[] = [
+        { id: 'small-1', url: url('small-1'), metadata: { k: 1 } },
+        { id: 'big', url: url('big'), metadata: many },
+        { id: 'small-2', url: url('small-2'), metadata: { k: 2 } },
+      ];
+      const err = await store.applyWrites('d', writes, 'post', T0).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PartialWrite);
+      expect(err).toMatchObject({ code: 'unavailable' });
+      expect((err as PartialWrite).written.map((j) => j.itemId).sort()).toEqual([
+        'small-1',
+        'small-2',
+      ]);
+      // Once the engine accepts it again, the same request is safe and queues every job.
+      await client.indices.putSettings({
+        index: indices.items('d'),
+        settings: { 'index.mapping.nested_objects.limit': 10_000 },
+      });
+      const jobs = await store.applyWrites('d', writes, 'post', T0);
+      expect(jobs.map((j) => j.itemId).sort()).toEqual(['big', 'small-1', 'small-2']);
     } finally {
       await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
       await client.close();

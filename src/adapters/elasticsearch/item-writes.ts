@@ -1,9 +1,10 @@
 import type { ContentWrite, WriteMode } from '../../domain/content';
 import { applyWrite } from '../../domain/content-write';
 import type { ProcessingJob } from '../../domain/item';
+import { PartialWrite } from '../../ports/content-store';
 import { fromDoc, toDoc } from './document';
 import type { FieldCatalogues } from './field-catalogue';
-import { CAS_RETRIES, backoff, guard, unavailable } from './guard';
+import { CAS_RETRIES, backoff, guard, toUnavailable, unavailable } from './guard';
 import type { EsIndices } from './indices';
 import { ItemIndex, type Hit } from './item-index';
 
@@ -37,6 +38,7 @@ export class ItemWrites extends ItemIndex {
       const byId = new Map<string, ContentWrite[]>();
       for (const w of writes) byId.set(w.id, [...(byId.get(w.id) ?? []), w]);
       const jobs = new Map<string, ProcessingJob>();
+      const written = new Set<string>();
       let pending = [...byId.keys()];
       try {
         for (let attempt = 0; pending.length && attempt < CAS_RETRIES; attempt++) {
@@ -58,12 +60,18 @@ export class ItemWrites extends ItemIndex {
           }
           if (!ops.length) break;
           const r = await this.client.bulk({ operations: ops as never[], refresh: 'wait_for' });
-          pending = await this.retryable(
-            datasetId,
-            planned,
-            r.items.map((it) => it.index ?? it.create),
-          );
+          const results = r.items.map((it) => it.index ?? it.create);
+          results.forEach((res, i) => {
+            if (res && !res.error) written.add(planned[i]!);
+          });
+          pending = await this.retryable(datasetId, planned, results);
         }
+      } catch (e) {
+        // Whatever failed (a refusal, a lost connection on a later round), what was written
+        // must still get its jobs.
+        if (!written.size) throw e;
+        const done = [...jobs.values()].filter((j) => written.has(j.itemId));
+        throw new PartialWrite((toUnavailable(e) ?? (e as Error)).message, done);
       } finally {
         this.catalogues.invalidate(datasetId);
       }
@@ -86,13 +94,13 @@ export class ItemWrites extends ItemIndex {
     now: number,
   ): { ops: unknown[]; job?: ProcessingJob } | undefined {
     let item = hit?._source ? fromDoc(hit._source) : undefined;
-    let reprocess = false;
+    let needsJob = false;
     let urlChanged = false;
     for (const w of writes) {
       const out = applyWrite(item, w, mode, now);
       if (!out) continue;
       item = out.item;
-      reprocess ||= out.reprocess;
+      needsJob = out.needsJob;
       urlChanged ||= out.urlChanged;
     }
     if (!item) return undefined;
@@ -105,7 +113,7 @@ export class ItemWrites extends ItemIndex {
       : { create: { _index, _id: id } };
     return {
       ops: [action, toDoc(datasetId, item, error, hit?._source)],
-      ...(reprocess ? { job: { datasetId, itemId: id, url: item.url, attempt: 1 } } : {}),
+      ...(needsJob ? { job: { datasetId, itemId: id, url: item.url, attempt: 1 } } : {}),
     };
   }
 

@@ -201,7 +201,7 @@ export class EmbeddedContentStore implements ContentStore {
               this.indexMetadata(row.pk, datasetId, item.metadata, item.privateMetadata);
             }
           }
-          if (out.reprocess) jobs.set(w.id, { datasetId, itemId: w.id, url: item.url, attempt: 1 });
+          if (out.needsJob) jobs.set(w.id, { datasetId, itemId: w.id, url: item.url, attempt: 1 });
           else jobs.delete(w.id);
         }
         this.st.kindPrune.run(datasetId);
