@@ -22,6 +22,7 @@ import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
 import { AmqpJobQueue } from '../adapters/queue/rabbitmq/amqp-queue';
 import { SqliteJobQueue } from '../adapters/queue/in-process/sqlite-queue';
 import { redactUrl, type Config } from '../config/env';
+import { FairShare } from '../jobs/fair-share';
 import { ProcessImageHandler } from '../jobs/process-image';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
@@ -251,6 +252,7 @@ export async function buildContainer(
       now,
       config.RETRY_BASE_MS,
       embedder.id,
+      new FairShare(config.WORKER_CONCURRENCY),
     ),
     embedder: embedderRef,
     bootstrapOperatorToken,

@@ -39,4 +39,6 @@ export interface ProcessingJob {
   itemId: string;
   url: string;
   attempt: number;
+  /** Times the job stepped aside for other tenants (jobs/fair-share.ts); not attempts. */
+  deferrals?: number;
 }

@@ -1,12 +1,14 @@
 import type { Logger } from 'pino';
 import type { ProcessingJob } from '../domain/item';
+import type { Allowance } from '../domain/plan';
 import { ImageError, MAX_ATTEMPTS } from '../domain/processing';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ImageFetcher } from '../ports/image-fetcher';
-import { RetryLater, type JobQueue } from '../ports/job-queue';
+import { Defer, RetryLater, type JobQueue } from '../ports/job-queue';
 import type { UsageLedger } from '../ports/usage-ledger';
+import { deferDelayMs, type FairShare } from './fair-share';
 
 export const PROCESS_IMAGE = 'process-image';
 
@@ -27,6 +29,7 @@ export class ProcessImageHandler {
     private readonly retryBaseMs: number,
     /** The analyzer's embedder: items embedded by another one are re-embedded. */
     private readonly embedderId: string,
+    private readonly fair: FairShare,
   ) {}
 
   readonly handle = async (job: ProcessingJob): Promise<void> => {
@@ -45,8 +48,22 @@ export class ProcessImageHandler {
     const ds = await this.accounts.getDatasetById(job.datasetId);
     const org = ds && (await this.accounts.getOrg(ds.org));
     if (!ds || !org) return;
-    const key = { org: ds.org, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
-    const images = org.plan.images;
+    const slot = this.fair.tryAcquire(new URL(job.url).host, ds.org);
+    if (!slot) throw new Defer(deferDelayMs(job.deferrals ?? 0));
+    try {
+      await this.process(job, ds.org, org.plan.images, slot);
+    } finally {
+      slot();
+    }
+  };
+
+  private async process(
+    job: ProcessingJob,
+    orgName: string,
+    images: Allowance,
+    endDownload: () => void,
+  ): Promise<void> {
+    const key = { org: orgName, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
     const limit = images.limitType === 'fixed' ? images.limit : undefined;
     const reservedAt = this.now();
     // Only a fixed limit needs a place held before download; unlimited plans just count after.
@@ -70,7 +87,7 @@ export class ProcessImageHandler {
       if (limit !== undefined) await this.ledger.releaseImage({ ...key, at: reservedAt });
     };
     try {
-      const bytes = await this.fetcher.fetch(job.url);
+      const bytes = await this.fetcher.fetch(job.url).finally(endDownload);
       const features = await this.analyzer.analyze(bytes);
       const at = this.now();
       if (await this.store.markProcessed(job, features, at))
@@ -85,7 +102,7 @@ export class ProcessImageHandler {
         this.now(),
       );
     }
-  };
+  }
 
   /**
    * The result was not recorded because the item is already processed from this url: by another

@@ -11,6 +11,17 @@ export class RetryLater extends Error {
   }
 }
 
+/**
+ * Thrown by a handler to run the job again after `delayMs` without counting an attempt: it
+ * stepped aside for other work (its `deferrals` is counted instead).
+ */
+export class Defer extends Error {
+  constructor(readonly delayMs: number) {
+    super(`deferred for ${delayMs} ms`);
+    this.name = 'Defer';
+  }
+}
+
 export type JobHandler = (job: ProcessingJob) => Promise<void>;
 
 export interface QueueStats {

@@ -8,7 +8,7 @@ import { AmqpJobQueue } from '../../src/adapters/queue/rabbitmq/amqp-queue';
 import { SqliteJobQueue } from '../../src/adapters/queue/in-process/sqlite-queue';
 import type { ProcessingJob } from '../../src/domain/item';
 import { AppError } from '../../src/domain/errors';
-import { RetryLater, type JobQueue } from '../../src/ports/job-queue';
+import { Defer, RetryLater, type JobQueue } from '../../src/ports/job-queue';
 import { tempDir } from '../helpers/app';
 
 const log = pino({ level: 'silent' });
@@ -126,6 +126,22 @@ describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
     expect(attempts.map((a) => a.attempt)).toEqual([1, 2, 3]);
     expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(250);
     expect(attempts[2]!.at - attempts[1]!.at).toBeGreaterThanOrEqual(250);
+  });
+
+  test('Defer runs the job again after the delay with its deferrals counted, not its attempts', async () => {
+    const q = await openQueue(adapter.newPlace());
+    await q.enqueue([job(1)]);
+    const seen: Array<{ job: ProcessingJob; at: number }> = [];
+    await q.consume(async (j) => {
+      seen.push({ job: j, at: Date.now() });
+      if ((j.deferrals ?? 0) < 6) throw new Defer(100);
+    }, 1);
+    await until(() => seen.length === 7);
+    expect(seen.map((s) => [s.job.attempt, s.job.deferrals ?? 0])).toEqual(
+      [0, 1, 2, 3, 4, 5, 6].map((d) => [1, d]),
+    );
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(80);
+    expect((await q.stats()).dead).toBe(0);
   });
 
   test('a job that keeps failing unexpectedly is parked as dead, not retried forever', async () => {

@@ -1,5 +1,6 @@
 import { AppError } from '../../domain/errors';
-import { RetryLater } from '../../ports/job-queue';
+import type { ProcessingJob } from '../../domain/item';
+import { Defer, RetryLater } from '../../ports/job-queue';
 
 /** Unexpected handler errors (bugs) are retried this often before a job is parked as dead. */
 export const MAX_UNEXPECTED_ATTEMPTS = 5;
@@ -8,6 +9,8 @@ export const MAX_UNEXPECTED_ATTEMPTS = 5;
 export type Settlement =
   /** Run it again after `delayMs`, with the attempt counted. */
   | { kind: 'retry'; delayMs: number }
+  /** Run it again after `delayMs`, with its deferrals counted instead of its attempts. */
+  | { kind: 'defer'; delayMs: number }
   /**
    * A dependency the handler needs (the store) is unreachable: put the job back as it was, with
    * no attempt counted, and stop taking jobs until the dependency answers again. Otherwise an
@@ -19,8 +22,25 @@ export type Settlement =
 
 export function settlementFor(e: unknown, attempt: number, unexpectedBaseMs: number): Settlement {
   if (e instanceof RetryLater) return { kind: 'retry', delayMs: e.delayMs };
+  if (e instanceof Defer) return { kind: 'defer', delayMs: e.delayMs };
   if (e instanceof AppError && e.code === 'unavailable') return { kind: 'wait', reason: e.message };
   if (attempt >= MAX_UNEXPECTED_ATTEMPTS)
     return { kind: 'dead', reason: e instanceof Error ? e.message : String(e) };
   return { kind: 'retry', delayMs: unexpectedBaseMs * 2 ** attempt };
+}
+
+/** The job as it is put back for a settlement that runs it again. */
+export function nextRun(
+  job: ProcessingJob,
+  s: Exclude<Settlement, { kind: 'dead' }>,
+): ProcessingJob {
+  if (s.kind === 'retry') return { ...job, attempt: job.attempt + 1 };
+  if (s.kind === 'defer') return { ...job, deferrals: (job.deferrals ?? 0) + 1 };
+  return job;
+}
+
+/** Delay before the job runs again; a wait with a probe to gate on is put back at once. */
+export function delayOf(s: Exclude<Settlement, { kind: 'dead' }>, gated: boolean): number {
+  if (s.kind !== 'wait') return s.delayMs;
+  return gated ? 0 : 1000;
 }

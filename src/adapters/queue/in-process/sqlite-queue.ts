@@ -9,7 +9,7 @@ import {
 } from '../../../ports/job-queue';
 import { guarded, openDb, type Db, stmt } from '../../embedded/db';
 import { PauseGate } from '../pause-gate';
-import { settlementFor } from '../retry-rule';
+import { delayOf, nextRun, settlementFor } from '../retry-rule';
 
 const POLL_MS = 1000;
 
@@ -145,21 +145,14 @@ export class SqliteJobQueue implements JobQueue {
         })();
         return;
       }
-      if (next.kind === 'wait') {
-        // Without a probe to wait on, a pause is a short uncounted delay.
-        stmt(this.db, `UPDATE jobs SET state = 'ready', run_at = ? WHERE id = ?`).run(
-          this.now() + (this.gate ? 0 : 1000),
-          row.id,
-        );
-        this.gate?.pause(next.reason);
-        return;
-      }
-      if (!(e instanceof RetryLater))
+      if (next.kind === 'wait') this.gate?.pause(next.reason);
+      else if (next.kind === 'retry' && !(e instanceof RetryLater))
         this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
+      const again = nextRun(job, next);
       stmt(
         this.db,
-        `UPDATE jobs SET state = 'ready', attempt = attempt + 1, run_at = ? WHERE id = ?`,
-      ).run(this.now() + next.delayMs, row.id);
+        `UPDATE jobs SET state = 'ready', attempt = ?, payload = ?, run_at = ? WHERE id = ?`,
+      ).run(again.attempt, JSON.stringify(again), this.now() + delayOf(next, !!this.gate), row.id);
     }
   }
 

@@ -11,7 +11,7 @@ import {
   type QueueStats,
 } from '../../../ports/job-queue';
 import { PauseGate } from '../pause-gate';
-import { settlementFor } from '../retry-rule';
+import { delayOf, nextRun, settlementFor } from '../retry-rule';
 import {
   QuorumRefused,
   declareRetryQueue,
@@ -271,19 +271,15 @@ export class AmqpJobQueue implements JobQueue {
         return;
       }
       // A requeue (nack) would count towards the broker's delivery limit, so a job put back
-      // during an outage is published afresh: to the work queue when a probe gates the
-      // consumer, else after a short delay. A retry is published with its attempt counted.
-      const wait = next.kind === 'wait';
-      if (wait) this.gate?.pause(next.reason);
-      else if (!(e instanceof RetryLater))
+      // is published afresh: a wait gated by a probe straight to the work queue, anything
+      // else through the retry queue of its delay.
+      if (next.kind === 'wait') this.gate?.pause(next.reason);
+      else if (next.kind === 'retry' && !(e instanceof RetryLater))
         this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
       try {
-        const again = wait ? job : { ...job, attempt: job.attempt + 1 };
-        const queue =
-          wait && this.gate
-            ? this.names.jobs
-            : await this.retryQueue(session, wait ? 1000 : next.delayMs);
-        await this.publish(session.pub, queue, [again]);
+        const delay = delayOf(next, !!this.gate);
+        const queue = delay === 0 ? this.names.jobs : await this.retryQueue(session, delay);
+        await this.publish(session.pub, queue, [nextRun(job, next)]);
         this.settle(ch, msg, true);
       } catch (err) {
         // Without a confirmed copy the original stays unacked and is redelivered instead.

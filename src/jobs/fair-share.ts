@@ -1,0 +1,79 @@
+/** A download slower than this marks its host as slow (the ones that hold worker slots). */
+export const SLOW_HOST_MS = 1000;
+/** An organisation whose jobs this worker took this recently competes for its slots. */
+const ACTIVE_ORG_MS = 10_000;
+/** Weight of the newest download in a host's moving average. */
+const EWMA = 0.3;
+
+interface HostState {
+  inFlight: number;
+  starts: number[];
+  avgMs?: number;
+}
+
+/**
+ * Per-process shares of the worker's download slots, so one tenant cannot stall the others.
+ * A slow image host may hold at most half the slots (a fast one is not limited: its downloads
+ * free their slot quickly). While several organisations have jobs, each may hold at most its
+ * equal share; alone, one may use every slot. A job over its share steps aside (is deferred
+ * in the queue), which also lets the worker reach other tenants' jobs queued behind it.
+ */
+export class FairShare {
+  private readonly hosts = new Map<string, HostState>();
+  private readonly orgs = new Map<string, { inFlight: number; seenAt: number }>();
+
+  constructor(
+    private readonly slots: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** A slot for one download (call the returned function when it ends), or undefined. */
+  tryAcquire(host: string, org: string): (() => void) | undefined {
+    const now = this.now();
+    const h = this.hosts.get(host) ?? { inFlight: 0, starts: [] };
+    const o = this.orgs.get(org) ?? { inFlight: 0, seenAt: now };
+    o.seenAt = now;
+    this.orgs.set(org, o);
+    this.hosts.set(host, h);
+    if (h.inFlight >= this.hostCap(h, now) || o.inFlight >= this.orgCap(now)) {
+      this.forget(now);
+      return undefined;
+    }
+    h.inFlight++;
+    o.inFlight++;
+    h.starts.push(now);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      h.inFlight--;
+      o.inFlight--;
+      const ms = this.now() - h.starts.shift()!;
+      h.avgMs = h.avgMs === undefined ? ms : h.avgMs * (1 - EWMA) + ms * EWMA;
+    };
+  }
+
+  private hostCap(h: HostState, now: number): number {
+    // A download running long is evidence before any has finished.
+    const slow = (h.avgMs ?? 0) >= SLOW_HOST_MS || (h.starts[0] ?? now) <= now - SLOW_HOST_MS;
+    return slow ? Math.max(1, Math.floor(this.slots / 2)) : this.slots;
+  }
+
+  private orgCap(now: number): number {
+    let active = 0;
+    for (const o of this.orgs.values())
+      if (o.inFlight > 0 || now - o.seenAt < ACTIVE_ORG_MS) active++;
+    return active > 1 ? Math.max(1, Math.ceil(this.slots / active)) : this.slots;
+  }
+
+  /** Bounded memory: idle hosts and organisations are dropped. */
+  private forget(now: number): void {
+    if (this.hosts.size + this.orgs.size < 10_000) return;
+    for (const [k, h] of this.hosts) if (h.inFlight === 0) this.hosts.delete(k);
+    for (const [k, o] of this.orgs)
+      if (o.inFlight === 0 && now - o.seenAt >= ACTIVE_ORG_MS) this.orgs.delete(k);
+  }
+}
+
+/** How long a job that stepped aside waits: doubling per deferral, from a fixed set of delays. */
+export const deferDelayMs = (deferrals: number): number => 500 * 2 ** Math.min(deferrals, 5);
