@@ -1,5 +1,6 @@
-import { HttpImageFetcher } from '../../src/adapters/images/http-fetcher';
-import type { AddressPolicy } from '../../src/adapters/images/address-policy';
+import type { LookupAddress } from 'node:dns';
+import { HttpImageFetcher, type Resolve } from '../../src/adapters/images/http-fetcher';
+import { publicOnly, type AddressPolicy } from '../../src/adapters/images/address-policy';
 import { ImageError } from '../../src/domain/processing';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 
@@ -57,9 +58,10 @@ describe('HttpImageFetcher', () => {
       expect((await failure(noLoopback, `${second.url}/redirect/1?to=${to}`)).code).toBe(
         'forbidden_address',
       );
-      expect((await failure(noLoopback, `http://localhost:${port}/img/1.png`)).code).toBe(
-        'forbidden_address',
-      );
+      const e = await failure(noLoopback, `http://localhost:${port}/img/1.png`);
+      expect(e.code).toBe('forbidden_address');
+      expect(e.message).toContain('localhost');
+      expect(e.message).not.toMatch(/127\.0\.0\.1|::1/);
     } finally {
       await noLoopback.close();
       await second.close();
@@ -110,5 +112,115 @@ describe('HttpImageFetcher', () => {
       code: 'download_failed',
       transient: true,
     });
+  });
+
+  it('refuses IPv6 literals that reach a non-public IPv4 (IPv4-compatible, mapped, NAT64, 6to4)', async () => {
+    const real = new HttpImageFetcher(publicOnly, limits);
+    try {
+      for (const host of [
+        '[::127.0.0.1]',
+        '[::7f00:1]',
+        '[::ffff:127.0.0.1]',
+        '[::ffff:7f00:1]',
+        '[64:ff9b::127.0.0.1]',
+        '[2002:7f00:1::1]',
+        '[::1]',
+      ])
+        expect(await failure(real, `http://${host}:${port}/img/1.png`)).toMatchObject({
+          code: 'forbidden_address',
+          transient: false,
+        });
+    } finally {
+      await real.close();
+    }
+  });
+});
+
+describe('HttpImageFetcher name resolution', () => {
+  const HOST = 'images.example.test';
+  const dnsError = (code: string) =>
+    Object.assign(new Error(`getaddrinfo ${code} ${HOST}`), { code, hostname: HOST });
+  /** A fetcher whose resolver answers `answer` for every name. */
+  const resolving = (answer: () => Promise<LookupAddress[]>, policy = only127001) => {
+    const resolve: Resolve = () => answer();
+    return new HttpImageFetcher(policy, limits, resolve);
+  };
+  const at = (address: string): LookupAddress[] => [
+    { address, family: address.includes(':') ? 6 : 4 },
+  ];
+
+  it('connects to what the injected resolver answers', async () => {
+    const f = resolving(async () => at('127.0.0.1'));
+    try {
+      expect((await f.fetch(`http://${HOST}:${port}/img/1.png`)).length).toBeGreaterThan(0);
+    } finally {
+      await f.close();
+    }
+  });
+
+  it.each(['EAI_AGAIN', 'ETIMEOUT', 'ESERVFAIL', 'EAI_FAIL', 'ECONNREFUSED', 'EREFUSED'])(
+    'retries a resolver failure (%s) like a 5xx',
+    async (code) => {
+      const f = resolving(() => Promise.reject(dnsError(code)));
+      try {
+        const e = await failure(f, `http://${HOST}:${port}/img/1.png`);
+        expect(e).toMatchObject({ code: 'download_failed', transient: true });
+        expect(e.message).toContain(HOST);
+        expect(e.message).toContain(code);
+      } finally {
+        await f.close();
+      }
+    },
+  );
+
+  it('retries a resolver that never answers, as a timeout', async () => {
+    const f = resolving(() => new Promise<LookupAddress[]>(() => {}));
+    try {
+      expect(await failure(f, `http://${HOST}:${port}/img/1.png`)).toMatchObject({
+        code: 'timeout',
+        transient: true,
+      });
+    } finally {
+      await f.close();
+    }
+  });
+
+  it.each([
+    ['ENOTFOUND', () => Promise.reject(dnsError('ENOTFOUND'))],
+    ['ENODATA', () => Promise.reject(dnsError('ENODATA'))],
+    ['an empty answer', async () => []],
+  ])('records a name that does not exist (%s) at once', async (_, answer) => {
+    const f = resolving(answer as () => Promise<LookupAddress[]>);
+    try {
+      const e = await failure(f, `http://${HOST}:${port}/img/1.png`);
+      expect(e).toMatchObject({ code: 'download_failed', transient: false });
+      expect(e.message).toContain(HOST);
+    } finally {
+      await f.close();
+    }
+  });
+
+  it.each(['10.0.0.7', '169.254.169.254', 'fd00::7', '::7f00:1'])(
+    'refuses a name resolving to %s without disclosing the address',
+    async (address) => {
+      const f = resolving(async () => at(address), publicOnly);
+      try {
+        const e = await failure(f, `http://${HOST}:${port}/img/1.png`);
+        expect(e).toMatchObject({ code: 'forbidden_address', transient: false });
+        expect(e.message).toContain(HOST);
+        expect(e.message).not.toContain(address);
+      } finally {
+        await f.close();
+      }
+    },
+  );
+
+  it('connects only to the allowed addresses of a mixed answer', async () => {
+    const f = resolving(async () => [...at('10.0.0.7'), ...at('127.0.0.1')]);
+    try {
+      expect((await f.fetch(`http://${HOST}:${port}/img/1.png`)).length).toBeGreaterThan(0);
+    } finally {
+      await f.close();
+    }
   });
 });

@@ -23,6 +23,44 @@ class ForbiddenAddress extends Error {
   readonly code = FORBIDDEN;
 }
 
+/**
+ * Answers that the name has no address: NXDOMAIN or NODATA (getaddrinfo reports both as
+ * ENOTFOUND, c-ares as ENOTFOUND and ENODATA). Recorded at once: an authoritative "no such
+ * name" is the URL's fault, and negative caching keeps it for far longer than our retries wait,
+ * so retrying would only delay the error the client has to act on. Everything else a resolver
+ * can say (EAI_AGAIN, timeouts, SERVFAIL, refused or unreachable servers) says nothing about
+ * the name, so it is retried like a 5xx.
+ */
+const NO_SUCH_NAME = new Set(['ENOTFOUND', 'ENODATA']);
+
+class DnsFailure extends Error {
+  readonly permanent: boolean;
+
+  constructor(host: string, cause: unknown) {
+    const code = (cause as { code?: unknown } | null)?.code;
+    const name = typeof code === 'string' ? code : 'unknown error';
+    const permanent = NO_SUCH_NAME.has(name);
+    super(
+      permanent
+        ? `host ${host} does not resolve (${name})`
+        : `could not resolve host ${host} for now (${name})`,
+    );
+    this.permanent = permanent;
+  }
+}
+
+/**
+ * All addresses of a host name. Injectable, so tests can play resolver failures. A resolver
+ * that never answers is cut off by the connect timeout and ends as a transient `timeout`.
+ */
+export type Resolve = (
+  hostname: string,
+  family: dns.LookupOptions['family'],
+) => Promise<dns.LookupAddress[]>;
+
+export const systemResolve: Resolve = (hostname, family) =>
+  dns.promises.lookup(hostname, { all: true, family: family ?? 0 });
+
 type LookupCallback = (
   err: Error | null,
   address: string | dns.LookupAddress[],
@@ -32,22 +70,26 @@ type LookupCallback = (
 /**
  * A DNS lookup that hands the socket only addresses the policy allows, so the check applies to
  * the address actually connected to (no window for DNS rebinding between check and connect).
+ * Its errors name the host, never the addresses it resolved to: those describe the network the
+ * service runs in, which is none of the client's business.
  */
-function guardedLookup(policy: AddressPolicy) {
+function guardedLookup(policy: AddressPolicy, resolve: Resolve) {
   return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
-    dns.lookup(hostname, { all: true, family: options.family ?? 0 }, (err, addresses) => {
-      if (err) return callback(err, []);
-      const allowed = addresses.filter((a) => policy(a.address));
-      if (allowed.length === 0)
-        return callback(
-          new ForbiddenAddress(
-            `${hostname} resolves to a non-public address (${addresses.map((a) => a.address).join(', ')})`,
-          ),
-          [],
-        );
-      if (options.all) callback(null, allowed);
-      else callback(null, allowed[0].address, allowed[0].family);
-    });
+    resolve(hostname, options.family).then(
+      (addresses) => {
+        if (addresses.length === 0)
+          return callback(new DnsFailure(hostname, { code: 'ENOTFOUND' }), []);
+        const allowed = addresses.filter((a) => policy(a.address));
+        if (allowed.length === 0)
+          return callback(
+            new ForbiddenAddress(`${hostname} resolves to an address that is not allowed`),
+            [],
+          );
+        if (options.all) callback(null, allowed);
+        else callback(null, allowed[0].address, allowed[0].family);
+      },
+      (err: unknown) => callback(new DnsFailure(hostname, err), []),
+    );
   };
 }
 
@@ -76,6 +118,9 @@ function classify(e: unknown, url: string): ImageError {
   const forbidden = chain.find((c) => c.code === FORBIDDEN);
   if (forbidden)
     return new ImageError('forbidden_address', forbidden.message ?? 'address not allowed');
+  const dnsFailure = chain.find((c): c is DnsFailure => c instanceof DnsFailure);
+  if (dnsFailure)
+    return new ImageError('download_failed', dnsFailure.message, !dnsFailure.permanent);
   if (
     chain.some(
       (c) =>
@@ -88,8 +133,6 @@ function classify(e: unknown, url: string): ImageError {
   )
     return new ImageError('timeout', `downloading ${url} took longer than allowed`, true);
   const code = chain.find((c) => c.code)?.code ?? 'unknown';
-  if (code === 'ENOTFOUND')
-    return new ImageError('download_failed', `host of ${url} does not resolve`);
   return new ImageError('download_failed', `could not download ${url} (${code})`, true);
 }
 
@@ -100,9 +143,10 @@ export class HttpImageFetcher implements ImageFetcher {
   constructor(
     private readonly policy: AddressPolicy,
     private readonly limits: FetchLimits = CONTRACT_FETCH_LIMITS,
+    resolve: Resolve = systemResolve,
   ) {
     this.agent = new Agent({
-      connect: { lookup: guardedLookup(policy) as never, timeout: limits.deadlineMs },
+      connect: { lookup: guardedLookup(policy, resolve) as never, timeout: limits.deadlineMs },
       headersTimeout: limits.deadlineMs,
       bodyTimeout: limits.deadlineMs,
     });
