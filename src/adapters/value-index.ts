@@ -3,6 +3,13 @@ import { textTerms } from '../query/text';
 
 export type Scope = 'pub' | 'priv' | 'gen';
 
+/**
+ * The scopes the Vision API may read: q, sort and facets see only these, so a privateMetadata
+ * key behaves like a field no item has (contract §6) and a key present in both metadata and
+ * privateMetadata is its public value alone.
+ */
+export const QUERYABLE_SCOPES: readonly Scope[] = ['pub', 'gen'];
+
 export interface ValueRow {
   field: string;
   scope: Scope;

@@ -20,7 +20,23 @@ const docs: Doc[] = Array.from({ length: 210 }, (_, i) => {
     mixed: i % 7 === 0 ? `s${i % 3}` : i % 11,
   };
   if (i % 10 !== 9) md.price = (i % 40) * 1.5;
+  if (i % 3 === 0) md.rank = i;
   return { id: `s-${String(i).padStart(3, '0')}`, metadata: md };
+});
+
+/**
+ * privateMetadata no Vision API request may probe (contract §6): keys of its own, keys shared
+ * with metadata but holding other values or other kinds, and a rank that orders the items
+ * against their ids.
+ */
+const privateOf = (i: number) => ({
+  margin: i,
+  supplier: `sup-${i % 4}`,
+  codes: ['x', 'y'],
+  category: 'vault',
+  instock: 'hidden',
+  title: ['secret words'],
+  rank: 1000 - i,
 });
 
 const search = (qs: string) => t.call('GET', `${ds.base}/search?${qs}`, { token: ds.dsToken });
@@ -44,7 +60,7 @@ beforeAll(async () => {
     id: d.id,
     url: `${img.url}/img/${i}.png`,
     metadata: d.metadata,
-    privateMetadata: { margin: i },
+    privateMetadata: privateOf(i),
   }));
   await t.call('POST', `${ds.base}/content`, {
     token: ds.orgToken,
@@ -88,7 +104,7 @@ describe('before 200 processed items', () => {
       id: d.id,
       url: `${img.url}/img/${150 + i}.png`,
       metadata: d.metadata,
-      privateMetadata: { margin: 150 + i },
+      privateMetadata: privateOf(150 + i),
     }));
     await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
     await waitProcessed(t, ds.base, ds.orgToken, 210);
@@ -141,13 +157,19 @@ describe('search', () => {
     expect(got.total).toBe(got.ids.length);
   });
 
-  it('filters on privateMetadata without returning it', async () => {
-    const got = await allIds('q=margin:5:7&fields=*');
-    expect(got.ids.sort()).toEqual(['s-005', 's-006', 's-007']);
-    const r = await search('q=margin:5&fields=*');
-    expect(ids(r)).toEqual(['s-005']);
-    expect(Object.keys(r.body.results[0].metadata)).not.toContain('margin');
-    expect(JSON.stringify(r.body.results[0].metadata)).not.toContain('"margin"');
+  it('never returns privateMetadata, whatever fields says', async () => {
+    for (const fields of ['*', 'margin,supplier,codes,category,rank']) {
+      const r = await search(`q=category:boots&fields=${fields}&limit=50`);
+      for (const entry of r.body.results as Array<{ id: string; metadata: object }>) {
+        const pub = docs.find((d) => d.id === entry.id)!.metadata;
+        expect(Object.keys(entry.metadata)).not.toEqual(
+          expect.arrayContaining([expect.stringMatching(/^(margin|supplier|codes)$/)]),
+        );
+        expect(entry.metadata).toMatchObject({ category: 'boots' });
+        if (fields !== '*') expect(entry.metadata).toEqual({ category: 'boots', rank: pub.rank });
+        expect(JSON.stringify(entry.metadata)).not.toMatch(/vault|hidden|secret|sup-/);
+      }
+    }
   });
 
   it('refuses array fields until enabled, then ANDs repeated keys', async () => {
@@ -355,5 +377,109 @@ describe('keys named like object internals', () => {
       }),
       { numRuns: 40 },
     );
+  });
+});
+
+describe('privateMetadata cannot be probed (contract §6)', () => {
+  const everything = docs.map((d) => d.id).sort();
+
+  it.each([
+    ['margin:5', []],
+    ['margin:5:7', []],
+    ['margin:0:', []],
+    ['margin:!5', everything],
+    ['supplier:sup-1', []],
+    ['supplier:sup-1|sup-2', []],
+    ['supplier:!sup-1', everything],
+    ['codes:x', []],
+    ['codes:!x', everything],
+    ['category:vault', []],
+    ['category:!vault', everything],
+    ['instock:hidden', []],
+    ['title:secret%20words', []],
+    ['text:vault', []],
+    ['text:secret', []],
+    ['text:hidden', []],
+  ])('q=%s matches like a field no item has', async (q, expected) => {
+    const got = await allIds(`q=${q}`);
+    expect(got.ids.sort()).toEqual(expected);
+    expect(got.total).toBe(expected.length);
+  });
+
+  it('keeps the public value of a key that is in both', async () => {
+    const pub = (await allIds('q=category:boots')).ids.sort();
+    expect(pub).toEqual(docs.filter((d) => d.metadata.category === 'boots').map((d) => d.id));
+    const ranked = docs.filter((d) => d.metadata.rank !== undefined);
+    expect((await allIds('q=rank:0:30')).ids.sort()).toEqual(
+      ranked.filter((d) => (d.metadata.rank as number) <= 30).map((d) => d.id),
+    );
+    // 970–1000 are private ranks only
+    expect((await allIds('q=rank:970:1000')).total).toBe(0);
+  });
+
+  it('resolves q and sort against public fields only', async () => {
+    // a private array is not an array field, and does not make a public string one
+    for (const q of ['codes:x', 'title:x', 'title:!x'])
+      expect((await search(`q=${q}&limit=2`)).status).toBe(200);
+    for (const k of ['margin', 'supplier', 'codes']) {
+      const r = await search(`sort=${k}&limit=2`);
+      expect([r.status, r.body.error?.message]).toEqual([
+        400,
+        `unknown sort field '${k}' (no item has it)`,
+      ]);
+    }
+    // instock is boolean in metadata; its private string does not make it sortable
+    expect((await search('sort=instock&limit=2')).body.error.message).toContain('boolean');
+  });
+
+  it('sorts by the public values: items with only a private one come last, by id', async () => {
+    const ranked = docs
+      .filter((d) => d.metadata.rank !== undefined)
+      .sort((a, b) => (a.metadata.rank as number) - (b.metadata.rank as number));
+    const rest = docs.filter((d) => d.metadata.rank === undefined).map((d) => d.id);
+    expect((await allIds('sort=rank&order=asc')).ids).toEqual([
+      ...ranked.map((d) => d.id),
+      ...rest,
+    ]);
+    expect((await allIds('sort=rank&order=desc')).ids).toEqual([
+      ...ranked.reverse().map((d) => d.id),
+      ...rest,
+    ]);
+  });
+
+  it('has no values and no name in content/fields', async () => {
+    const fields = (qs: string) =>
+      t.call('GET', `${ds.base}/content/fields?${qs}`, { token: ds.dsToken });
+    const names = (await fields('fields=*')).body.fields;
+    expect(names).toEqual(expect.arrayContaining(['category', 'rank', 'instock']));
+    for (const k of ['margin', 'supplier', 'codes']) expect(names).not.toContain(k);
+    const counts = await fields('fields=margin,supplier,codes,category,instock');
+    expect(counts.body.fields).toEqual({
+      margin: {},
+      supplier: {},
+      codes: {},
+      category: Object.fromEntries(
+        CATS.map((c) => [c, docs.filter((d) => d.metadata.category === c).length]),
+      ),
+      instock: { true: 105, false: 105 },
+    });
+    const probed = await fields('fields=category&q=supplier:sup-1');
+    expect(probed.body.fields).toEqual({ category: {} });
+  });
+
+  it('narrows similarity and explore like a field no item has', async () => {
+    const explore = await t.call('GET', `${ds.base}/explore?q=supplier:sup-1`, {
+      token: ds.dsToken,
+    });
+    expect([explore.status, explore.body.results]).toEqual([200, []]);
+    const similar = await t.call('GET', `${ds.base}/similar?id=s-001&q=margin:!1`, {
+      token: ds.dsToken,
+    });
+    expect(similar.status).toBe(200);
+    expect(similar.body.results.length).toBeGreaterThan(1);
+    const none = await t.call('GET', `${ds.base}/similar?id=s-001&q=margin:0:`, {
+      token: ds.dsToken,
+    });
+    expect(none.body.results.map((r: { id: string }) => r.id)).toEqual(['s-001']);
   });
 });

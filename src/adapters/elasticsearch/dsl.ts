@@ -1,6 +1,7 @@
 import { isServiceTimeField } from '../../domain/limits';
 import { literalForms, type Condition } from '../../query/ast';
 import type { SearchRequest, SimilarRequest } from '../../ports/search-engine';
+import { QUERYABLE_SCOPES } from '../value-index';
 import { vectorField } from './document';
 
 /** Query DSL as plain JSON: built by pure functions, pinned by golden files. */
@@ -8,10 +9,16 @@ export type Dsl = Record<string, unknown>;
 
 const TIME_FIELD = { service_created_at: 'created_at', service_updated_at: 'updated_at' } as const;
 
+/** The values of `field` the Vision API may read: never privateMetadata's (contract §6). */
+const ofField = (field: string): Dsl[] => [
+  { term: { 'attrs.f': field } },
+  { terms: { 'attrs.scope': QUERYABLE_SCOPES } },
+];
+
 const attrs = (field: string, ...filters: Dsl[]): Dsl => ({
   nested: {
     path: 'attrs',
-    query: { bool: { filter: [{ term: { 'attrs.f': field } }, ...filters] } },
+    query: { bool: { filter: [...ofField(field), ...filters] } },
   },
 });
 
@@ -82,7 +89,7 @@ export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
     filter: {
       bool: {
         filter: [
-          { term: { 'attrs.f': sort.field } },
+          ...ofField(sort.field),
           { term: { 'attrs.t': t } },
           { term: { 'attrs.arr': false } },
         ],
@@ -161,10 +168,7 @@ export function facetsBody(conditions: Condition[], fields: string[]): Dsl {
         sel: {
           filter: {
             bool: {
-              filter: [
-                { term: { 'attrs.f': field } },
-                { terms: { 'attrs.scope': ['pub', 'gen'] } },
-              ],
+              filter: ofField(field),
             },
           },
           aggs: {
@@ -178,7 +182,7 @@ export function facetsBody(conditions: Condition[], fields: string[]): Dsl {
   return { size: 0, query: whereDsl(conditions), aggs };
 }
 
-/** Field → value kinds (public and private metadata), for q resolution and sort checks. */
+/** Field → value kinds of the metadata in `scopes`, for q resolution and sort checks. */
 export function catalogueBody(scopes: string[]): Dsl {
   return {
     size: 0,

@@ -38,8 +38,12 @@ export class FieldCatalogues extends ItemIndex {
     this.cache.delete(datasetId);
   }
 
+  /**
+   * Public metadata only: q and sort are resolved against it, so a privateMetadata key cannot
+   * make a field an array field (a 400) or sortable (contract §6: it is a field no item has).
+   */
   catalogue(datasetId: string): Promise<FieldCatalogue> {
-    return guard(() => this.kinds(datasetId, ['pub', 'priv']));
+    return guard(() => this.kinds(datasetId, ['pub']));
   }
 
   publicFields(datasetId: string): Promise<string[]> {

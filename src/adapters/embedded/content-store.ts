@@ -301,9 +301,10 @@ export class EmbeddedContentStore implements ContentStore {
   catalogue(datasetId: string): Promise<FieldCatalogue> {
     return guarded(() => {
       const out = new Map<string, Set<ValueKind>>();
-      const rows = stmt(this.db, 'SELECT field, kind FROM field_kinds WHERE dataset_id = ?').all(
-        datasetId,
-      ) as {
+      const rows = stmt(
+        this.db,
+        "SELECT field, kind FROM field_kinds WHERE dataset_id = ? AND scope = 'pub'",
+      ).all(datasetId) as {
         field: string;
         kind: ValueKind;
       }[];

@@ -12,7 +12,7 @@ import { cosineScore } from './vectors';
 import type { ItemRow } from './content-store';
 import { toStoredItem } from './content-store';
 import { guarded, type Db, stmt } from './db';
-import { sortSql, whereClause } from './sql-query';
+import { QUERYABLE, sortSql, whereClause } from './sql-query';
 
 const MAX_FACET_VALUES = 1000;
 
@@ -129,7 +129,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
         this.db,
         `SELECT v.vtype, v.sval, v.nval, COUNT(DISTINCT v.item_pk) AS n
          FROM item_values v JOIN items i ON i.pk = v.item_pk
-         WHERE v.dataset_id = ? AND v.field = ? AND v.scope IN ('pub', 'gen') AND ${where.sql}
+         WHERE v.dataset_id = ? AND v.field = ? AND v.${QUERYABLE} AND ${where.sql}
          GROUP BY v.vtype, v.sval, v.nval ORDER BY n DESC, v.sval, v.nval LIMIT ${MAX_FACET_VALUES}`,
       );
       const out: Facets = {};

@@ -1,6 +1,7 @@
 import { literalForms, type Condition } from '../../query/ast';
 import type { SearchRequest } from '../../ports/search-engine';
 import { isServiceTimeField } from '../../domain/limits';
+import { QUERYABLE_SCOPES } from '../value-index';
 
 export interface Sql {
   sql: string;
@@ -13,6 +14,9 @@ const TIME_COLUMN = {
 } as const;
 
 const marks = (n: number): string => Array.from({ length: n }, () => '?').join(', ');
+
+/** Restricts item_values rows to what the Vision API may read (never privateMetadata). */
+export const QUERYABLE = `scope IN (${QUERYABLE_SCOPES.map((s) => `'${s}'`).join(', ')})`;
 
 /** The item pks (in this dataset) holding any of `values` in `field`, as contract §5 matches them. */
 function matchingPks(field: string, values: string[]): Sql {
@@ -31,7 +35,7 @@ function matchingPks(field: string, values: string[]): Sql {
     params.push(...bools);
   }
   return {
-    sql: `SELECT item_pk FROM item_values WHERE dataset_id = ? AND field = ? AND (${ors.join(' OR ')})`,
+    sql: `SELECT item_pk FROM item_values WHERE dataset_id = ? AND field = ? AND ${QUERYABLE} AND (${ors.join(' OR ')})`,
     params: [field, ...params],
   };
 }
@@ -59,7 +63,7 @@ export function lowerCondition(c: Condition, datasetId: string): Sql {
         params.push(c.lte);
       }
       return {
-        sql: `i.pk IN (SELECT item_pk FROM item_values WHERE dataset_id = ? AND field = ? AND vtype = 'n' AND ${bounds.join(' AND ')})`,
+        sql: `i.pk IN (SELECT item_pk FROM item_values WHERE dataset_id = ? AND field = ? AND ${QUERYABLE} AND vtype = 'n' AND ${bounds.join(' AND ')})`,
         params,
       };
     }
@@ -118,9 +122,10 @@ export function sortSql(sort: SearchRequest['sort']): SortSql {
       columnParams: [],
       order: `ORDER BY ${TIME_COLUMN[sort.field]} ${dir}, i.id ASC`,
     };
+  // Metadata keys cannot take generated names, so at most one queryable scalar row matches.
   const pick = (vtype: 'n' | 's', col: 'nval' | 'sval'): string =>
     `(SELECT ${col} FROM item_values v WHERE v.item_pk = i.pk AND v.field = ? AND v.vtype = '${vtype}' AND v.is_array = 0
-      ORDER BY CASE v.scope WHEN 'gen' THEN 0 WHEN 'pub' THEN 1 ELSE 2 END LIMIT 1)`;
+      AND v.${QUERYABLE} LIMIT 1)`;
   return {
     columns: `, ${pick('n', 'nval')} AS sn, ${pick('s', 'sval')} AS ss`,
     columnParams: [sort.field, sort.field],
