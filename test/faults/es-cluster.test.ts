@@ -13,7 +13,10 @@
  *     never a 500, never an answer later than 35 s;
  *   - the restarted node rejoins: three nodes, health not red.
  *
- * Slow (a cluster start, a node restart, 300 images): three to five minutes on two cores.
+ * Then the whole cluster is SIGKILLed and restarted (./whole-cluster-restart.ts).
+ *
+ * Slow (a cluster start, a node restart, a cluster restart, 2 × 300 images): five to eight
+ * minutes on two cores.
  * ES_CLUSTER_KEEP=1 keeps the cluster and the installation's indices after the run.
  */
 import { execFile, type ChildProcess } from 'node:child_process';
@@ -36,6 +39,7 @@ import {
   stopCluster,
 } from '../helpers/es-cluster';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
+import { defineWholeClusterRestart } from './whole-cluster-restart';
 import { buildDist, freePort, httpClient, spawnService, stopProcess } from '../helpers/processes';
 
 const ITEMS = 300;
@@ -139,8 +143,8 @@ const checkQueues = (): void => {
   if (queuesGone) throw new Error(queuesGone);
 };
 
-/** messages ready/unacked per queue of this installation, from the local broker. */
-function queueDepths(): Promise<string> {
+/** messages ready/unacked per queue of an installation, from the local broker. */
+function queueDepths(prefix = `test.${tag}.`): Promise<string> {
   return new Promise((resolve) => {
     execFile(
       'rabbitmqctl',
@@ -148,7 +152,6 @@ function queueDepths(): Promise<string> {
       { timeout: 10_000 },
       (err, out) => {
         if (err) return resolve('?');
-        const prefix = `test.${tag}.`;
         resolve(
           out
             .split('\n')
@@ -430,6 +433,8 @@ test('a node SIGKILLed mid-ingest: nothing lost, no 500, searches answer, the no
     throw e;
   }
 }, 600_000);
+
+defineWholeClusterRestart({ spawn, logTails, queueDepths, image: () => img! });
 
 /** The installation's indices, and which acknowledged items have no counted image. */
 async function diagnostics(acked: string[]): Promise<string> {

@@ -1,0 +1,136 @@
+/**
+ * The second fault of the cluster suite (registered by es-cluster.test.ts, which owns the
+ * cluster): every node SIGKILLed at once mid-ingest, down for a while, started again.
+ *
+ *   - while nothing answers, workers stop taking jobs and put back what they held, uncounted:
+ *     nothing reaches the dead-letter queue;
+ *   - every acknowledged item is processed within 90 s of Elasticsearch answering again (the
+ *     worker resumes and re-queues unfinished items at once, not at the 5-minute idle sweep);
+ *   - none is counted twice.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { OPERATOR, deleteInstallation, waitFor } from '../helpers/app';
+import { CLUSTER_SIZE, clusterUrls, health, killNode, startCluster } from '../helpers/es-cluster';
+import type { ImageServer } from '../helpers/image-server';
+import { freePort, httpClient } from '../helpers/processes';
+
+const ITEMS = 300;
+const IMAGE_MS = 300; // slow images keep most of the ingest in flight at the kill
+const KILL_AT = 60; // processed items at the kill
+const DOWN_MS = 20_000;
+const GOAL_MS = 90_000; // issue 14: processed within 90 s of Elasticsearch answering again
+
+export interface ClusterSuite {
+  spawn(name: string, extra: Record<string, string>): ChildProcess;
+  logTails(): string;
+  /** `<queue>=<ready>/<unacked>` for the installation with this AMQP prefix. */
+  queueDepths(amqpPrefix: string): Promise<string>;
+  image(): ImageServer;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function firstAnswer(since: number): Promise<number> {
+  for (;;) {
+    for (const u of clusterUrls()) {
+      const ok = await fetch(`${u}/_cluster/health`, { signal: AbortSignal.timeout(1000) })
+        .then((r) => r.ok)
+        .catch(() => false);
+      if (ok) return Date.now();
+    }
+    if (Date.now() - since > 300_000) throw new Error('no node answered within 300 s');
+    await sleep(200);
+  }
+}
+
+export function defineWholeClusterRestart(suite: ClusterSuite): void {
+  const tag = `r${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+  const amqpPrefix = `test.${tag}.`;
+  afterAll(async () => {
+    if (process.env.ES_CLUSTER_KEEP) return;
+    for (const u of clusterUrls()) await deleteInstallation(u, `${tag}-`);
+  });
+
+  test('every node SIGKILLed mid-ingest and restarted: nothing dead-lettered, all processed within 90 s of it answering', async () => {
+    const env = { ES_INDEX_PREFIX: `${tag}-`, AMQP_QUEUE_PREFIX: amqpPrefix };
+    const port = await freePort();
+    suite.spawn('restart-api', { ...env, APP_ROLES: 'api', PORT: String(port) });
+    const api = httpClient(port);
+    await api.up(60_000);
+    for (const w of ['restart-worker-1', 'restart-worker-2'])
+      suite.spawn(w, { ...env, APP_ROLES: 'worker', WORKER_CONCURRENCY: '3', LOG_LEVEL: 'info' });
+
+    const org = await api.call('POST', '/orgs', OPERATOR, { name: 'acme' });
+    expect(org.status).toBe(201);
+    const token = org.body.token as string;
+    expect((await api.call('POST', '/orgs/acme/datasets', token, { name: 'd' })).status).toBe(201);
+    const dsPath = '/orgs/acme/datasets/d';
+    const counts = async () => {
+      const r = await api
+        .call('GET', dsPath, token, undefined, { timeoutMs: 35_000 })
+        .catch(() => undefined);
+      return r?.status === 200
+        ? (r.body.dataset.counts as { items: number; processed: number; pending: number })
+        : undefined;
+    };
+
+    const img = suite.image();
+    for (let b = 0; b < ITEMS; b += 50) {
+      const content = Array.from({ length: 50 }, (_, i) => ({
+        id: `w${b + i}`,
+        url: `${img.url}/delayed/${b + i + 5000}.png?ms=${IMAGE_MS}`,
+      }));
+      const r = await api.call('POST', `${dsPath}/content`, token, { content });
+      expect(r.status).toBe(202);
+    }
+    await waitFor(
+      `${KILL_AT} processed`,
+      async () => ((await counts())?.processed ?? 0) >= KILL_AT,
+      180_000,
+    );
+    const atKill = await counts();
+    expect(atKill!.pending).toBeGreaterThan(100);
+
+    try {
+      await Promise.all(Array.from({ length: CLUSTER_SIZE }, (_, i) => killNode(i + 1)));
+      const killedAt = Date.now();
+      await sleep(DOWN_MS);
+      const restarting = startCluster();
+      const answeredAt = await firstAnswer(killedAt);
+      await waitFor(
+        'every acknowledged item processed',
+        async () => {
+          const c = await counts();
+          return c !== undefined && c.processed === ITEMS && c.pending === 0;
+        },
+        GOAL_MS + 60_000,
+      );
+      const tookMs = Date.now() - answeredAt;
+      await restarting;
+      console.log(
+        `whole cluster down ${((answeredAt - killedAt) / 1000).toFixed(1)} s at ` +
+          `${JSON.stringify(atKill)}; all ${ITEMS} processed ${(tookMs / 1000).toFixed(1)} s ` +
+          `after the first node answered; queues ${await suite.queueDepths(amqpPrefix)}`,
+      );
+      expect(tookMs).toBeLessThanOrEqual(GOAL_MS);
+      expect(await counts()).toEqual({ items: ITEMS, processed: ITEMS, pending: 0, errors: 0 });
+      // nothing was burnt into the dead-letter queue while the store was away
+      expect(await suite.queueDepths(amqpPrefix)).toMatch(/(^| )jobs\.dead=0\/0( |$)/);
+      const usage = await waitFor(
+        'the image count to settle',
+        async () => {
+          const u = await api.call('GET', '/orgs/acme/usage', token);
+          return u.body?.usage?.images?.processed === ITEMS ? u : undefined;
+        },
+        15_000,
+      ).catch(() => undefined);
+      expect(usage?.body.usage.images.processed).toBe(ITEMS);
+      expect((await health(`${tag}-*`, 'wait_for_status=yellow&timeout=30s')).status).not.toBe(
+        'red',
+      );
+    } catch (e) {
+      console.error(suite.logTails());
+      throw e;
+    }
+  }, 600_000);
+}
