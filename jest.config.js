@@ -48,6 +48,8 @@ module.exports = {
         '**/e2e/similarity.test.ts',
         '**/e2e/embedder-change.test.ts',
         '**/e2e/ports.test.ts',
+        '**/e2e/http-edges.test.ts',
+        '**/e2e/graphql-hardening.test.ts',
         '**/contract/*.test.ts',
         '**/production/*.test.ts',
         '**/faults/*.test.ts',

@@ -17,8 +17,9 @@ export interface GqlContext {
 export function buildContext(c: Container, req: FastifyRequest): GqlContext {
   const baseUrl = c.config.PUBLIC_BASE_URL ?? `${req.protocol}://${req.host}`;
   let auth: Promise<Principal> | undefined;
+  // The HTTP layer may have checked the header already (for the rate-limit key).
   const principal = (): Promise<Principal> =>
-    (auth ??= c.auth.authenticate(req.headers.authorization));
+    (auth ??= req.graphqlAuth ?? c.auth.authenticate(req.headers.authorization));
   const loaders = new Map<string, DataLoader<string, StoredItem | null>>();
   return {
     c,

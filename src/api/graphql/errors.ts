@@ -16,6 +16,13 @@ const CLIENT_CODES = new Set([
 ]);
 
 /**
+ * graphql-js's hints name schema members the caller did not ask for: `Did you mean "viewer"?`,
+ * `Did you mean the enum value "FIXED"?`, `Did you mean to use an inline fragment on "X"?`.
+ * Names and enum values never contain `?`.
+ */
+const SUGGESTION = /\s*Did you mean [^?]*\?/g;
+
+/**
  * The contract's error table in GraphQL form: `extensions.code` is the same code REST puts in
  * `error.code`, with the HTTP status it would have had, the details and the request id. Anything
  * unexpected becomes `internal` with no message or stack from inside.
@@ -25,9 +32,13 @@ export function formatError(
   error: unknown,
   requestId: string | undefined,
   log: Logger,
+  opts: { hideSuggestions: boolean } = { hideSuggestions: false },
 ): GraphQLFormattedError {
   const original = unwrapResolverError(error);
-  const base = { message: formatted.message, locations: formatted.locations, path: formatted.path };
+  const message = opts.hideSuggestions
+    ? formatted.message.replace(SUGGESTION, '')
+    : formatted.message;
+  const base = { message, locations: formatted.locations, path: formatted.path };
   const ext = (e: AppError) => ({
     code: e.code,
     status: e.status,
@@ -39,11 +50,11 @@ export function formatError(
     return { ...base, message: original.message, extensions: ext(original) };
   const code = formatted.extensions?.code;
   if (typeof code === 'string' && CLIENT_CODES.has(code))
-    return { ...base, extensions: ext(new AppError('invalid_request', formatted.message)) };
+    return { ...base, extensions: ext(new AppError('invalid_request', message)) };
   // Input coercion errors (bad enum, wrong scalar type) arrive as plain GraphQLErrors without a
   // resolver behind them: still the client's mistake.
   if (original instanceof GraphQLError && !original.originalError && !formatted.path)
-    return { ...base, extensions: ext(new AppError('invalid_request', formatted.message)) };
+    return { ...base, extensions: ext(new AppError('invalid_request', message)) };
   log.error({ err: original, request_id: requestId }, 'unhandled GraphQL error');
   return {
     ...base,

@@ -11,9 +11,10 @@ import { formatError } from './errors';
 import { CONTENT_TYPES, PAGE_CSP, graphiqlHtml, loadWebAssets } from './graphiql-page';
 import { GRAPHQL_LIMITS } from './limits';
 import { graphqlSchema } from './schema';
+import { LIMITS } from '../../domain/limits';
 
 /** Content writes go through GraphQL too, so the body limit matches REST content routes. */
-const GRAPHQL_BODY_LIMIT = 5 * 1024 * 1024;
+const GRAPHQL_BODY_LIMIT = LIMITS.contentBodyBytes;
 
 const wantsHtml = (req: FastifyRequest): boolean =>
   req.method === 'GET' && /\btext\/html\b/.test(req.headers.accept ?? '');
@@ -32,7 +33,9 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
     // throws from a hook, which Apollo reports as a 500.
     maxTokens: { enabled: false },
     maxDirectives: { n: GRAPHQL_LIMITS.maxDirectives },
-    blockFieldSuggestion: { enabled: production },
+    // Its mask misses graphql-js's enum-value and inline-fragment hints and leaves a stray "?";
+    // formatError removes every "Did you mean …?" in production instead.
+    blockFieldSuggestion: { enabled: false },
   });
   const protection = armor.protect();
   const apollo = new ApolloServer<GqlContext>({
@@ -64,7 +67,8 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
         },
       },
     ],
-    formatError: (formatted, error) => formatError(formatted, error, undefined, c.log),
+    formatError: (formatted, error) =>
+      formatError(formatted, error, undefined, c.log, { hideSuggestions: production }),
   });
   await apollo.start();
   // Fastify drains HTTP connections on close; Apollo's drain plugin would call app.close() again

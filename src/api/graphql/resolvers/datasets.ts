@@ -11,7 +11,7 @@ import {
   WriteResult,
 } from '../types/dataset';
 import { ContentItemInput, ContentUpdateInput, EnabledFieldInput } from '../types/inputs';
-import { plain } from './accounts';
+import { contentBody } from '../content-body';
 
 @Resolver(() => Dataset)
 export class DatasetResolver {
@@ -83,7 +83,7 @@ export class DatasetResolver {
     @Arg('items', () => [ContentItemInput]) items: ContentItemInput[],
     @Ctx() ctx: GqlContext,
   ): Promise<WriteResult> {
-    const body = { content: plain(items) };
+    const body = { content: contentBody(items, { dropNulls: false }) };
     return ctx.c.contentService.write(await ctx.principal(), organisation, dataset, body, 'post');
   }
 
@@ -97,9 +97,7 @@ export class DatasetResolver {
     @Ctx() ctx: GqlContext,
   ): Promise<WriteResult> {
     // An omitted field and an explicit null both mean "keep" for url; only metadata keys use null.
-    const content = (plain(items) as Array<Record<string, unknown>>).map((i) =>
-      Object.fromEntries(Object.entries(i).filter(([, v]) => v !== null)),
-    );
+    const content = contentBody(items, { dropNulls: true });
     return ctx.c.contentService.write(
       await ctx.principal(),
       organisation,
