@@ -13,12 +13,11 @@ export interface ContentWrite {
 export type WriteMode = 'post' | 'put';
 
 const ALLOWED_EXTENSIONS = new Set(['jpeg', 'jpg', 'png']);
-const URL_MAX = 2048;
 
 /** Returns why a URL cannot be an image source, or undefined when it is acceptable. */
 export function imageUrlProblem(url: unknown): string | undefined {
   if (typeof url !== 'string' || url.length === 0) return 'url must be a non-empty string';
-  if (url.length > URL_MAX) return `url longer than ${URL_MAX} characters`;
+  if (url.length > LIMITS.urlMaxLength) return `url longer than ${LIMITS.urlMaxLength} characters`;
   let parsed: URL;
   try {
     parsed = new URL(url);

@@ -1,27 +1,92 @@
-/** Numbers fixed by interface.md / contract.md. One place, so transports and engines agree. */
-export const LIMITS = {
-  itemIdMaxLength: 100,
-  contentBodyBytes: 5 * 1024 * 1024,
-  lensBodyBytes: 500 * 1024,
-  listDefault: 1000,
-  listMax: 1000,
-  deleteMaxIds: 1000,
-  pageSizeDefault: 10,
-  pageSizeMin: 2,
-  pageSizeMax: 50,
-  /** page × limit may reach this many results, no further (contract §6). */
-  maxResultWindow: 10_000,
-  minProcessedForVision: 200,
-  indexedArrayValues: 200,
-  metadataKeyMaxLength: 256,
-  metadataStringMaxLength: 32_768,
-  metadataArrayMaxLength: 1_000,
-  qMaxLength: 4_096,
-  vMaxLength: 2_048,
-  orgNameMax: 64,
-  datasetNameMax: 100,
-  detailsMaxIds: 1000,
-} as const;
+type Unit = 'bytes' | 'characters' | 'items' | 'values' | 'ms' | 'count' | 'pixels';
+
+interface Limit {
+  value: number;
+  unit: Unit;
+  /** What it bounds and what a client sees past it (docs/limits.md is made from this). */
+  what: string;
+}
+
+/**
+ * Every size, count and time limit a client or an operator can meet, in one table: the code
+ * reads `LIMITS`, docs/limits.md is generated from it and a test keeps the two equal
+ * (test/unit/limits-doc.test.ts), and tests read the numbers from here.
+ */
+export const LIMIT_TABLE = {
+  itemIdMaxLength: { value: 100, unit: 'characters', what: 'item id (400 above)' },
+  urlMaxLength: { value: 2048, unit: 'characters', what: 'image url (400 above)' },
+  contentBodyBytes: {
+    value: 5 * 1024 * 1024,
+    unit: 'bytes',
+    what: 'body of POST/PUT/DELETE content and of GraphQL (413 above)',
+  },
+  lensBodyBytes: { value: 500 * 1024, unit: 'bytes', what: 'body of a lens search (413 above)' },
+  requestBodyBytes: { value: 1024 * 1024, unit: 'bytes', what: 'body of any other request (413)' },
+  listDefault: { value: 1000, unit: 'items', what: 'content listing page, default' },
+  listMax: { value: 1000, unit: 'items', what: 'content listing page, at most (400 above)' },
+  deleteMaxIds: { value: 1000, unit: 'items', what: 'ids in one DELETE content (400 above)' },
+  detailsMaxIds: { value: 1000, unit: 'items', what: 'ids in one content/details (400 above)' },
+  pageSizeDefault: { value: 10, unit: 'items', what: 'search/similar page size, default' },
+  pageSizeMin: { value: 2, unit: 'items', what: 'search/similar page size, at least' },
+  pageSizeMax: { value: 50, unit: 'items', what: 'search/similar page size, at most' },
+  maxResultWindow: {
+    value: 10_000,
+    unit: 'items',
+    what: 'page × limit of a search (contract §6; 400 beyond)',
+  },
+  minProcessedForVision: {
+    value: 200,
+    unit: 'items',
+    what: 'processed items before Vision API queries answer (409 dataset_not_ready below)',
+  },
+  indexedArrayValues: {
+    value: 200,
+    unit: 'values',
+    what: 'indexed values of one item (400 above)',
+  },
+  metadataKeyMaxLength: { value: 256, unit: 'characters', what: 'metadata key (400 above)' },
+  metadataStringMaxLength: {
+    value: 32_768,
+    unit: 'characters',
+    what: 'metadata string value (400 above)',
+  },
+  metadataArrayMaxLength: { value: 1_000, unit: 'values', what: 'metadata array (400 above)' },
+  qMaxLength: { value: 4_096, unit: 'characters', what: '`q` parameter (400 above)' },
+  vMaxLength: { value: 2_048, unit: 'characters', what: '`v` parameter (400 above)' },
+  orgNameMax: { value: 64, unit: 'characters', what: 'organisation name (400 above)' },
+  datasetNameMax: { value: 100, unit: 'characters', what: 'dataset name (400 above)' },
+  refusedBodyDrainBytes: {
+    value: 16 * 1024 * 1024,
+    unit: 'bytes',
+    what: 'body read and discarded after an early error, so every client reads the answer (beyond it the connection closes)',
+  },
+  refusedBodyDrainMs: {
+    value: 30_000,
+    unit: 'ms',
+    what: 'time spent discarding such a body',
+  },
+  imageFetchTimeoutMs: {
+    value: 15_000,
+    unit: 'ms',
+    what: 'one image download, connect to last byte (a transient `timeout`, retried)',
+  },
+  imageMaxBytes: {
+    value: 20 * 1024 * 1024,
+    unit: 'bytes',
+    what: 'one image download (`too_large`, not retried)',
+  },
+  imageMaxRedirects: { value: 3, unit: 'count', what: 'redirects followed for one image' },
+  imageAttempts: {
+    value: 4,
+    unit: 'count',
+    what: 'tries of an image that fails transiently (5xx, timeout, DNS), 1 s / 4 s / 16 s apart',
+  },
+} as const satisfies Record<string, Limit>;
+
+/** The values of {@link LIMIT_TABLE}. */
+export const LIMITS = Object.fromEntries(
+  Object.entries(LIMIT_TABLE).map(([k, l]) => [k, l.value]),
+) as { readonly [K in keyof typeof LIMIT_TABLE]: (typeof LIMIT_TABLE)[K]['value'] };
 
 /** Fields the service generates; clients may not write them, but may request, sort and filter. */
 export const GENERATED_FIELDS = ['image_width', 'image_height', 'image_url'] as const;

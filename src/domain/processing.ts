@@ -1,3 +1,4 @@
+import { LIMITS } from './limits';
 /** Processing error codes of contract §4. */
 export type ProcessingErrorCode =
   | 'download_failed'
@@ -37,4 +38,4 @@ export interface ProcessingFailure {
 }
 
 /** Transient failures are tried this many times in all before they are recorded. */
-export const MAX_ATTEMPTS = 4;
+export const MAX_ATTEMPTS = LIMITS.imageAttempts;

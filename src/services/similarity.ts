@@ -35,7 +35,7 @@ export interface SimilarityResult {
 }
 
 /** Lens bodies: a data URI of at most 500 KB (contract §7). */
-export const LENS_BODY_LIMIT = 500 * 1024;
+export const LENS_BODY_LIMIT = LIMITS.lensBodyBytes;
 const DATA_URI = /^data:image\/(png|jpeg|jpg);base64,([A-Za-z0-9+/=\s]+)$/;
 /** How many neighbours explore considers before diversifying the page. */
 const EXPLORE_POOL = 4;

@@ -1,6 +1,7 @@
 import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, request } from 'undici';
+import { LIMITS } from '../../domain/limits';
 import { ImageError } from '../../domain/processing';
 import type { ImageFetcher } from '../../ports/image-fetcher';
 import type { AddressPolicy } from './address-policy';
@@ -12,9 +13,9 @@ export interface FetchLimits {
 }
 
 export const CONTRACT_FETCH_LIMITS: FetchLimits = {
-  deadlineMs: 15_000,
-  maxBytes: 20 * 1024 * 1024,
-  maxRedirects: 3,
+  deadlineMs: LIMITS.imageFetchTimeoutMs,
+  maxBytes: LIMITS.imageMaxBytes,
+  maxRedirects: LIMITS.imageMaxRedirects,
 };
 
 const FORBIDDEN = 'EFORBIDDENADDRESS';
