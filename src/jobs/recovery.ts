@@ -8,6 +8,7 @@ import { requeueUnfinished } from './process-image';
 /** How often an idle worker checks for pending items that have no job. */
 export const IDLE_SWEEP_MS = 5 * 60_000;
 const RETRY_SWEEP_MS = 5000;
+const RECENT_SWEEP_MS = 30_000;
 
 /**
  * Items can be pending without a job: the API crashed between its store write and the
@@ -24,8 +25,14 @@ export function startRecovery(
 ): { stop(): void; sweep(): Promise<number> } {
   let running: Promise<number> | undefined;
   let again: NodeJS.Timeout | undefined;
+  let sweptAt = -Infinity;
   const sweep = (): Promise<number> => {
     running ??= requeueUnfinished(store, queue, log, embedderId)
+      .then((n) => {
+        sweptAt = Date.now();
+        clearTimeout(again);
+        return n;
+      })
       .catch((err: unknown) => {
         // Right after an outage the store may answer a probe but not yet every read.
         log.warn({ err }, `recovery sweep failed; trying again in ${RETRY_SWEEP_MS} ms`);
@@ -39,7 +46,11 @@ export function startRecovery(
       });
     return running;
   };
-  queue.onRecovered = () => void sweep();
+  // A sweep that just succeeded (the retry after a failed one, typically) already covers an
+  // outage that ends now; a second one would only queue every unfinished item twice.
+  queue.onRecovered = () => {
+    if (Date.now() - sweptAt > RECENT_SWEEP_MS) void sweep();
+  };
   const timer = setInterval(() => {
     queue.stats().then(
       (s) => {
