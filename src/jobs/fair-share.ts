@@ -13,8 +13,8 @@ interface HostState {
 
 /**
  * Per-process shares of the worker's download slots, so one tenant cannot stall the others.
- * A slow image host may hold at most half the slots (a fast one is not limited: its downloads
- * free their slot quickly). While several organisations have jobs, each may hold at most its
+ * A slow image host may hold at most half the slots, and so may a host not yet seen to be fast
+ * (a fast one is not limited: its downloads free their slot quickly). While several organisations have jobs, each may hold at most its
  * equal share; alone, one may use every slot. A job over its share steps aside (is deferred
  * in the queue), which also lets the worker reach other tenants' jobs queued behind it.
  */
@@ -54,8 +54,11 @@ export class FairShare {
   }
 
   private hostCap(h: HostState, now: number): number {
-    // A download running long is evidence before any has finished.
-    const slow = (h.avgMs ?? 0) >= SLOW_HOST_MS || (h.starts[0] ?? now) <= now - SLOW_HOST_MS;
+    // A host is taken for slow until a download from it finished quickly: otherwise the first
+    // round of a slow host's jobs would hold every slot. A download running long is evidence
+    // before any has finished.
+    const slow =
+      (h.avgMs ?? SLOW_HOST_MS) >= SLOW_HOST_MS || (h.starts[0] ?? now) <= now - SLOW_HOST_MS;
     return slow ? Math.max(1, Math.floor(this.slots / 2)) : this.slots;
   }
 

@@ -32,7 +32,32 @@ export class ProcessImageHandler {
     private readonly fair: FairShare,
   ) {}
 
+  /** Datasets never change organisation: remembered, so a job can step aside without a read. */
+  private readonly orgOfDataset = new Map<string, string>();
+
   readonly handle = async (job: ProcessingJob): Promise<void> => {
+    const orgName = await this.orgOf(job.datasetId);
+    if (orgName === undefined) return; // the dataset is gone, and its items with it
+    const slot = this.fair.tryAcquire(new URL(job.url).host, orgName);
+    if (!slot) throw new Defer(deferDelayMs(job.deferrals ?? 0));
+    try {
+      await this.run(job, orgName, slot);
+    } finally {
+      slot();
+    }
+  };
+
+  private async orgOf(datasetId: string): Promise<string | undefined> {
+    const known = this.orgOfDataset.get(datasetId);
+    if (known !== undefined) return known;
+    const ds = await this.accounts.getDatasetById(datasetId);
+    if (!ds) return undefined;
+    if (this.orgOfDataset.size >= 10_000) this.orgOfDataset.clear();
+    this.orgOfDataset.set(datasetId, ds.org);
+    return ds.org;
+  }
+
+  private async run(job: ProcessingJob, orgName: string, endDownload: () => void): Promise<void> {
     const [item] = await this.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (!item || item.url !== job.url) return;
     if (item.state === 'processed') {
@@ -45,17 +70,10 @@ export class ProcessImageHandler {
       return;
     }
     if (item.state !== 'pending') return;
-    const ds = await this.accounts.getDatasetById(job.datasetId);
-    const org = ds && (await this.accounts.getOrg(ds.org));
-    if (!ds || !org) return;
-    const slot = this.fair.tryAcquire(new URL(job.url).host, ds.org);
-    if (!slot) throw new Defer(deferDelayMs(job.deferrals ?? 0));
-    try {
-      await this.process(job, ds.org, org.plan.images, slot);
-    } finally {
-      slot();
-    }
-  };
+    const org = await this.accounts.getOrg(orgName);
+    if (!org) return;
+    await this.process(job, orgName, org.plan.images, endDownload);
+  }
 
   private async process(
     job: ProcessingJob,

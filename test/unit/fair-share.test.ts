@@ -15,19 +15,27 @@ describe('FairShare: worker download slots per image host and organisation', () 
     now = 1_000_000;
   });
 
-  test('one tenant on a fast host may use every slot', () => {
+  test('one tenant on a host seen to be fast may use every slot; an unknown host gets half', () => {
     const fs = new FairShare(4, clock);
-    expect(take(fs, 'cdn.example:443', 'a', 6)).toHaveLength(4);
+    const first = take(fs, 'cdn.example:443', 'a', 6);
+    expect(first).toHaveLength(2);
+    now += 80;
+    first[0]!(); // a quick download: the host is fast
+    expect(take(fs, 'cdn.example:443', 'a', 6)).toHaveLength(3);
   });
 
   test('a slow host holds at most half the slots, so another host still gets some', () => {
     const fs = new FairShare(4, clock);
     const first = take(fs, 'slow.example', 'a', 4);
-    expect(first).toHaveLength(4); // nothing is known about it yet
+    expect(first).toHaveLength(2);
     now += SLOW_HOST_MS + 1; // its downloads are still running: it is slow
     first.forEach((r) => r());
     expect(take(fs, 'slow.example', 'a', 4)).toHaveLength(2);
-    expect(take(fs, 'fast.example', 'a', 4)).toHaveLength(2);
+    const fast = take(fs, 'fast.example', 'a', 4);
+    expect(fast).toHaveLength(2);
+    now += 50;
+    fast[0]!();
+    expect(take(fs, 'fast.example', 'a', 4)).toHaveLength(1); // all four slots in use again
   });
 
   test('while two organisations have downloads running, each gets at most an equal share', () => {
