@@ -1,4 +1,4 @@
-import { setupDataset, startTestApp, waitFor, type TestApp } from '../helpers/app';
+import { SEARCH_BACKEND, setupDataset, startTestApp, waitFor, type TestApp } from '../helpers/app';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 
 let t: TestApp;
@@ -259,5 +259,46 @@ describe('image safety with private addresses refused', () => {
     } finally {
       await strict.stop();
     }
+  });
+});
+
+const onElasticsearch = SEARCH_BACKEND === 'elasticsearch' ? describe : describe.skip;
+onElasticsearch('a write Elasticsearch refuses half-way', () => {
+  it('answers 503, still processes what it wrote, and the same request sent again finishes the rest', async () => {
+    const { config } = t.app.container;
+    const dataset = await t.app.container.accounts.getDataset('acme', 'shoes');
+    const index = `${config.ES_INDEX_PREFIX}items-${dataset!.id}`;
+    const settings = async (limit: number) => {
+      const r = await fetch(`${config.ELASTICSEARCH_URL[0]}/${index}/_settings`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ 'index.mapping.nested_objects.limit': limit }),
+      });
+      expect(r.ok).toBe(true);
+    };
+    // the dataset's item index exists once it holds an item
+    expect((await post([{ id: 'half-seed', url: `${img.url}/img/70.png` }])).status).toBe(202);
+    // Each metadata value is a nested document (and so is each generated field once processed):
+    // past the limit the engine refuses that item alone, as a real cluster refuses some items
+    // of a bulk.
+    await settings(6);
+    const many = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`k${i}`, i]));
+    const content = [
+      { id: 'half-1', url: `${img.url}/img/71.png`, metadata: { k: 1 } },
+      { id: 'half-big', url: `${img.url}/img/72.png`, metadata: many },
+      { id: 'half-2', url: `${img.url}/img/73.png`, metadata: { k: 2 } },
+    ];
+    try {
+      const r = await post(content);
+      expect(r.status).toBe(503);
+      expect(r.body.error.code).toBe('unavailable');
+      // written without waiting for any sweep: their jobs were queued with the 503
+      await processed('half-1');
+      await processed('half-2');
+    } finally {
+      await settings(10_000);
+    }
+    expect((await post(content)).status).toBe(202);
+    await processed('half-big');
   });
 });
