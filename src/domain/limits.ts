@@ -76,6 +76,16 @@ export const LIMIT_TABLE = {
     what: 'one image download (`too_large`, not retried)',
   },
   imageMaxRedirects: { value: 3, unit: 'count', what: 'redirects followed for one image' },
+  imageMaxPixels: {
+    value: 40_000_000,
+    unit: 'pixels',
+    what: 'one image, width × height (`too_large`)',
+  },
+  decodeBudgetBytes: {
+    value: 224 * 2 ** 20,
+    unit: 'bytes',
+    what: 'memory of image decodes in flight per process, workers and lens together (a larger decode waits and runs alone)',
+  },
   imageAttempts: {
     value: 4,
     unit: 'count',

@@ -1,5 +1,6 @@
 import sharp from 'sharp';
 import { DescriptorEmbedder } from '../../src/adapters/embedders/descriptor';
+import { DecodeBudget, decodeFootprint } from '../../src/adapters/images/decode-budget';
 import { SharpImageAnalyzer } from '../../src/adapters/images/sharp-analyzer';
 import { ImageError } from '../../src/domain/processing';
 
@@ -15,6 +16,35 @@ const failure = async (bytes: Uint8Array): Promise<ImageError> => {
 };
 const solid = (width: number, height: number) =>
   sharp({ create: { width, height, channels: 3, background: '#336699' } });
+/** Made CMYK at 8×8 and enlarged in CMYK: converting megapixels to CMYK takes seconds. */
+const progressiveCmyk = async (width: number, height: number) =>
+  sharp(await solid(8, 8).toColourspace('cmyk').jpeg().toBuffer())
+    .pipelineColourspace('cmyk')
+    .resize(width, height, { kernel: 'nearest' })
+    .toColourspace('cmyk')
+    .jpeg({ progressive: true, quality: 80 })
+    .toBuffer();
+const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0);
+
+/** Records the most bytes and decodes the budget let in at once. */
+class WatchedBudget extends DecodeBudget {
+  peakBytes = 0;
+  peakRunning = 0;
+  private active = 0;
+
+  override run<T>(weight: number, task: () => Promise<T>): Promise<T> {
+    return super.run(weight, async () => {
+      this.active += 1;
+      this.peakRunning = Math.max(this.peakRunning, this.active);
+      this.peakBytes = Math.max(this.peakBytes, this.inUse);
+      try {
+        return await task();
+      } finally {
+        this.active -= 1;
+      }
+    });
+  }
+}
 
 describe('SharpImageAnalyzer', () => {
   it('reads size and format of jpeg and png, and embeds the picture', async () => {
@@ -63,5 +93,97 @@ describe('SharpImageAnalyzer', () => {
     );
     const png = await solid(300, 300).png().toBuffer();
     expect((await failure(png.subarray(0, 60))).code).toBe('invalid_image');
+  });
+
+  it('keeps the original size of a large progressive CMYK jpeg and embeds its colour', async () => {
+    const big = await progressiveCmyk(4000, 3000);
+    expect(big.length).toBeLessThan(500 * 1024);
+    const features = await analyzer.analyze(big);
+    expect(features).toMatchObject({ width: 4000, height: 3000, format: 'jpeg' });
+    const small = await analyzer.analyze(await progressiveCmyk(40, 30));
+    expect(dot(features.vector, small.vector)).toBeGreaterThan(0.99);
+  });
+
+  it('holds the decodes it runs at once within the budget', async () => {
+    const jpeg = await progressiveCmyk(1000, 800);
+    const weight = decodeFootprint(await sharp(jpeg).metadata());
+    const budget = new WatchedBudget(weight * 2.5);
+    const shared = new SharpImageAnalyzer(new DescriptorEmbedder(), budget);
+    const all = await Promise.all(Array.from({ length: 6 }, () => shared.analyze(jpeg)));
+    expect(all.map((f) => f.width)).toEqual(Array(6).fill(1000));
+    expect(budget.peakBytes).toBeGreaterThanOrEqual(weight);
+    expect(budget.peakBytes).toBeLessThanOrEqual(weight * 2.5);
+    expect(budget.peakRunning).toBeLessThanOrEqual(2);
+    expect(budget.inUse).toBe(0);
+
+    const tight = new WatchedBudget(weight / 2);
+    const alone = new SharpImageAnalyzer(new DescriptorEmbedder(), tight);
+    const vectors = await Promise.all(Array.from({ length: 3 }, () => alone.analyze(jpeg)));
+    expect(tight.peakRunning).toBe(1);
+    expect(vectors[0]!.vector).toEqual(all[0]!.vector);
+  });
+});
+
+describe('decodeFootprint', () => {
+  const MiB = 2 ** 20;
+  it('weighs a progressive jpeg by all its coefficients, a streamed image by a strip', async () => {
+    const header = await sharp(await progressiveCmyk(630, 630)).metadata();
+    expect(decodeFootprint(header)).toBe(4 * MiB + 630 * 630 * 2 * 4);
+    const at = (h: object) => decodeFootprint({ width: 6300, height: 6300, ...h });
+    const px = 6300 * 6300;
+    const jpeg = { format: 'jpeg', channels: 3, isProgressive: true };
+    expect(at({ ...jpeg, chromaSubsampling: '4:2:0' })).toBe(4 * MiB + px * 2 * 1.5);
+    expect(at({ ...jpeg, chromaSubsampling: '4:4:4' })).toBe(4 * MiB + px * 2 * 3);
+    expect(at({ ...jpeg, channels: 1 })).toBe(4 * MiB + px * 2);
+    expect(at({ ...jpeg, isProgressive: false })).toBe(4 * MiB + (px * 3) / 8);
+    const png = { format: 'png', channels: 4, depth: 'ushort' };
+    expect(at({ ...png, isProgressive: true })).toBe(4 * MiB + px * 8);
+    expect(at({ ...png, isProgressive: false })).toBe(4 * MiB + px);
+  });
+});
+
+describe('DecodeBudget', () => {
+  const settle = () => new Promise((r) => setImmediate(r));
+
+  it('admits by weight, first come first served, and runs a task above the budget alone', async () => {
+    const budget = new DecodeBudget(10);
+    const started: string[] = [];
+    const finish = new Map<string, () => void>();
+    const task = (name: string, weight: number) =>
+      budget.run(weight, async () => {
+        started.push(name);
+        await new Promise<void>((r) => finish.set(name, r));
+      });
+    const a = task('a', 4);
+    const b = task('b', 4);
+    const c = task('c', 12);
+    const d = task('d', 1);
+    await settle();
+    // d would fit, but waits behind c: a stream of small images never starves a large one
+    expect(started).toEqual(['a', 'b']);
+    expect(budget.inUse).toBe(8);
+    finish.get('a')!();
+    await a;
+    await settle();
+    expect(started).toEqual(['a', 'b']);
+    finish.get('b')!();
+    await b;
+    await settle();
+    expect(started).toEqual(['a', 'b', 'c']);
+    expect(budget.inUse).toBe(12);
+    finish.get('c')!();
+    await c;
+    await settle();
+    expect(started).toEqual(['a', 'b', 'c', 'd']);
+    finish.get('d')!();
+    await d;
+    expect(budget.inUse).toBe(0);
+  });
+
+  it('gives back the weight of a task that fails', async () => {
+    const budget = new DecodeBudget(10);
+    await expect(budget.run(6, () => Promise.reject(new Error('bad')))).rejects.toThrow('bad');
+    expect(budget.inUse).toBe(0);
+    await expect(budget.run(10, () => Promise.resolve('ok'))).resolves.toBe('ok');
   });
 });

@@ -1,9 +1,35 @@
 import sharp from 'sharp';
+import { LIMITS } from '../../domain/limits';
 import { ImageError, type ImageFeatures } from '../../domain/processing';
 import type { Embedder } from '../../ports/embedder';
 import type { ImageAnalyzer } from '../../ports/image-analyzer';
+import { DecodeBudget, decodeFootprint } from './decode-budget';
 
-export const MAX_PIXELS = 40_000_000;
+export const MAX_PIXELS = LIMITS.imageMaxPixels;
+
+// libvips settings are process-wide; this module is the service's only sharp user.
+// No operation cache: each image is decoded once, so it never hits, and a cached JPEG load keeps
+// libjpeg's decoder alive, with all the DCT coefficients of a progressive image (measured: four
+// 40 MP progressive CMYK decodes in a row left 1.2 GB resident with the cache, 13 MB without).
+sharp.cache(false);
+// One libvips thread per pipeline: libjpeg decodes serially anyway, and each extra thread brings
+// its own buffers; decodes run side by side instead (libuv's pool, within the budget). sharp
+// picks 1 itself only on glibc without jemalloc or MALLOC_ARENA_MAX; pinned so that a deployment
+// setting either does not multiply buffers.
+sharp.concurrency(1);
+
+/**
+ * Memory for decodes in flight. The issue's goal is 300 MB (286 MiB) above idle; the rest is
+ * left for request bodies, JSON and the V8 heap. A single decode may exceed it and then runs
+ * alone (a 40 MP progressive CMYK JPEG holds 310 MiB by itself). The bound holds only if freed
+ * decoder memory goes back to the system: glibc's adaptive thresholds keep blocks of up to
+ * 32 MiB in per-thread arenas, 200–320 MiB more under bench:memory, unless the process starts
+ * with MALLOC_TRIM_THRESHOLD_ set (bench/results/memory.json compares both).
+ */
+export const DECODE_BUDGET_BYTES = LIMITS.decodeBudgetBytes;
+
+/** One per process, so worker jobs and lens requests share it whatever builds the analyzers. */
+export const processDecodeBudget = new DecodeBudget(DECODE_BUDGET_BYTES);
 
 /** The format is decided from the bytes, never from the URL or Content-Type. */
 export function sniffFormat(b: Uint8Array): 'jpeg' | 'png' | string {
@@ -19,7 +45,10 @@ export function sniffFormat(b: Uint8Array): 'jpeg' | 'png' | string {
 }
 
 export class SharpImageAnalyzer implements ImageAnalyzer {
-  constructor(private readonly embedder: Embedder) {}
+  constructor(
+    private readonly embedder: Embedder,
+    private readonly budget: DecodeBudget = processDecodeBudget,
+  ) {}
 
   async analyze(bytes: Uint8Array): Promise<ImageFeatures> {
     const format = sniffFormat(bytes);
@@ -30,8 +59,10 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
       );
     let width: number;
     let height: number;
+    let weight: number;
     try {
       const meta = await sharp(bytes, { limitInputPixels: false }).metadata();
+      weight = decodeFootprint(meta);
       width = meta.width ?? 0;
       height = meta.height ?? 0;
       // EXIF orientations 5–8 rotate by 90°: report the size as displayed.
@@ -48,15 +79,25 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
     const size = this.embedder.inputSize;
     try {
       // Decoding the embedder's input proves the whole stream decodes (truncated files fail
-      // here). Upright as displayed, transparency on white, sRGB.
-      pixels = await sharp(bytes, { failOn: 'error', limitInputPixels: MAX_PIXELS, pages: 1 })
-        .rotate()
-        .flatten({ background: '#ffffff' })
-        .toColourspace('srgb')
-        .resize(size, size, { fit: 'fill' })
-        .removeAlpha()
-        .raw()
-        .toBuffer();
+      // here). Upright as displayed, transparency on white, sRGB. Keep extract, trim, rotation
+      // by an angle and pipelineColourspace out of this pipeline: each turns off JPEG
+      // shrink-on-load, and a baseline 40 MP JPEG, now decoded at 1/8 scale in 7 MiB, would be
+      // decoded at full size (measured: 13 times slower, 168 MiB with a rotation).
+      pixels = await this.budget.run(weight, () =>
+        sharp(bytes, {
+          failOn: 'error',
+          limitInputPixels: MAX_PIXELS,
+          pages: 1,
+          sequentialRead: true,
+        })
+          .rotate()
+          .flatten({ background: '#ffffff' })
+          .toColourspace('srgb')
+          .resize(size, size, { fit: 'fill', fastShrinkOnLoad: true })
+          .removeAlpha()
+          .raw()
+          .toBuffer(),
+      );
     } catch (e) {
       throw new ImageError('invalid_image', `image cannot be decoded: ${(e as Error).message}`);
     }
