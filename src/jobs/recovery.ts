@@ -26,6 +26,7 @@ export function startRecovery(
   let running: Promise<number> | undefined;
   let again: NodeJS.Timeout | undefined;
   let sweptAt = -Infinity;
+  let failedAt = -Infinity;
   const sweep = (): Promise<number> => {
     running ??= requeueUnfinished(store, queue, log, embedderId)
       .then((n) => {
@@ -35,6 +36,7 @@ export function startRecovery(
       })
       .catch((err: unknown) => {
         // Right after an outage the store may answer a probe but not yet every read.
+        failedAt = Date.now();
         log.warn({ err }, `recovery sweep failed; trying again in ${RETRY_SWEEP_MS} ms`);
         clearTimeout(again);
         again = setTimeout(() => void sweep(), RETRY_SWEEP_MS);
@@ -46,10 +48,12 @@ export function startRecovery(
       });
     return running;
   };
-  // A sweep that just succeeded (the retry after a failed one, typically) already covers an
-  // outage that ends now; a second one would only queue every unfinished item twice.
+  // When the retry of a sweep that failed during this outage has just succeeded, it already
+  // covers the outage's end; a second sweep would only queue every unfinished item twice. A
+  // sweep from before the outage (at start) covers nothing of it.
   queue.onRecovered = () => {
-    if (Date.now() - sweptAt > RECENT_SWEEP_MS) void sweep();
+    const retriedJustNow = sweptAt >= failedAt && failedAt > Date.now() - RECENT_SWEEP_MS * 10;
+    if (!(retriedJustNow && Date.now() - sweptAt < RECENT_SWEEP_MS)) void sweep();
   };
   const timer = setInterval(() => {
     queue.stats().then(
