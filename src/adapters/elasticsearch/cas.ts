@@ -28,7 +28,8 @@ export async function getVersioned<T>(
  * Read-modify-write of one document without scripting: the write carries the version it read
  * (`if_seq_no`/`if_primary_term`, or create-only when the document was absent), and a conflict
  * — another process wrote in between — reads again. `change` returns undefined to leave the
- * document as it is. After CAS_RETRIES conflicts the caller gets 503: never a lost update.
+ * document as it is. After CAS_RETRIES conflicts (or `attempts`) the caller gets 503: never a
+ * lost update.
  *
  * `known`, a version the caller remembers from its own last write, saves the first read. It is
  * only trusted for a write (a conflict says another process wrote since); a decision not to
@@ -39,7 +40,7 @@ export async function casUpdate<T>(
   index: string,
   id: string,
   change: (current: T | undefined) => T | undefined | Promise<T | undefined>,
-  opts: { what?: string; known?: Versioned<T> } = {},
+  opts: { what?: string; known?: Versioned<T>; attempts?: number } = {},
 ): Promise<{ doc: T | undefined; written: boolean; version?: Versioned<T> }> {
   if (opts.known) {
     const next = await change(opts.known.doc);
@@ -47,7 +48,7 @@ export async function casUpdate<T>(
       next === undefined ? undefined : await write(client, index, id, opts.known, next);
     if (version) return { doc: next, written: true, version };
   }
-  for (let attempt = 0; attempt < CAS_RETRIES; attempt++) {
+  for (let attempt = 0; attempt < (opts.attempts ?? CAS_RETRIES); attempt++) {
     const cur = await getVersioned<T>(client, index, id);
     const next = await change(cur?.doc);
     if (next === undefined)

@@ -14,6 +14,9 @@ import { casUpdate, createOnly, getVersioned, type Versioned } from './cas';
 import { guard } from './guard';
 import type { EsIndices } from './indices';
 
+/** Versioned-write rounds for the image holds document before a 503. */
+const HOLD_ATTEMPTS = 24;
+
 interface Line {
   requests: number;
   micro: number;
@@ -284,7 +287,9 @@ export class EsUsageLedger implements UsageLedger {
           granted = n + Object.keys(holds).length - fulfilled < limit;
           return granted ? { org: e.org, year, holds: { ...holds, [id]: e.at } } : undefined;
         },
-        { what: 'the image allowance' },
+        // Every worker of the organisation writes here once per image, and each round reads the
+        // count too: more contenders, slower rounds than any other versioned document.
+        { what: 'the image allowance', attempts: HOLD_ATTEMPTS },
       );
       return granted;
     });
