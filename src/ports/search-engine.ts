@@ -1,3 +1,4 @@
+import type { AnalyticsSpec, Figures } from '../domain/analytics';
 import type { StoredItem } from '../domain/item';
 import type { Condition } from '../query/ast';
 
@@ -36,6 +37,11 @@ export type Facets = Record<string, Record<string, number>>;
 export interface SearchEngine {
   search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }>;
   facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets>;
+  /**
+   * Contract §10 figures over every processed item matching `conditions` (never a page):
+   * facets (a disjunctive one without the conditions on its own field), stats, histograms.
+   */
+  analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures>;
   /**
    * The processed items matching `conditions` nearest to the vector, best first. The filter is
    * applied inside the nearest-neighbour search, so a page is never short while matches exist.

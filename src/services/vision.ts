@@ -1,3 +1,9 @@
+import {
+  hasAnalytics,
+  parseAnalytics,
+  type AnalyticsSpec,
+  type Figures,
+} from '../domain/analytics';
 import { AppError, invalid } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
@@ -7,7 +13,7 @@ import type { ContentStore } from '../ports/content-store';
 import type { Facets, SearchEngine, SortOrder } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import { parseQ } from '../query/parse';
-import { resolveFilters, type FieldCatalogue } from '../query/resolve';
+import { isArrayField, resolveFilters, type FieldCatalogue } from '../query/resolve';
 import type { AuthService } from './auth';
 import type { MeteringService } from './metering';
 import { datasetPath } from './datasets';
@@ -23,6 +29,12 @@ export interface SearchParams {
   q?: string;
   fields?: string;
   v?: string;
+  /** Contract §10 analytics. */
+  facets?: string;
+  facet_size?: string | number;
+  disjunctive?: string;
+  stats?: string;
+  histogram?: string;
 }
 
 const DEFAULT_SORT = 'service_updated_at';
@@ -77,9 +89,19 @@ export class VisionService {
     org: string,
     name: string,
     p: SearchParams,
-  ): Promise<{ items: StoredItem[]; total: number; page: number; limit: number }> {
+  ): Promise<{
+    items: StoredItem[];
+    total: number;
+    page: number;
+    limit: number;
+    figures?: Figures;
+  }> {
     const ds = await this.auth.visionDataset(ctx.principal, org, name);
-    const { page, limit, offset } = visionPage(p);
+    const spec = parseAnalytics(p);
+    const analytics = hasAnalytics(spec);
+    // With figures asked for, limit=0 answers the figures alone (contract §10).
+    const figuresOnly = analytics && p.limit === 0;
+    const { page, limit, offset } = figuresOnly ? { page: 1, limit: 0, offset: 0 } : visionPage(p);
     const order = (p.order ?? 'desc') as SortOrder;
     if (order !== 'asc' && order !== 'desc')
       throw invalid("order must be 'asc' or 'desc'", [
@@ -91,11 +113,15 @@ export class VisionService {
     const sp = sortProblem(sort, catalogue);
     if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
     const conditions = await this.conditions(ds, p.q, catalogue);
+    if (analytics) checkAnalyticsFields(spec, { enabled: ds.settings.fields, catalogue });
     await this.requireReady(ds);
-    const { items, total } = await this.metering.billed(ds, 'search', vars, () =>
-      this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
+    const [{ items, total }, figures] = await this.metering.billed(ds, 'search', vars, () =>
+      Promise.all([
+        this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
+        analytics ? this.engine.analytics(ds.id, conditions, spec) : undefined,
+      ]),
     );
-    return { items, total, page, limit };
+    return { items, total, page, limit, ...(figures ? { figures } : {}) };
   }
 
   async search(
@@ -103,16 +129,20 @@ export class VisionService {
     org: string,
     name: string,
     p: SearchParams,
-  ): Promise<{ results: ResultEntry[]; total_results: number }> {
+  ): Promise<{ results: ResultEntry[]; total_results: number; figures?: Figures }> {
     const sel = parseFieldSelection(p.fields);
-    const { items, total } = await this.searchItems(ctx, org, name, p);
+    const { items, total, figures } = await this.searchItems(ctx, org, name, p);
     const link = {
       baseUrl: ctx.baseUrl,
       org,
       dataset: name,
       carry: { fields: p.fields, q: p.q, limit: p.limit },
     };
-    return { results: items.map((it) => resultEntry(it, sel, link)), total_results: total };
+    return {
+      results: items.map((it) => resultEntry(it, sel, link)),
+      total_results: total,
+      ...(figures ? { figures } : {}),
+    };
   }
 
   /** Processed items among `ids`, unique, in the order asked; unknown ids are absent. Not billable. */
@@ -167,4 +197,26 @@ export class VisionService {
     if (sel.all) return this.store.publicFields(ds.id);
     return this.engine.facets(ds.id, conditions, sel.names);
   }
+}
+
+/**
+ * Array fields follow the q rule (contract §5): facets need the field enabled, stats and
+ * histograms all its values (`*`), as a range does.
+ */
+function checkAnalyticsFields(
+  spec: AnalyticsSpec,
+  ctx: { enabled: Dataset['settings']['fields']; catalogue: FieldCatalogue },
+): void {
+  const need = (param: string, field: string, all: boolean): void => {
+    if (!isArrayField(ctx, field)) return;
+    const enabled = Object.hasOwn(ctx.enabled, field) ? ctx.enabled[field] : undefined;
+    if (!enabled || (all && !enabled.includes('*')))
+      throw invalid(
+        `${param}: array field '${field}' needs ${all ? 'all its values ("*")' : 'to be'} enabled for querying (settings/fields)`,
+        [{ param, message: `array field '${field}' is not enabled${all ? ' with "*"' : ''}` }],
+      );
+  };
+  for (const f of spec.facets) need('facets', f.field, false);
+  for (const f of spec.stats) need('stats', f, true);
+  for (const h of spec.histograms) if (!('calendar' in h)) need('histogram', h.field, true);
 }

@@ -1,3 +1,4 @@
+import { onField, type AnalyticsSpec, type HistogramSpec } from '../../domain/analytics';
 import { isServiceTimeField } from '../../domain/limits';
 import { literalForms, type Condition } from '../../query/ast';
 import type { SearchRequest, SimilarRequest } from '../../ports/search-engine';
@@ -215,4 +216,100 @@ export function staleQuery(embedder: string): Dsl {
   return {
     bool: { filter: [{ term: { state: 'processed' } }], must_not: [{ term: { embedder } }] },
   };
+}
+
+/**
+ * Values per facet field beyond which `other` is still exact but the listed values may not be
+ * the most frequent ones when a dataset's index has several shards (one shard, the default,
+ * is always exact): each shard returns this many candidates.
+ */
+export const FACET_SHARD_SIZE = 10_000;
+
+const valueTerms = (field: string, size: number): Dsl => ({
+  terms: {
+    field,
+    size,
+    shard_size: Math.max(size, FACET_SHARD_SIZE),
+    order: [{ _count: 'desc' }, { _key: 'asc' }],
+  },
+});
+
+/** Numeric values of `field` (array elements each) in the matching items. */
+const numericValues = (field: string, aggs: Dsl): Dsl => ({
+  nested: { path: 'attrs' },
+  aggs: {
+    sel: {
+      filter: { bool: { filter: [...ofField(field), { term: { 'attrs.t': 'n' } }] } },
+      aggs,
+    },
+  },
+});
+
+/**
+ * Contract §10, first round: facets (each under `global` + its own filter, so a disjunctive
+ * one drops the conditions on its field), stats, and the min/max every histogram needs to be
+ * checked against the bucket limit before it is asked for.
+ */
+export function analyticsBody(conditions: Condition[], spec: AnalyticsSpec): Dsl {
+  const aggs: Dsl = {};
+  spec.facets.forEach(({ field, disjunctive }, i) => {
+    const conds = disjunctive ? conditions.filter((c) => !onField(c, field)) : conditions;
+    aggs[`facet${i}`] = {
+      global: {},
+      aggs: {
+        q: {
+          filter: whereDsl(conds),
+          aggs: {
+            v: {
+              nested: { path: 'attrs' },
+              aggs: {
+                sel: {
+                  filter: { bool: { filter: ofField(field) } },
+                  aggs: {
+                    s: valueTerms('attrs.s', spec.facetSize),
+                    n: valueTerms('attrs.n', spec.facetSize),
+                    items: { reverse_nested: {} },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    };
+  });
+  spec.stats.forEach((field, i) => {
+    aggs[`stats${i}`] = numericValues(field, { s: { stats: { field: 'attrs.n' } } });
+  });
+  spec.histograms.forEach((h, i) => {
+    aggs[`range${i}`] =
+      'calendar' in h
+        ? { stats: { field: TIME_FIELD[h.field] } }
+        : numericValues(h.field, { s: { stats: { field: 'attrs.n' } } });
+  });
+  return { size: 0, track_total_hits: true, query: whereDsl(conditions), aggs };
+}
+
+/**
+ * Second round: the histograms, as counts per bucket start (min_doc_count 1: the empty buckets
+ * are filled in by domain/analytics.ts, the same way as for the embedded engine). Times are
+ * counted per hour (or day) and grouped into weeks and months there.
+ */
+export function histogramsBody(conditions: Condition[], histograms: HistogramSpec[]): Dsl {
+  const aggs: Dsl = {};
+  histograms.forEach((h, i) => {
+    aggs[`hist${i}`] =
+      'calendar' in h
+        ? {
+            histogram: {
+              field: TIME_FIELD[h.field],
+              interval: h.calendar === 'hour' ? 3_600_000 : 86_400_000,
+              min_doc_count: 1,
+            },
+          }
+        : numericValues(h.field, {
+            h: { histogram: { field: 'attrs.n', interval: h.interval, min_doc_count: 1 } },
+          });
+  });
+  return { size: 0, query: whereDsl(conditions), aggs };
 }

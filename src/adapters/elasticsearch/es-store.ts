@@ -1,3 +1,4 @@
+import type { AnalyticsSpec, Figures } from '../../domain/analytics';
 import type { ContentWrite, WriteMode } from '../../domain/content';
 import type { DatasetCounts } from '../../domain/dataset';
 import type {
@@ -142,6 +143,9 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
   // SearchEngine
   search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
     return this.engine.search(datasetId, req);
+  }
+  analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures> {
+    return this.engine.analytics(datasetId, conditions, spec);
   }
   facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
     return this.engine.facets(datasetId, conditions, fields);

@@ -1,3 +1,4 @@
+import type { AnalyticsSpec, Figures } from '../../domain/analytics';
 import type { StoredItem } from '../../domain/item';
 import type {
   Facets,
@@ -7,6 +8,7 @@ import type {
   SimilarRequest,
 } from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
+import { esAnalytics } from './analytics';
 import { docVector, fromDoc, type ItemDoc } from './document';
 import { facetsBody, knnBody, sampleBody, searchBody, type Dsl } from './dsl';
 import { guard } from './guard';
@@ -84,6 +86,23 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
       });
       return out;
     });
+  }
+
+  analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures> {
+    return guard(() =>
+      esAnalytics(
+        (body) =>
+          orEmpty(async () => {
+            const r = await this.query(datasetId, body);
+            return {
+              aggs: r.aggregations as Record<string, unknown>,
+              total: (r.hits.total as { value: number } | undefined)?.value ?? 0,
+            };
+          }, undefined),
+        conditions,
+        spec,
+      ),
+    );
   }
 
   private query(datasetId: string, body: Dsl) {

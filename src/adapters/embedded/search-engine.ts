@@ -1,3 +1,4 @@
+import type { AnalyticsSpec, Figures } from '../../domain/analytics';
 import type { StoredItem } from '../../domain/item';
 import type { Condition } from '../../query/ast';
 import type {
@@ -13,6 +14,7 @@ import type { ItemRow } from './content-store';
 import { toStoredItem } from './content-store';
 import { guarded, type Db, stmt } from './db';
 import { QUERYABLE, sortSql, whereClause } from './sql-query';
+import { embeddedAnalytics } from './analytics';
 
 const MAX_FACET_VALUES = 1000;
 
@@ -149,5 +151,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
       }
       return out;
     });
+  }
+
+  analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures> {
+    return guarded(() => embeddedAnalytics(this.db, datasetId, conditions, spec));
   }
 }

@@ -3,6 +3,7 @@ import type { Container } from '../../../app/container';
 import { parseFieldSelection, resultEntry } from '../../../services/results';
 import type { RequestContext } from '../../../services/principal';
 import { LENS_BODY_LIMIT, type SimilarityResult } from '../../../services/similarity';
+import { figuresBody } from '../figures';
 import { bool, int, param, str } from '../params';
 
 const DS = '/orgs/:organisation/datasets/:dataset';
@@ -76,16 +77,26 @@ export const visionRoutes =
       const r = await c.similarity.lens(req.ctx, org, ds, req.body, { ...q, v: str(req, 'v') });
       return shape(req.ctx, org, ds, q, r);
     });
-    app.get(`${DS}/search`, async (req) => ({
-      status: 'ok',
-      ...(await c.vision.search(req.ctx, param(req, 'organisation'), param(req, 'dataset'), {
-        page: int(req, 'page'),
-        limit: int(req, 'limit'),
-        sort: str(req, 'sort'),
-        order: str(req, 'order'),
-        q: str(req, 'q'),
-        fields: str(req, 'fields'),
-        v: str(req, 'v'),
-      })),
-    }));
+    app.get(`${DS}/search`, async (req) => {
+      const { results, total_results, figures } = await c.vision.search(
+        req.ctx,
+        param(req, 'organisation'),
+        param(req, 'dataset'),
+        {
+          page: int(req, 'page'),
+          limit: int(req, 'limit'),
+          sort: str(req, 'sort'),
+          order: str(req, 'order'),
+          q: str(req, 'q'),
+          fields: str(req, 'fields'),
+          v: str(req, 'v'),
+          facets: str(req, 'facets'),
+          facet_size: str(req, 'facet_size'),
+          disjunctive: str(req, 'disjunctive'),
+          stats: str(req, 'stats'),
+          histogram: str(req, 'histogram'),
+        },
+      );
+      return { status: 'ok', results, total_results, ...figuresBody(figures) };
+    });
   };

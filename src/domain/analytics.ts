@@ -1,0 +1,264 @@
+/**
+ * Analytics on search results (contract §10): what a request asks for, what engines answer,
+ * and the engine-independent parts (parameter parsing, facet ordering, histogram buckets), so
+ * both engines give the same figures by construction.
+ */
+import { invalid } from './errors';
+import { isServiceTimeField, type ServiceTimeField } from './limits';
+
+export type CalendarInterval = 'hour' | 'day' | 'week' | 'month';
+export const CALENDAR_INTERVALS: readonly CalendarInterval[] = ['hour', 'day', 'week', 'month'];
+
+export type HistogramSpec =
+  { field: string; interval: number } | { field: ServiceTimeField; calendar: CalendarInterval };
+
+export interface AnalyticsSpec {
+  facets: Array<{ field: string; disjunctive: boolean }>;
+  facetSize: number;
+  stats: string[];
+  histograms: HistogramSpec[];
+}
+
+export interface FacetBucket {
+  value: string;
+  count: number;
+}
+export interface FacetFigure {
+  buckets: FacetBucket[];
+  other: number;
+  missing: number;
+}
+export interface StatsFigure {
+  count: number;
+  min: number | null;
+  max: number | null;
+  avg: number | null;
+  sum: number;
+}
+/** `from`/`to` are numbers, or epoch milliseconds for the service time fields. */
+export interface HistogramBucket {
+  from: number;
+  to: number;
+  count: number;
+}
+export interface Figures {
+  facets?: Record<string, FacetFigure>;
+  stats?: Record<string, StatsFigure>;
+  histograms?: Record<string, HistogramBucket[]>;
+}
+
+export const FACET_SIZE_DEFAULT = 10;
+export const FACET_SIZE_MAX = 1000;
+export const HISTOGRAM_MAX_BUCKETS = 1000;
+
+export const hasAnalytics = (s: AnalyticsSpec): boolean =>
+  s.facets.length + s.stats.length + s.histograms.length > 0;
+
+const bad = (param: string, message: string) =>
+  invalid(`${param}: ${message}`, [{ param, message }]);
+
+function names(param: string, raw: string | undefined): string[] {
+  if (raw === undefined || raw === '') return [];
+  const list = raw.split(',').map((s) => s.trim());
+  if (list.some((s) => s === '')) throw bad(param, 'an empty field name in the list');
+  return [...new Set(list)];
+}
+
+/** Parses the §10 query parameters; every problem is a 400 naming its parameter. */
+export function parseAnalytics(p: {
+  facets?: string;
+  facet_size?: string | number;
+  disjunctive?: string;
+  stats?: string;
+  histogram?: string;
+}): AnalyticsSpec {
+  const facetNames = names('facets', p.facets);
+  const disjunctive = names('disjunctive', p.disjunctive);
+  const stray = disjunctive.filter((f) => !facetNames.includes(f));
+  if (stray.length)
+    throw bad('disjunctive', `${stray.map((f) => `'${f}'`).join(', ')} not named in facets`);
+  for (const f of facetNames)
+    if (isServiceTimeField(f))
+      throw bad('facets', `'${f}' is a time; count it with histogram=${f}:day`);
+  let facetSize = FACET_SIZE_DEFAULT;
+  if (p.facet_size !== undefined && p.facet_size !== '') {
+    facetSize = Number(p.facet_size);
+    if (!Number.isInteger(facetSize) || facetSize < 1 || facetSize > FACET_SIZE_MAX)
+      throw bad('facet_size', `must be an integer from 1 to ${FACET_SIZE_MAX}`);
+  }
+  const stats = names('stats', p.stats);
+  for (const f of stats)
+    if (isServiceTimeField(f))
+      throw bad('stats', `'${f}' is a time; count it with histogram=${f}:day`);
+  const histograms = names('histogram', p.histogram).map((entry): HistogramSpec => {
+    const at = entry.lastIndexOf(':');
+    if (at <= 0)
+      throw bad(
+        'histogram',
+        `'${entry}' must be field:interval (e.g. price:50 or service_created_at:day)`,
+      );
+    const field = entry.slice(0, at);
+    const interval = entry.slice(at + 1);
+    if (isServiceTimeField(field)) {
+      if (!(CALENDAR_INTERVALS as readonly string[]).includes(interval))
+        throw bad(
+          'histogram',
+          `'${field}' takes ${CALENDAR_INTERVALS.join('|')}, not '${interval}'`,
+        );
+      return { field, calendar: interval as CalendarInterval };
+    }
+    const n = Number(interval);
+    if (interval.trim() === '' || !Number.isFinite(n) || n <= 0)
+      throw bad('histogram', `the interval of '${field}' must be a number > 0, not '${interval}'`);
+    return { field, interval: n };
+  });
+  const seen = new Set<string>();
+  for (const h of histograms) {
+    if (seen.has(h.field)) throw bad('histogram', `'${h.field}' named twice`);
+    seen.add(h.field);
+  }
+  return {
+    facets: facetNames.map((field) => ({ field, disjunctive: disjunctive.includes(field) })),
+    facetSize,
+    stats,
+    histograms,
+  };
+}
+
+/** Code-point order (UTF-16 comparison puts some characters differently than Elasticsearch). */
+export function compareCodePoints(a: string, b: string): number {
+  const ia = a[Symbol.iterator]();
+  const ib = b[Symbol.iterator]();
+  for (;;) {
+    const x = ia.next();
+    const y = ib.next();
+    if (x.done || y.done) return x.done && y.done ? 0 : x.done ? -1 : 1;
+    const d = x.value.codePointAt(0)! - y.value.codePointAt(0)!;
+    if (d) return d;
+  }
+}
+
+/** One distinct value of a field among matching items, as an engine counts it. */
+export interface ValueCount {
+  /** Numbers keep their number, for ordering; strings and booleans are their text. */
+  num?: number;
+  text: string;
+  count: number;
+}
+
+/**
+ * The facet of one field from its value counts: the `size` most frequent values, ties with
+ * numbers first (ascending), then text in code-point order; `other` counts what is left out.
+ * Strings and booleans with the same text are one value, as their JSON text is.
+ */
+export function facetFigure(values: ValueCount[], size: number, missing: number): FacetFigure {
+  const merged = new Map<string, ValueCount>();
+  for (const v of values) {
+    const key = `${v.num !== undefined ? 'n' : 't'}:${v.text}`;
+    const had = merged.get(key);
+    merged.set(key, had ? { ...had, count: had.count + v.count } : { ...v });
+  }
+  const all = [...merged.values()].sort(
+    (a, b) =>
+      b.count - a.count ||
+      (a.num !== undefined && b.num !== undefined
+        ? a.num - b.num
+        : a.num !== undefined
+          ? -1
+          : b.num !== undefined
+            ? 1
+            : compareCodePoints(a.text, b.text)),
+  );
+  const listed = all.slice(0, size);
+  const total = all.reduce((s, v) => s + v.count, 0);
+  return {
+    buckets: listed.map((v) => ({ value: v.text, count: v.count })),
+    other: total - listed.reduce((s, v) => s + v.count, 0),
+    missing,
+  };
+}
+
+/** The JSON text of a number, as facets show it (`12.5`, `3`). */
+export const numberText = (n: number): string => String(n);
+
+export function statsFigure(count: number, min: number, max: number, sum: number): StatsFigure {
+  return count === 0
+    ? { count: 0, min: null, max: null, avg: null, sum: 0 }
+    : { count, min, max, avg: sum / count, sum };
+}
+
+/** The bucket a number falls in: aligned on multiples of the interval. */
+export const numericKey = (v: number, interval: number): number =>
+  Math.floor(v / interval) * interval;
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** 1970-01-05 was a Monday: ISO weeks start on Monday. */
+const MONDAY = 4 * DAY;
+
+/** The UTC start of the calendar bucket holding `ms`. */
+export function calendarKey(ms: number, unit: CalendarInterval): number {
+  switch (unit) {
+    case 'hour':
+      return Math.floor(ms / HOUR) * HOUR;
+    case 'day':
+      return Math.floor(ms / DAY) * DAY;
+    case 'week':
+      return Math.floor((ms - MONDAY) / (7 * DAY)) * 7 * DAY + MONDAY;
+    case 'month': {
+      const d = new Date(ms);
+      return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+    }
+  }
+}
+
+function calendarNext(start: number, unit: CalendarInterval): number {
+  if (unit === 'month') {
+    const d = new Date(start);
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  }
+  return start + (unit === 'hour' ? HOUR : unit === 'day' ? DAY : 7 * DAY);
+}
+
+/** The buckets from the one holding `min` to the one holding `max`; 400 past the bucket limit. */
+export function bucketStarts(
+  spec: HistogramSpec,
+  min: number,
+  max: number,
+): Array<{ from: number; to: number }> {
+  const out: Array<{ from: number; to: number }> = [];
+  const tooMany = () =>
+    bad(
+      'histogram',
+      `'${spec.field}' would have more than ${HISTOGRAM_MAX_BUCKETS} buckets; use a larger interval or narrow q`,
+    );
+  if ('calendar' in spec) {
+    const last = calendarKey(max, spec.calendar);
+    for (let s = calendarKey(min, spec.calendar); s <= last; s = calendarNext(s, spec.calendar)) {
+      if (out.length === HISTOGRAM_MAX_BUCKETS) throw tooMany();
+      out.push({ from: s, to: calendarNext(s, spec.calendar) });
+    }
+    return out;
+  }
+  const first = Math.floor(min / spec.interval);
+  const lastIdx = Math.floor(max / spec.interval);
+  if (lastIdx - first + 1 > HISTOGRAM_MAX_BUCKETS) throw tooMany();
+  for (let k = first; k <= lastIdx; k++)
+    out.push({ from: k * spec.interval, to: (k + 1) * spec.interval });
+  return out;
+}
+
+/** Fills the buckets from counts keyed by bucket start (numericKey / calendarKey). */
+export function histogram(
+  spec: HistogramSpec,
+  min: number | null,
+  max: number | null,
+  counts: Map<number, number>,
+): HistogramBucket[] {
+  if (min === null || max === null) return [];
+  return bucketStarts(spec, min, max).map((b) => ({ ...b, count: counts.get(b.from) ?? 0 }));
+}
+
+/** Conditions on `field` are left out of a disjunctive facet's counts (contract §10). */
+export const onField = (c: { kind: string; field?: string }, field: string): boolean =>
+  c.kind !== 'text' && c.field === field;

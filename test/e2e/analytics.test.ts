@@ -1,0 +1,299 @@
+/**
+ * Contract §10 on whichever engine the project runs (embedded, or Elasticsearch + RabbitMQ):
+ * every figure is compared with a brute-force computation over the fixtures, for fixed cases
+ * and for random `q` + analytics parameters (fast-check).
+ */
+import fc from 'fast-check';
+import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { startImageServer, type ImageServer } from '../helpers/image-server';
+
+type Value = string | number | boolean;
+type Md = Record<string, Value | Value[]>;
+
+const COLORS = ['red', 'blue', 'green', 'black', 'white', 'Ärger', 'zeta'];
+const N = 210;
+const docs: Array<{ id: string; md: Md }> = Array.from({ length: N }, (_, i) => {
+  const md: Md = {
+    tags: [...new Set([`t${i % 4}`, `t${(i * 3) % 5}`])],
+    instock: i % 17 === 0 ? 'true' : i % 2 === 0,
+    mixed: i % 5 === 0 ? 7 : 'seven',
+    labels: [`l${i % 3}`], // an array field never enabled
+  };
+  if (i % 11 !== 0) md.color = COLORS[i % 7]!;
+  if (i % 13 !== 0) md.size = ((i * 7) % 50) + (i % 3 === 0 ? 0.5 : 0);
+  return { id: `a-${String(i).padStart(3, '0')}`, md };
+});
+
+let t: TestApp;
+let img: ImageServer;
+let ds: Awaited<ReturnType<typeof setupDataset>>;
+
+beforeAll(async () => {
+  img = await startImageServer();
+  t = await startTestApp({ WORKER_CONCURRENCY: '8' });
+  ds = await setupDataset(t);
+  await t.call('PUT', `${ds.base}/settings/fields`, {
+    token: ds.orgToken,
+    body: { fields: { tags: ['*'] } },
+  });
+  const content = docs.map((d, i) => ({
+    id: d.id,
+    url: `${img.url}/img/${i}.png`,
+    metadata: d.md,
+    // never counted: a privateMetadata key behaves like a field no item has (contract §6)
+    privateMetadata: { color: 'vault', secret: i },
+  }));
+  const r = await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
+  expect(r.status).toBe(202);
+  await waitProcessed(t, ds.base, ds.orgToken, N, 120_000);
+}, 180_000);
+afterAll(async () => {
+  await t.stop();
+  await img.close();
+});
+
+const search = (qs: string) => t.call('GET', `${ds.base}/search?${qs}`, { token: ds.dsToken });
+
+/** The q conditions the model understands: equality / any-of, exclusion, numeric range. */
+type Cond =
+  | { kind: 'eq'; field: string; values: string[] }
+  | { kind: 'not'; field: string; values: string[] }
+  | { kind: 'range'; field: string; gte: number; lte: number };
+
+const qOf = (cs: Cond[]) =>
+  cs
+    .map((c) =>
+      c.kind === 'range'
+        ? `${c.field}:${c.gte}:${c.lte}`
+        : `${c.field}:${c.kind === 'not' ? '!' : ''}${c.values.map(encodeURIComponent).join('|')}`,
+    )
+    .join(',');
+
+const valuesOf = (md: Md, f: string): Value[] =>
+  md[f] === undefined ? [] : Array.isArray(md[f]) ? (md[f] as Value[]) : [md[f] as Value];
+const matchesValue = (v: Value, s: string) =>
+  typeof v === 'number' ? Number(s) === v && s.trim() !== '' : String(v) === s;
+
+function holds(md: Md, c: Cond): boolean {
+  const vs = valuesOf(md, c.field);
+  if (c.kind === 'range') return vs.some((v) => typeof v === 'number' && v >= c.gte && v <= c.lte);
+  const any = vs.some((v) => c.values.some((s) => matchesValue(v, s)));
+  return c.kind === 'eq' ? any : !any;
+}
+
+const cmpText = (a: string, b: string) => {
+  const x = [...a].map((ch) => ch.codePointAt(0)!);
+  const y = [...b].map((ch) => ch.codePointAt(0)!);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+};
+
+function modelFacet(cs: Cond[], field: string, size: number, disjunctive: boolean) {
+  const used = disjunctive ? cs.filter((c) => c.field !== field) : cs;
+  const hits = docs.filter((d) => used.every((c) => holds(d.md, c)));
+  const counts = new Map<string, { num?: number; text: string; count: number }>();
+  let missing = 0;
+  for (const d of hits) {
+    const vs = valuesOf(d.md, field);
+    if (!vs.length) missing++;
+    for (const v of vs) {
+      const key = `${typeof v === 'number' ? 'n' : 't'}:${String(v)}`;
+      const e = counts.get(key) ?? {
+        ...(typeof v === 'number' ? { num: v } : {}),
+        text: String(v),
+        count: 0,
+      };
+      e.count++;
+      counts.set(key, e);
+    }
+  }
+  const all = [...counts.values()].sort(
+    (a, b) =>
+      b.count - a.count ||
+      (a.num !== undefined && b.num !== undefined
+        ? a.num - b.num
+        : a.num !== undefined
+          ? -1
+          : b.num !== undefined
+            ? 1
+            : cmpText(a.text, b.text)),
+  );
+  const listed = all.slice(0, size);
+  return {
+    buckets: listed.map((v) => ({ value: v.text, count: v.count })),
+    other: all.slice(size).reduce((s, v) => s + v.count, 0),
+    missing,
+  };
+}
+
+function modelNumbers(cs: Cond[], field: string): number[] {
+  return docs
+    .filter((d) => cs.every((c) => holds(d.md, c)))
+    .flatMap((d) => valuesOf(d.md, field).filter((v): v is number => typeof v === 'number'));
+}
+
+function modelStats(cs: Cond[], field: string) {
+  const ns = modelNumbers(cs, field);
+  if (!ns.length) return { count: 0, min: null, max: null, avg: null, sum: 0 };
+  const sum = ns.reduce((s, n) => s + n, 0);
+  return {
+    count: ns.length,
+    min: Math.min(...ns),
+    max: Math.max(...ns),
+    avg: sum / ns.length,
+    sum,
+  };
+}
+
+function modelHistogram(cs: Cond[], field: string, interval: number) {
+  const ns = modelNumbers(cs, field);
+  if (!ns.length) return [];
+  const first = Math.floor(Math.min(...ns) / interval);
+  const last = Math.floor(Math.max(...ns) / interval);
+  const out = [];
+  for (let k = first; k <= last; k++)
+    out.push({
+      from: k * interval,
+      to: (k + 1) * interval,
+      count: ns.filter((n) => Math.floor(n / interval) === k).length,
+    });
+  return out;
+}
+
+describe('search analytics (contract §10)', () => {
+  test('facets, stats and histograms over every match, not the page', async () => {
+    const cs: Cond[] = [{ kind: 'not', field: 'color', values: ['black'] }];
+    const r = await search(
+      `q=${qOf(cs)}&limit=2&facets=color,tags,instock,mixed,size,nothing&facet_size=3&stats=size,color&histogram=size:10`,
+    );
+    expect(r.status).toBe(200);
+    expect(r.body.results).toHaveLength(2);
+    for (const f of ['color', 'tags', 'instock', 'mixed', 'size', 'nothing'])
+      expect([f, r.body.facets[f]]).toEqual([f, modelFacet(cs, f, 3, false)]);
+    // a field no item has: no buckets, every match missing
+    expect(r.body.facets.nothing.missing).toBe(r.body.total_results);
+    // strings and booleans with the same text are one value ("true")
+    expect(r.body.facets.instock.buckets.map((b: { value: string }) => b.value)).toContain('true');
+    expect(r.body.stats).toEqual({ size: modelStats(cs, 'size'), color: modelStats(cs, 'color') });
+    expect(r.body.stats.color).toEqual({ count: 0, min: null, max: null, avg: null, sum: 0 });
+    expect(r.body.histograms).toEqual({ size: modelHistogram(cs, 'size', 10) });
+  });
+
+  test('disjunctive counts ignore the conditions on their own field only', async () => {
+    const cs: Cond[] = [
+      { kind: 'eq', field: 'color', values: ['red', 'blue'] },
+      { kind: 'range', field: 'size', gte: 5, lte: 40 },
+    ];
+    const r = await search(
+      `q=${qOf(cs)}&limit=0&facets=color,size&disjunctive=color&facet_size=20`,
+    );
+    expect(r.status).toBe(200);
+    expect(r.body.results).toEqual([]);
+    expect(r.body.facets.color).toEqual(modelFacet(cs, 'color', 20, true));
+    expect(r.body.facets.color.buckets.length).toBeGreaterThan(2); // the alternatives show
+    expect(r.body.facets.size).toEqual(modelFacet(cs, 'size', 20, false));
+  });
+
+  test('privateMetadata is never counted', async () => {
+    const r = await search('limit=0&facets=color,secret&stats=secret');
+    expect(r.body.facets.color.buckets.map((b: { value: string }) => b.value)).not.toContain(
+      'vault',
+    );
+    expect(r.body.facets.secret).toEqual({ buckets: [], other: 0, missing: N });
+    expect(r.body.stats.secret.count).toBe(0);
+  });
+
+  test('time histograms: UTC buckets with ISO bounds, empty ones included', async () => {
+    const r = await search('limit=0&histogram=service_created_at:hour,service_updated_at:month');
+    expect(r.status).toBe(200);
+    const hours = r.body.histograms.service_created_at as Array<{
+      from: string;
+      to: string;
+      count: number;
+    }>;
+    expect(hours.reduce((s, b) => s + b.count, 0)).toBe(N);
+    for (const b of hours) {
+      expect(new Date(b.from).getUTCMinutes()).toBe(0);
+      expect(Date.parse(b.to) - Date.parse(b.from)).toBe(3_600_000);
+    }
+    const months = r.body.histograms.service_updated_at as Array<{ from: string; count: number }>;
+    expect(months[0]!.from).toMatch(/^\d{4}-\d{2}-01T00:00:00\.000Z$/);
+  });
+
+  test('bad parameters are 400s naming the parameter', async () => {
+    const cases: Array<[string, string]> = [
+      ['facets=color&facet_size=0', 'facet_size'],
+      ['facets=color&facet_size=1001', 'facet_size'],
+      ['facets=color&disjunctive=size', 'disjunctive'],
+      ['stats=service_created_at', 'stats'],
+      ['histogram=size', 'histogram'],
+      ['histogram=size:0', 'histogram'],
+      ['histogram=size:-5', 'histogram'],
+      ['histogram=service_created_at:fortnight', 'histogram'],
+      ['histogram=size:0.01', 'histogram'], // more than 1000 buckets
+      ['facets=color,', 'facets'],
+      ['limit=0', 'limit'], // limit=0 only with figures
+    ];
+    for (const [qs, param] of cases) {
+      const r = await search(qs);
+      expect([qs, r.status, r.body.error?.details?.[0]?.param]).toEqual([qs, 400, param]);
+    }
+  });
+
+  test('array fields follow the q rule: enabled to be counted, with "*" for numbers', async () => {
+    const refused = await search('limit=0&facets=labels');
+    expect([refused.status, refused.body.error.details[0].param]).toEqual([400, 'facets']);
+    expect(refused.body.error.message).toContain('labels');
+    const ok = await search('limit=0&facets=tags&stats=tags');
+    expect(ok.status).toBe(200);
+    expect(ok.body.facets.tags).toEqual(modelFacet([], 'tags', 10, false));
+  });
+
+  test('property: random q and analytics parameters equal the brute-force figures', async () => {
+    const field = fc.constantFrom('color', 'size', 'instock', 'mixed', 'tags');
+    const cond: fc.Arbitrary<Cond> = fc.oneof(
+      fc.record({
+        kind: fc.constantFrom('eq' as const, 'not' as const),
+        field: fc.constantFrom('color', 'instock', 'mixed'),
+        values: fc.subarray([...COLORS, 'true', 'false', '7', 'seven'], {
+          minLength: 1,
+          maxLength: 3,
+        }),
+      }),
+      fc.tuple(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 50 })).map(([a, b]) => ({
+        kind: 'range' as const,
+        field: 'size',
+        gte: Math.min(a, b),
+        lte: Math.max(a, b),
+      })),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(cond, { maxLength: 2, selector: (c) => c.field }),
+        fc.uniqueArray(field, { minLength: 1, maxLength: 3 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.boolean(),
+        fc.constantFrom(1, 2.5, 10),
+        async (cs, facets, size, disj, interval) => {
+          const disjunctive = disj ? facets[0]! : undefined;
+          const qs =
+            `limit=0&facets=${facets.join(',')}&facet_size=${size}` +
+            (cs.length ? `&q=${qOf(cs)}` : '') +
+            (disjunctive ? `&disjunctive=${disjunctive}` : '') +
+            `&stats=size&histogram=size:${interval}`;
+          const r = await search(qs);
+          expect([qs, r.status]).toEqual([qs, 200]);
+          for (const f of facets)
+            expect([qs, f, r.body.facets[f]]).toEqual([
+              qs,
+              f,
+              modelFacet(cs, f, size, f === disjunctive),
+            ]);
+          expect([qs, r.body.stats.size]).toEqual([qs, modelStats(cs, 'size')]);
+          expect([qs, r.body.histograms.size]).toEqual([qs, modelHistogram(cs, 'size', interval)]);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  }, 120_000);
+});
