@@ -77,9 +77,6 @@ export function parseAnalytics(p: {
   const stray = disjunctive.filter((f) => !facetNames.includes(f));
   if (stray.length)
     throw bad('disjunctive', `${stray.map((f) => `'${f}'`).join(', ')} not named in facets`);
-  for (const f of facetNames)
-    if (isServiceTimeField(f))
-      throw bad('facets', `'${f}' is a time; count it with histogram=${f}:day`);
   let facetSize = FACET_SIZE_DEFAULT;
   if (p.facet_size !== undefined && p.facet_size !== '') {
     facetSize = Number(p.facet_size);
@@ -87,9 +84,6 @@ export function parseAnalytics(p: {
       throw bad('facet_size', `must be an integer from 1 to ${FACET_SIZE_MAX}`);
   }
   const stats = names('stats', p.stats);
-  for (const f of stats)
-    if (isServiceTimeField(f))
-      throw bad('stats', `'${f}' is a time; count it with histogram=${f}:day`);
   const histograms = names('histogram', p.histogram).map((entry): HistogramSpec => {
     const at = entry.lastIndexOf(':');
     if (at <= 0)
@@ -112,17 +106,55 @@ export function parseAnalytics(p: {
       throw bad('histogram', `the interval of '${field}' must be a number > 0, not '${interval}'`);
     return { field, interval: n };
   });
-  const seen = new Set<string>();
-  for (const h of histograms) {
-    if (seen.has(h.field)) throw bad('histogram', `'${h.field}' named twice`);
-    seen.add(h.field);
-  }
-  return {
+  return checkAnalytics({
     facets: facetNames.map((field) => ({ field, disjunctive: disjunctive.includes(field) })),
     facetSize,
     stats,
     histograms,
+  });
+}
+
+/**
+ * The rules every analytics request follows, however it was written (REST parameters or typed
+ * GraphQL input); errors name the REST parameter, as GraphQL's do for the same rule.
+ */
+export function checkAnalytics(spec: AnalyticsSpec): AnalyticsSpec {
+  if (!Number.isInteger(spec.facetSize) || spec.facetSize < 1 || spec.facetSize > FACET_SIZE_MAX)
+    throw bad('facet_size', `must be an integer from 1 to ${FACET_SIZE_MAX}`);
+  const once = (param: string, fields: string[]) => {
+    const seen = new Set<string>();
+    for (const f of fields) {
+      if (seen.has(f)) throw bad(param, `'${f}' named twice`);
+      seen.add(f);
+    }
   };
+  once(
+    'facets',
+    spec.facets.map((f) => f.field),
+  );
+  once('stats', spec.stats);
+  once(
+    'histogram',
+    spec.histograms.map((h) => h.field),
+  );
+  for (const { field } of spec.facets)
+    if (isServiceTimeField(field))
+      throw bad('facets', `'${field}' is a time; count it with histogram=${field}:day`);
+  for (const f of spec.stats)
+    if (isServiceTimeField(f))
+      throw bad('stats', `'${f}' is a time; count it with histogram=${f}:day`);
+  for (const h of spec.histograms) {
+    if ('calendar' in h) {
+      if (!isServiceTimeField(h.field))
+        throw bad('histogram', `'${h.field}' is not a time field; give it a numeric interval`);
+      continue;
+    }
+    if (isServiceTimeField(h.field))
+      throw bad('histogram', `'${h.field}' takes ${CALENDAR_INTERVALS.join('|')}`);
+    if (!Number.isFinite(h.interval) || h.interval <= 0)
+      throw bad('histogram', `the interval of '${h.field}' must be a number > 0`);
+  }
+  return spec;
 }
 
 /** Code-point order (UTF-16 comparison puts some characters differently than Elasticsearch). */

@@ -1,4 +1,5 @@
 import {
+  checkAnalytics,
   hasAnalytics,
   parseAnalytics,
   type AnalyticsSpec,
@@ -35,6 +36,8 @@ export interface SearchParams {
   disjunctive?: string;
   stats?: string;
   histogram?: string;
+  /** The same analytics, typed (GraphQL): replaces the string parameters above. */
+  analytics?: AnalyticsSpec;
 }
 
 const DEFAULT_SORT = 'service_updated_at';
@@ -97,7 +100,7 @@ export class VisionService {
     figures?: Figures;
   }> {
     const ds = await this.auth.visionDataset(ctx.principal, org, name);
-    const spec = parseAnalytics(p);
+    const spec = p.analytics ? checkAnalytics(p.analytics) : parseAnalytics(p);
     const analytics = hasAnalytics(spec);
     // With figures asked for, limit=0 answers the figures alone (contract §10).
     const figuresOnly = analytics && p.limit === 0;

@@ -5,7 +5,9 @@
  */
 import fc from 'fast-check';
 import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { gql, onlyError } from '../helpers/graphql';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
+import { SearchFiguresDocument } from '../graphql/generated';
 
 type Value = string | number | boolean;
 type Md = Record<string, Value | Value[]>;
@@ -296,4 +298,64 @@ describe('search analytics (contract §10)', () => {
       { numRuns: 40 },
     );
   }, 120_000);
+
+  test('GraphQL: typed facets, stats and histograms equal the REST figures', async () => {
+    const q = 'color:!black,size:5:45';
+    const rest = await search(
+      `q=${q}&limit=0&facets=color,tags&disjunctive=color&facet_size=4&stats=size&histogram=size:10,service_created_at:day`,
+    );
+    const r = await gql(
+      t.url,
+      SearchFiguresDocument,
+      {
+        organisation: 'acme',
+        dataset: 'shoes',
+        q,
+        limit: 0,
+        facets: [
+          { field: 'color', disjunctive: true },
+          { field: 'tags', disjunctive: false },
+        ],
+        facetSize: 4,
+        stats: ['size'],
+        histograms: [
+          { field: 'size', interval: 10 },
+          { field: 'service_created_at', calendar: 'DAY' },
+        ],
+      },
+      ds.dsToken,
+    );
+    expect(r.errors).toBeUndefined();
+    const s = r.data!.vision.search;
+    expect(s.totalResults).toBe(rest.body.total_results);
+    expect(s.results).toEqual([]);
+    expect(Object.fromEntries(s.facets!.map(({ field, ...f }) => [field, f]))).toEqual(
+      rest.body.facets,
+    );
+    expect(Object.fromEntries(s.stats!.map(({ field, ...f }) => [field, f]))).toEqual(
+      rest.body.stats,
+    );
+    const [size, created] = s.histograms!;
+    expect(size!.buckets.map(({ from, to, count }) => ({ from, to, count }))).toEqual(
+      rest.body.histograms.size,
+    );
+    expect(
+      created!.buckets.map((b) => ({ from: b.fromTime, to: b.toTime, count: b.count })),
+    ).toEqual(rest.body.histograms.service_created_at);
+
+    const bad = await gql(
+      t.url,
+      SearchFiguresDocument,
+      { organisation: 'acme', dataset: 'shoes', histograms: [{ field: 'size' }] },
+      ds.dsToken,
+    );
+    expect(onlyError(bad).extensions).toMatchObject({ code: 'invalid_request', status: 400 });
+    const tooBig = await gql(
+      t.url,
+      SearchFiguresDocument,
+      { organisation: 'acme', dataset: 'shoes', facets: [{ field: 'color' }], facetSize: 0 },
+      ds.dsToken,
+    );
+    expect(onlyError(tooBig).extensions.details?.[0]).toMatchObject({ param: 'facet_size' });
+  });
 });

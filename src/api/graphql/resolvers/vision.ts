@@ -17,7 +17,9 @@ import type { RequestContext } from '../../../services/principal';
 import { parseFieldSelection, projectMetadata } from '../../../services/results';
 import type { SimilarityResult } from '../../../services/similarity';
 import type { GqlContext } from '../context';
+import { analyticsSpec, figuresOut } from '../analytics-map';
 import { toVisionItem } from '../map';
+import { FacetInput, HistogramInput } from '../types/analytics';
 import { SortOrder } from '../types/enums';
 import { JSONObjectScalar, JSONScalar } from '../types/scalars';
 import { Facet, SearchConnection, Vision, VisionItem } from '../types/vision';
@@ -55,6 +57,21 @@ class SearchArgs {
 
   @Field(() => String, { nullable: true, description: 'Action variables, key:value pairs.' })
   v?: string;
+
+  @Field(() => [FacetInput], {
+    nullable: true,
+    description: 'Value counts over every match (contract §10); with figures, limit may be 0.',
+  })
+  facets?: FacetInput[];
+
+  @Field(() => Int, { nullable: true, description: 'Values listed per facet: 1 to 1000 (10).' })
+  facetSize?: number;
+
+  @Field(() => [String], { nullable: true, description: 'count/min/max/avg/sum per field.' })
+  stats?: string[];
+
+  @Field(() => [HistogramInput], { nullable: true })
+  histograms?: HistogramInput[];
 }
 
 @Resolver(() => Vision)
@@ -83,6 +100,7 @@ export class VisionResolver {
       page: a.page,
       limit: a.limit,
       v: a.v ?? undefined,
+      analytics: analyticsSpec(a),
     });
     const link = {
       baseUrl: rc.baseUrl,
@@ -96,6 +114,7 @@ export class VisionResolver {
       limit: r.limit,
       hasNextPage: r.page * r.limit < r.total,
       results: r.items.map((i) => toVisionItem(i, link)),
+      ...figuresOut(r.figures),
     };
   }
 

@@ -43,3 +43,14 @@ export enum TokenKind {
   DATASET = 'dataset',
 }
 registerEnumType(TokenKind, { name: 'TokenKind' });
+
+export enum CalendarInterval {
+  HOUR = 'hour',
+  DAY = 'day',
+  WEEK = 'week',
+  MONTH = 'month',
+}
+registerEnumType(CalendarInterval, {
+  name: 'CalendarInterval',
+  description: 'Histogram buckets of the service time fields (UTC; weeks start on Monday).',
+});

@@ -1,3 +1,4 @@
+import { FieldHistogram, FieldStats, SearchFacet } from './analytics';
 import { Field, Float, ID, Int, ObjectType } from 'type-graphql';
 import type { StoredItem } from '../../../domain/item';
 import { ImageInfo } from './dataset';
@@ -53,6 +54,15 @@ export class SearchConnection {
 
   @Field(() => [VisionItem])
   results!: VisionItem[];
+
+  @Field(() => [SearchFacet], { nullable: true, description: 'When facets were asked for.' })
+  facets?: SearchFacet[];
+
+  @Field(() => [FieldStats], { nullable: true, description: 'When stats were asked for.' })
+  stats?: FieldStats[];
+
+  @Field(() => [FieldHistogram], { nullable: true, description: 'When histograms were asked for.' })
+  histograms?: FieldHistogram[];
 }
 
 @ObjectType()

@@ -1,0 +1,65 @@
+import type { AnalyticsSpec, Figures, HistogramSpec } from '../../domain/analytics';
+import { FACET_SIZE_DEFAULT } from '../../domain/analytics';
+import { invalid } from '../../domain/errors';
+import { isServiceTimeField } from '../../domain/limits';
+import type {
+  FacetInput,
+  FieldHistogram,
+  FieldStats,
+  HistogramInput,
+  SearchFacet,
+} from './types/analytics';
+
+/** Typed GraphQL input to the analytics request the service checks (domain/analytics.ts). */
+export function analyticsSpec(a: {
+  facets?: FacetInput[] | null;
+  facetSize?: number | null;
+  stats?: string[] | null;
+  histograms?: HistogramInput[] | null;
+}): AnalyticsSpec {
+  return {
+    facets: (a.facets ?? []).map((f) => ({ field: f.field, disjunctive: f.disjunctive })),
+    facetSize: a.facetSize ?? FACET_SIZE_DEFAULT,
+    stats: a.stats ?? [],
+    histograms: (a.histograms ?? []).map((h): HistogramSpec => {
+      const given = (h.interval != null ? 1 : 0) + (h.calendar != null ? 1 : 0);
+      if (given !== 1)
+        throw invalid(`histogram '${h.field}' needs exactly one of interval or calendar`, [
+          { param: 'histograms', field: h.field, message: 'one of interval or calendar' },
+        ]);
+      return h.calendar != null
+        ? ({ field: h.field, calendar: h.calendar } as HistogramSpec)
+        : { field: h.field, interval: h.interval! };
+    }),
+  };
+}
+
+export function figuresOut(f: Figures | undefined): {
+  facets?: SearchFacet[];
+  stats?: FieldStats[];
+  histograms?: FieldHistogram[];
+} {
+  if (!f) return {};
+  return {
+    ...(f.facets
+      ? { facets: Object.entries(f.facets).map(([field, v]) => ({ field, ...v })) }
+      : {}),
+    ...(f.stats ? { stats: Object.entries(f.stats).map(([field, v]) => ({ field, ...v })) } : {}),
+    ...(f.histograms
+      ? {
+          histograms: Object.entries(f.histograms).map(([field, buckets]) => ({
+            field,
+            buckets: buckets.map((b) =>
+              isServiceTimeField(field)
+                ? {
+                    ...b,
+                    fromTime: new Date(b.from).toISOString(),
+                    toTime: new Date(b.to).toISOString(),
+                  }
+                : b,
+            ),
+          })),
+        }
+      : {}),
+  };
+}
