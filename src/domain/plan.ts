@@ -7,7 +7,7 @@ export interface Allowance {
   limit?: number;
 }
 
-export const REQUEST_TYPES = ['search', 'similar', 'explore', 'lens'] as const;
+export const REQUEST_TYPES = ['search', 'similar', 'explore', 'lens', 'collection'] as const;
 export type RequestType = (typeof REQUEST_TYPES)[number];
 
 export interface Plan {
@@ -21,6 +21,7 @@ export const DEFAULT_REQUEST_CREDITS: Record<RequestType, number> = {
   similar: 1,
   explore: 1,
   lens: 2,
+  collection: 1,
 };
 
 export const DEFAULT_PLAN: Plan = {

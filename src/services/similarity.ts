@@ -227,4 +227,70 @@ export class SimilarityService {
     );
     return { hits: tidy(hits), limit };
   }
+
+  /**
+   * Items in the style of a curated group (contract §11): ranked against the group as a whole
+   * (the mean of its members' unit vectors, normalised again), the group itself excluded.
+   */
+  async collection(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    p: SimilarityParams & { ids?: string | string[] },
+  ): Promise<SimilarityResult> {
+    const ds = await this.auth.visionDataset(ctx.principal, org, name);
+    const limit = limitOf(p);
+    const vars = parseActionVars(p.v);
+    const raw = Array.isArray(p.ids) ? p.ids : (p.ids ?? '').split(',');
+    const ids = [...new Set(raw.map((s) => s.trim()).filter(Boolean))];
+    if (ids.length < 1 || ids.length > COLLECTION_MAX_IDS)
+      throw invalid(`ids: between 1 and ${COLLECTION_MAX_IDS} item ids; got ${ids.length}`, [
+        { param: 'ids', message: `1 to ${COLLECTION_MAX_IDS} comma-separated item ids` },
+      ]);
+    const conditions = await this.vision.conditions(ds, p.q);
+    await this.vision.requireReady(ds);
+    const members = await Promise.all(
+      ids.map((id) =>
+        this.target(ds.id, id).then(
+          (t) => t.vector,
+          (e: unknown) => {
+            if (e instanceof AppError && e.code === 'not_found') return id;
+            throw e;
+          },
+        ),
+      ),
+    );
+    const unknown = members.filter((m): m is string => typeof m === 'string');
+    if (unknown.length)
+      throw new AppError(
+        'not_found',
+        `${unknown.length} of the ids are not processed items of this dataset: ${unknown.slice(0, 10).join(', ')}`,
+        unknown.slice(0, 50).map((id) => ({ param: 'ids', id, message: 'not found' })),
+      );
+    const vector = centroid(members as number[][]);
+    const hits = await this.metering.billed(ds, 'collection', vars, () =>
+      this.engine.similar(ds.id, {
+        vector,
+        embedder: this.embedderId,
+        conditions,
+        limit,
+        excludeIds: ids,
+      }),
+    );
+    return { hits: tidy(hits), limit };
+  }
+}
+
+/** A group of at most this many items (contract §11). */
+export const COLLECTION_MAX_IDS = 50;
+
+/** The direction the group points to: the normalised mean of its unit vectors. */
+function centroid(vectors: number[][]): number[] {
+  const sum = new Array<number>(vectors[0]!.length).fill(0);
+  for (const v of vectors) {
+    const n = Math.hypot(...v) || 1;
+    v.forEach((x, i) => (sum[i]! += x / n));
+  }
+  const n = Math.hypot(...sum) || 1;
+  return sum.map((x) => x / n);
 }

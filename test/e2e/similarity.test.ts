@@ -155,6 +155,51 @@ describe('lens', () => {
   });
 });
 
+describe('collection (contract §11)', () => {
+  test('items in the style of the group, the group excluded, best first', async () => {
+    const r = await get('collection?ids=t1,t2&limit=4&fields=n');
+    expect(r.status).toBe(200);
+    expect(r.body.results).toHaveLength(4);
+    // t1 and t2 show picture 5: its other copies lead, the group itself never appears
+    expect(ids(r).slice(0, 2).sort()).toEqual(['s-005', 't3']);
+    expect(ids(r)).not.toContain('t1');
+    expect(r.body.results[0].score).toBeGreaterThan(0.999);
+    const scores = r.body.results.map((x: { score: number }) => x.score);
+    for (let i = 1; i < scores.length; i++) expect(scores[i]).toBeLessThanOrEqual(scores[i - 1]);
+    const filtered = await get('collection?ids=t1,t2&limit=5&q=half:odd&fields=half');
+    expect(filtered.body.results).toHaveLength(5);
+    for (const x of filtered.body.results) expect(x.metadata.half).toBe('odd');
+    expect(ids(filtered)).not.toContain('t3'); // even
+  });
+
+  test('unknown ids are a 404 naming them; no ids or more than 50 a 400', async () => {
+    const unknown = await get('collection?ids=t1,nope-1,nope-2');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.message).toContain('nope-1');
+    expect(unknown.body.error.details.map((d: { id: string }) => d.id)).toEqual([
+      'nope-1',
+      'nope-2',
+    ]);
+    expect((await get('collection')).status).toBe(400);
+    const many = Array.from({ length: 51 }, (_, i) => `s-${String(i).padStart(3, '0')}`);
+    const tooMany = await get(`collection?ids=${many.join(',')}`);
+    expect([tooMany.status, tooMany.body.error.details[0].param]).toEqual([400, 'ids']);
+  });
+
+  test('GraphQL answers what REST answers', async () => {
+    const g = await gql<{ vision: { collection: Array<{ id: string; score: number }> } }, object>(
+      t.url,
+      `query { vision(organisation: "simorg", dataset: "pics") {
+         collection(ids: ["t1", "t2"], limit: 4) { id score } } }`,
+      {},
+      ds.dsToken,
+    );
+    expect(g.errors).toBeUndefined();
+    const rest = await get('collection?ids=t1,t2&limit=4');
+    expect(g.data!.vision.collection.map((x) => x.id)).toEqual(ids(rest));
+  });
+});
+
 test('similar, explore and lens are metered with their own credits', async () => {
   const usage = await t.call('GET', '/orgs/simorg/usage', { token: ds.orgToken });
   const lines = Object.fromEntries(
@@ -163,6 +208,7 @@ test('similar, explore and lens are metered with their own credits', async () =>
   expect(lines.similar).toMatchObject({ requests: 3 }); // the 4xx ones are free
   expect(lines.explore).toMatchObject({ requests: 4 });
   expect(lines.lens).toMatchObject({ requests: 2, credits: 4 });
+  expect(lines.collection).toMatchObject({ requests: 4, credits: 4 }); // 1 each (§11)
 });
 
 describe('GraphQL', () => {

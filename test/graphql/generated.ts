@@ -75,6 +75,7 @@ export type PlanInput = {
 };
 
 export type RequestCreditsInput = {
+  collection?: number | null | undefined;
   explore?: number | null | undefined;
   lens?: number | null | undefined;
   search?: number | null | undefined;
@@ -83,6 +84,7 @@ export type RequestCreditsInput = {
 
 /** Billable Vision API request types (contract §8). */
 export type RequestType =
+  | 'COLLECTION'
   | 'EXPLORE'
   | 'LENS'
   | 'SEARCH'

@@ -148,6 +148,28 @@ export class VisionResolver {
 
   @FieldResolver(() => [VisionItem], {
     description:
+      'Billable (COLLECTION). Items in the style of a group of 1 to 50 ids, ranked against the group as a whole, the group excluded.',
+  })
+  async collection(
+    @Root() vis: Vision,
+    @Arg('ids', () => [ID]) ids: string[],
+    @Arg('limit', () => Int, { defaultValue: 10 }) limit: number,
+    @Arg('q', () => String, { nullable: true }) q: string | undefined,
+    @Arg('v', () => String, { nullable: true }) v: string | undefined,
+    @Ctx() ctx: GqlContext,
+  ): Promise<VisionItem[]> {
+    const rc = await ctx.request();
+    const r = await ctx.c.similarity.collection(rc, vis.org, vis.dataset, {
+      ids,
+      limit,
+      q: q ?? undefined,
+      v: v ?? undefined,
+    });
+    return scored(rc, vis, r, { q: q ?? undefined, limit });
+  }
+
+  @FieldResolver(() => [VisionItem], {
+    description:
       'Billable (EXPLORE). Without id a random selection; with id the next step of a journey (path: the earlier selections, oldest first), diversified.',
   })
   async explore(

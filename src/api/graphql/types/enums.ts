@@ -24,6 +24,7 @@ export enum RequestType {
   SIMILAR = 'similar',
   EXPLORE = 'explore',
   LENS = 'lens',
+  COLLECTION = 'collection',
 }
 registerEnumType(RequestType, {
   name: 'RequestType',

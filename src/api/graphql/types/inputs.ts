@@ -27,6 +27,9 @@ export class RequestCreditsInput {
 
   @Field(() => Number, { nullable: true })
   lens?: number;
+
+  @Field(() => Number, { nullable: true })
+  collection?: number;
 }
 
 @InputType()

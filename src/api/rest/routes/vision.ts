@@ -77,6 +77,15 @@ export const visionRoutes =
       const r = await c.similarity.lens(req.ctx, org, ds, req.body, { ...q, v: str(req, 'v') });
       return shape(req.ctx, org, ds, q, r);
     });
+    app.get(`${DS}/collection`, async (req) => {
+      const { org, ds, q } = similarityParams(req);
+      const r = await c.similarity.collection(req.ctx, org, ds, {
+        ...q,
+        ids: str(req, 'ids'),
+        v: str(req, 'v'),
+      });
+      return shape(req.ctx, org, ds, q, r);
+    });
     app.get(`${DS}/search`, async (req) => {
       const { results, total_results, figures } = await c.vision.search(
         req.ctx,
