@@ -40,6 +40,7 @@ import { OrganisationService } from '../services/organisations';
 import { MeteringService } from '../services/metering';
 import { SimilarityService } from '../services/similarity';
 import { UsageService } from '../services/usage';
+import { TrackService } from '../services/track';
 import { VisionService } from '../services/vision';
 
 /** Every port with state, as one engine provides them. */
@@ -63,6 +64,7 @@ export interface Container extends Omit<Stores, 'close'> {
   contentService: ContentService;
   vision: VisionService;
   similarity: SimilarityService;
+  track: TrackService;
   usage: UsageService;
   metering: MeteringService;
   processImage: ProcessImageHandler;
@@ -231,6 +233,7 @@ export async function buildContainer(
       now,
     ),
     vision,
+    track: new TrackService(auth, events, now),
     similarity: new SimilarityService(
       content,
       engine,

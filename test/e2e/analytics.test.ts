@@ -4,7 +4,7 @@
  * and for random `q` + analytics parameters (fast-check).
  */
 import fc from 'fast-check';
-import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
 import { gql, onlyError } from '../helpers/graphql';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 import { SearchFiguresDocument } from '../graphql/generated';
@@ -357,5 +357,76 @@ describe('search analytics (contract §10)', () => {
       ds.dsToken,
     );
     expect(onlyError(tooBig).extensions.details?.[0]).toMatchObject({ param: 'facet_size' });
+  });
+});
+
+describe('track (contract §11)', () => {
+  const track = (qs: string, body?: unknown) =>
+    t.call('POST', `${ds.base}/track${qs}`, {
+      token: ds.dsToken,
+      ...(body === undefined ? {} : { body }),
+    });
+
+  test('events go to the dataset event log with their v, 202, never billed', async () => {
+    const usage = async () =>
+      (await t.call('GET', '/orgs/acme/usage', { token: ds.orgToken })).body.usage;
+    const before = await usage();
+    const one = await track('?v=a:click,id:a-001,page_view_id:pv1');
+    expect([one.status, one.body]).toEqual([202, { status: 'accepted' }]);
+    const batch = await track('', {
+      events: [
+        { v: 'a:add_to_cart,id:a-002', timestamp: '2026-11-20T10:00:00Z' },
+        { v: 'a:click,id:a-003,page_view_id:pv1' },
+      ],
+    });
+    expect(batch.status).toBe(202);
+    const dataset = await t.app.container.accounts.getDataset('acme', 'shoes');
+    const logged = await waitFor('three track events in the log', async () => {
+      const all = await t.app.container.events.list(
+        dataset!.id,
+        { from: 0, to: Date.now() + 60_000 },
+        1000,
+      );
+      const tracked = all.filter((e) => e.kind === 'track');
+      return tracked.length >= 3 && tracked;
+    });
+    expect(logged.map((e) => [e.type, e.vars?.id])).toEqual(
+      expect.arrayContaining([
+        ['click', 'a-001'],
+        ['add_to_cart', 'a-002'],
+        ['click', 'a-003'],
+      ]),
+    );
+    expect(logged.find((e) => e.vars?.id === 'a-002')!.at).toBe(Date.parse('2026-11-20T10:00:00Z'));
+    expect(await usage()).toEqual(before);
+  });
+
+  test('a bad event is a 400 naming it, and nothing of the request is recorded', async () => {
+    const cases: Array<[string, unknown, Record<string, unknown>]> = [
+      ['', undefined, { param: 'v' }],
+      ['?v=id:a-001', undefined, { param: 'v' }], // no a:<action>
+      ['?v=a:click,bad', undefined, { param: 'v' }],
+      ['', { events: [{ v: 'a:click' }, { v: 'id:x' }] }, { index: 1 }],
+      ['', { events: [{ v: 'a:click', timestamp: 'yesterday' }] }, { index: 0 }],
+      ['', { events: 'a:click' }, { field: 'events' }],
+      ['', { events: Array.from({ length: 1001 }, () => ({ v: 'a:view' })) }, { field: 'events' }],
+    ];
+    const dataset = await t.app.container.accounts.getDataset('acme', 'shoes');
+    const tracked = async () =>
+      (
+        await t.app.container.events.list(dataset!.id, { from: 0, to: Date.now() + 60_000 }, 10_000)
+      ).filter((e) => e.kind === 'track').length;
+    await new Promise((r) => setTimeout(r, 1500)); // earlier appends visible
+    const before = await tracked();
+    for (const [qs, body, detail] of cases) {
+      const r = await track(qs, body);
+      expect([qs, r.status, r.body.error?.details?.[0]]).toEqual([
+        qs,
+        400,
+        expect.objectContaining(detail),
+      ]);
+    }
+    await new Promise((r) => setTimeout(r, 1500)); // an append would be visible by now
+    expect(await tracked()).toBe(before); // the good first event of a bad batch neither
   });
 });

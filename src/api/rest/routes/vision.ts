@@ -77,6 +77,16 @@ export const visionRoutes =
       const r = await c.similarity.lens(req.ctx, org, ds, req.body, { ...q, v: str(req, 'v') });
       return shape(req.ctx, org, ds, q, r);
     });
+    app.post(`${DS}/track`, async (req, reply) => {
+      await c.track.track(
+        req.ctx,
+        param(req, 'organisation'),
+        param(req, 'dataset'),
+        str(req, 'v'),
+        req.body,
+      );
+      return reply.code(202).send({ status: 'accepted' });
+    });
     app.get(`${DS}/collection`, async (req) => {
       const { org, ds, q } = similarityParams(req);
       const r = await c.similarity.collection(req.ctx, org, ds, {
