@@ -293,4 +293,4 @@ export function histogram(
 
 /** Conditions on `field` are left out of a disjunctive facet's counts (contract §10). */
 export const onField = (c: { kind: string; field?: string }, field: string): boolean =>
-  c.kind !== 'text' && c.field === field;
+  'field' in c && c.field === field;

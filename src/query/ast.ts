@@ -17,7 +17,13 @@ export type Condition =
   | { kind: 'exclude'; field: string; values: string[] }
   | { kind: 'range'; field: string; gte?: number; lte?: number }
   | { kind: 'timeRange'; field: ServiceTimeField; gte?: number; lte?: number }
-  | { kind: 'text'; terms: string[] };
+  | { kind: 'text'; terms: string[] }
+  /** The field holds a value (typed GraphQL filters; q has no such form). */
+  | { kind: 'exists'; field: string }
+  /** Any of these conjunctions holds (GraphQL `or`). */
+  | { kind: 'any'; of: Condition[][] }
+  /** Not all of these hold (GraphQL `not`). */
+  | { kind: 'none'; of: Condition[] };
 
 export interface LiteralForms {
   str: string;

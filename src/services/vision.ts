@@ -15,6 +15,7 @@ import type { Facets, SearchEngine, SortOrder } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import { parseQ } from '../query/parse';
 import { isArrayField, resolveFilters, type FieldCatalogue } from '../query/resolve';
+import { compileFilterTree, type FilterTree } from '../query/tree';
 import type { AuthService } from './auth';
 import type { MeteringService } from './metering';
 import { datasetPath } from './datasets';
@@ -38,6 +39,8 @@ export interface SearchParams {
   histogram?: string;
   /** The same analytics, typed (GraphQL): replaces the string parameters above. */
   analytics?: AnalyticsSpec;
+  /** A typed filter (GraphQL), ANDed with q. */
+  filter?: FilterTree;
 }
 
 const DEFAULT_SORT = 'service_updated_at';
@@ -116,6 +119,14 @@ export class VisionService {
     const sp = sortProblem(sort, catalogue);
     if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
     const conditions = await this.conditions(ds, p.q, catalogue);
+    if (p.filter)
+      conditions.push(
+        ...compileFilterTree(p.filter, {
+          enabled: ds.settings.fields,
+          catalogue,
+          settingsPath: `${datasetPath(ds.org, ds.name)}/settings/fields`,
+        }),
+      );
     if (analytics) checkAnalyticsFields(spec, { enabled: ds.settings.fields, catalogue });
     await this.requireReady(ds);
     const [{ items, total }, figures] = await this.metering.billed(ds, 'search', vars, () =>

@@ -430,3 +430,69 @@ describe('track (contract §11)', () => {
     expect(await tracked()).toBe(before); // the good first event of a bad batch neither
   });
 });
+
+describe('GraphQL typed filter', () => {
+  const total = async (filter: unknown) => {
+    const r = await gql<{ vision: { search: { totalResults: number } } }, object>(
+      t.url,
+      `query($f: FilterInput) { vision(organisation: "acme", dataset: "shoes") {
+         search(filter: $f, limit: 2) { totalResults } } }`,
+      { f: filter },
+      ds.dsToken,
+    );
+    return r;
+  };
+  const count = (pred: (md: Md) => boolean) => docs.filter((d) => pred(d.md)).length;
+  const color = (md: Md) => md.color as string | undefined;
+  const size = (md: Md) => md.size as number | undefined;
+
+  test('per-field tests with and / or / not select what the model selects', async () => {
+    const cases: Array<[unknown, (md: Md) => boolean]> = [
+      [
+        {
+          where: { field: 'color', in: ['red', 'blue'] },
+          and: [{ where: { field: 'size', range: { gte: 5, lte: 40 } } }],
+        },
+        (md) =>
+          ['red', 'blue'].includes(color(md) ?? '') && (size(md) ?? -1) >= 5 && size(md)! <= 40,
+      ],
+      [
+        {
+          or: [
+            { where: { field: 'color', eq: 'red' } },
+            { where: { field: 'size', range: { lte: 3 } } },
+          ],
+        },
+        (md) => color(md) === 'red' || (size(md) !== undefined && size(md)! <= 3),
+      ],
+      [{ not: { where: { field: 'color', eq: 'red' } } }, (md) => color(md) !== 'red'],
+      [{ where: { field: 'color', exists: false } }, (md) => color(md) === undefined],
+      [
+        { where: { field: 'color', not: ['red', 'zeta'] } },
+        (md) => !['red', 'zeta'].includes(color(md) ?? ''),
+      ],
+      [{ where: { field: 'tags', eq: 't1' } }, (md) => (md.tags as string[]).includes('t1')],
+      [{ where: { field: 'mixed', eq: '7' } }, (md) => md.mixed === 7],
+      [{ or: [] }, () => false],
+    ];
+    for (const [filter, pred] of cases) {
+      const r = await total(filter);
+      expect([filter, r.errors, r.data?.vision.search.totalResults]).toEqual([
+        filter,
+        undefined,
+        count(pred),
+      ]);
+    }
+    // the same selection as the equivalent q
+    const q = await search('q=color:red|blue,size:5:40&limit=2');
+    expect((await total(cases[0]![0])).data!.vision.search.totalResults).toBe(q.body.total_results);
+  });
+
+  test('the dataset rules of q apply, named for the filter', async () => {
+    const e = onlyError(await total({ where: { field: 'labels', eq: 'l1' } }));
+    expect(e.extensions).toMatchObject({ code: 'invalid_request', status: 400 });
+    expect(e.extensions.details?.[0]).toMatchObject({ param: 'filter', field: 'labels' });
+    const empty = onlyError(await total({ where: { field: 'color' } }));
+    expect(empty.extensions.details?.[0]).toMatchObject({ param: 'filter' });
+  });
+});

@@ -61,6 +61,22 @@ const cases: Record<string, () => unknown> = {
         { field: 'service_created_at', calendar: 'week' },
       ],
     }),
+  'typed-filter-or-not-exists': () =>
+    searchBody({
+      conditions: [
+        {
+          kind: 'any',
+          of: [
+            [{ kind: 'match', field: 'color', values: ['red'] }],
+            [{ kind: 'range', field: 'size', lte: 3 }],
+          ],
+        },
+        { kind: 'none', of: [{ kind: 'exists', field: 'color' }] },
+      ],
+      sort: { field: 'service_updated_at', order: 'desc' },
+      offset: 0,
+      limit: 2,
+    }),
   'analytics-histograms': () =>
     histogramsBody(conditions('category:boots'), [
       { field: 'price', interval: 25 },

@@ -66,7 +66,32 @@ export function conditionDsl(c: Condition): { filter?: Dsl[]; must_not?: Dsl[] }
       return { filter: [{ range: { [TIME_FIELD[c.field]]: bounds(c) } }] };
     case 'text':
       return { filter: c.terms.map((t) => ({ term: { terms: t } })) };
+    case 'exists':
+      return { filter: [attrs(c.field)] };
+    case 'any':
+      // An empty should clause would match everything in filter context.
+      return {
+        filter: [
+          c.of.length
+            ? { bool: { should: c.of.map(conjunctionDsl), minimum_should_match: 1 } }
+            : { match_none: {} },
+        ],
+      };
+    case 'none':
+      return { must_not: [conjunctionDsl(c.of)] };
   }
+}
+
+/** All of `conditions` as one bool query (matches everything when there are none). */
+function conjunctionDsl(conditions: Condition[]): Dsl {
+  const filter: Dsl[] = [];
+  const mustNot: Dsl[] = [];
+  for (const c of conditions) {
+    const d = conditionDsl(c);
+    filter.push(...(d.filter ?? []));
+    mustNot.push(...(d.must_not ?? []));
+  }
+  return { bool: { filter, ...(mustNot.length ? { must_not: mustNot } : {}) } };
 }
 
 /** Processed items satisfying every condition. Never query_string: input is never parsed by ES. */

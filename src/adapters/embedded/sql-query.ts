@@ -88,7 +88,32 @@ export function lowerCondition(c: Condition, datasetId: string): Sql {
           .join(' AND '),
         params: c.terms.flatMap((t) => [datasetId, t]),
       };
+    case 'exists':
+      return {
+        sql: `i.pk IN (SELECT item_pk FROM item_values WHERE dataset_id = ? AND field = ? AND ${QUERYABLE})`,
+        params: [datasetId, c.field],
+      };
+    case 'any': {
+      const parts = c.of.map((conj) => conjunction(conj, datasetId));
+      return {
+        sql: `(${parts.map((p) => `(${p.sql})`).join(' OR ') || '0'})`,
+        params: parts.flatMap((p) => p.params),
+      };
+    }
+    case 'none': {
+      const inner = conjunction(c.of, datasetId);
+      return { sql: `NOT (${inner.sql})`, params: inner.params };
+    }
   }
+}
+
+/** All of `conditions` as one predicate on `items i` (true when there are none). */
+function conjunction(conditions: Condition[], datasetId: string): Sql {
+  const parts = conditions.map((c) => lowerCondition(c, datasetId));
+  return {
+    sql: parts.length ? parts.map((p) => `(${p.sql})`).join(' AND ') : '1',
+    params: parts.flatMap((p) => p.params),
+  };
 }
 
 /** WHERE clause selecting the processed items of a dataset that satisfy every condition. */

@@ -19,7 +19,7 @@ import type { SimilarityResult } from '../../../services/similarity';
 import type { GqlContext } from '../context';
 import { analyticsSpec, figuresOut } from '../analytics-map';
 import { toVisionItem } from '../map';
-import { FacetInput, HistogramInput } from '../types/analytics';
+import { FacetInput, FilterInput, HistogramInput } from '../types/analytics';
 import { SortOrder } from '../types/enums';
 import { JSONObjectScalar, JSONScalar } from '../types/scalars';
 import { Facet, SearchConnection, Vision, VisionItem } from '../types/vision';
@@ -39,6 +39,12 @@ function scored(
 class SearchArgs {
   @Field(() => String, { nullable: true, description: 'The q filter of contract §5.' })
   q?: string;
+
+  @Field(() => FilterInput, {
+    nullable: true,
+    description: 'A typed filter, ANDed with q; no q string to build.',
+  })
+  filter?: FilterInput;
 
   @Field(() => String, {
     nullable: true,
@@ -101,6 +107,7 @@ export class VisionResolver {
       limit: a.limit,
       v: a.v ?? undefined,
       analytics: analyticsSpec(a),
+      ...(a.filter ? { filter: a.filter } : {}),
     });
     const link = {
       baseUrl: rc.baseUrl,

@@ -103,3 +103,54 @@ export class FieldHistogram {
   @Field(() => [HistogramBucket])
   buckets!: HistogramBucket[];
 }
+
+@InputType()
+export class RangeInput {
+  @Field(() => Float, { nullable: true })
+  gte?: number;
+
+  @Field(() => Float, { nullable: true })
+  lte?: number;
+}
+
+@InputType({
+  description:
+    'Tests on one field, all of which must hold. Values are matched as in q (contract §5): a value matches a string exactly, a number or boolean when it reads as one.',
+})
+export class FieldTestInput {
+  @Field(() => String)
+  field!: string;
+
+  @Field(() => String, { nullable: true })
+  eq?: string;
+
+  @Field(() => [String], { nullable: true, description: 'Any of these values.' })
+  in?: string[];
+
+  @Field(() => [String], { nullable: true, description: 'None of these values.' })
+  not?: string[];
+
+  @Field(() => RangeInput, { nullable: true, description: 'Inclusive; numbers (or epoch ms).' })
+  range?: RangeInput;
+
+  @Field(() => Boolean, { nullable: true, description: 'The field holds a value (or not).' })
+  exists?: boolean;
+}
+
+@InputType({
+  description:
+    'A typed filter, compiled to the same query as q: every part given must hold (where, each of and, one of or, not not).',
+})
+export class FilterInput {
+  @Field(() => FieldTestInput, { nullable: true })
+  where?: FieldTestInput;
+
+  @Field(() => [FilterInput], { nullable: true })
+  and?: FilterInput[];
+
+  @Field(() => [FilterInput], { nullable: true })
+  or?: FilterInput[];
+
+  @Field(() => FilterInput, { nullable: true })
+  not?: FilterInput;
+}
