@@ -73,7 +73,9 @@ export function conditionDsl(c: Condition): { filter?: Dsl[]; must_not?: Dsl[] }
       return {
         filter: [
           c.of.length
-            ? { bool: { should: c.of.map(conjunctionDsl), minimum_should_match: 1 } }
+            ? {
+                bool: { should: c.of.map((conj) => conjunctionDsl(conj)), minimum_should_match: 1 },
+              }
             : { match_none: {} },
         ],
       };
@@ -83,8 +85,8 @@ export function conditionDsl(c: Condition): { filter?: Dsl[]; must_not?: Dsl[] }
 }
 
 /** All of `conditions` as one bool query (matches everything when there are none). */
-function conjunctionDsl(conditions: Condition[]): Dsl {
-  const filter: Dsl[] = [];
+function conjunctionDsl(conditions: Condition[], first: Dsl[] = []): Dsl {
+  const filter: Dsl[] = [...first];
   const mustNot: Dsl[] = [];
   for (const c of conditions) {
     const d = conditionDsl(c);
@@ -96,14 +98,7 @@ function conjunctionDsl(conditions: Condition[]): Dsl {
 
 /** Processed items satisfying every condition. Never query_string: input is never parsed by ES. */
 export function whereDsl(conditions: Condition[]): Dsl {
-  const filter: Dsl[] = [{ term: { state: 'processed' } }];
-  const mustNot: Dsl[] = [];
-  for (const c of conditions) {
-    const d = conditionDsl(c);
-    filter.push(...(d.filter ?? []));
-    mustNot.push(...(d.must_not ?? []));
-  }
-  return { bool: { filter, ...(mustNot.length ? { must_not: mustNot } : {}) } };
+  return conjunctionDsl(conditions, [{ term: { state: 'processed' } }]);
 }
 
 /** Numbers first, then strings, then items lacking the field (both orders); ties by id. */
