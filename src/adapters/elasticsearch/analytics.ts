@@ -27,7 +27,7 @@ type StatsAgg = { sel?: { s?: Stats } } & Partial<Stats>;
 type HistAgg = { sel?: { h?: { buckets: Bucket[] } }; buckets?: Bucket[] };
 
 /** Sends a body to the dataset's index; undefined when the dataset has no index yet. */
-export type AggQuery = (body: Dsl) => Promise<{ aggs?: Aggs; total: number } | undefined>;
+export type AggQuery = (body: Dsl) => Promise<Aggs | undefined>;
 
 const stats = (a: unknown): Stats | undefined =>
   a === undefined ? undefined : (((a as StatsAgg).sel?.s ?? a) as Stats);
@@ -42,7 +42,7 @@ export async function esAnalytics(
   spec: AnalyticsSpec,
 ): Promise<Figures> {
   const first = await query(analyticsBody(conditions, spec));
-  const aggs = first?.aggs ?? {};
+  const aggs = first ?? {};
   const out: Figures = {};
   if (spec.facets.length) {
     out.facets = {};
@@ -87,7 +87,7 @@ export async function esAnalytics(
     const second = wanted.length ? await query(histogramsBody(conditions, wanted)) : undefined;
     spec.histograms.forEach((h, i) => {
       const at = wanted.indexOf(h);
-      const a = (at >= 0 ? second?.aggs?.[`hist${at}`] : undefined) as HistAgg | undefined;
+      const a = (at >= 0 ? second?.[`hist${at}`] : undefined) as HistAgg | undefined;
       out.histograms![h.field] = histogram(
         h,
         ranges[i]?.min ?? null,

@@ -307,7 +307,7 @@ export function analyticsBody(conditions: Condition[], spec: AnalyticsSpec): Dsl
         ? { stats: { field: TIME_FIELD[h.field] } }
         : numericValues(h.field, { s: { stats: { field: 'attrs.n' } } });
   });
-  return { size: 0, track_total_hits: true, query: whereDsl(conditions), aggs };
+  return { size: 0, query: whereDsl(conditions), aggs };
 }
 
 /**

@@ -92,13 +92,10 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
     return guard(() =>
       esAnalytics(
         (body) =>
-          orEmpty(async () => {
-            const r = await this.query(datasetId, body);
-            return {
-              aggs: r.aggregations as Record<string, unknown>,
-              total: (r.hits.total as { value: number } | undefined)?.value ?? 0,
-            };
-          }, undefined),
+          orEmpty(
+            async () => (await this.query(datasetId, body)).aggregations as Record<string, unknown>,
+            undefined,
+          ),
         conditions,
         spec,
       ),
