@@ -6,8 +6,8 @@ const ACTIVE_ORG_MS = 10_000;
 const EWMA = 0.3;
 
 interface HostState {
-  inFlight: number;
-  starts: number[];
+  /** Start times of the downloads running now, oldest first. */
+  running: number[];
   avgMs?: number;
 }
 
@@ -30,25 +30,25 @@ export class FairShare {
   /** A slot for one download (call the returned function when it ends), or undefined. */
   tryAcquire(host: string, org: string): (() => void) | undefined {
     const now = this.now();
-    const h = this.hosts.get(host) ?? { inFlight: 0, starts: [] };
+    const h = this.hosts.get(host) ?? { running: [] };
     const o = this.orgs.get(org) ?? { inFlight: 0, seenAt: now };
     o.seenAt = now;
     this.orgs.set(org, o);
     this.hosts.set(host, h);
-    if (h.inFlight >= this.hostCap(h, now) || o.inFlight >= this.orgCap(now)) {
+    if (h.running.length >= this.hostCap(h, now) || o.inFlight >= this.orgCap(now)) {
       this.forget(now);
       return undefined;
     }
-    h.inFlight++;
     o.inFlight++;
-    h.starts.push(now);
+    h.running.push(now);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      h.inFlight--;
       o.inFlight--;
-      const ms = this.now() - h.starts.shift()!;
+      // Downloads end in any order: this one's own start, not the oldest.
+      h.running.splice(h.running.indexOf(now), 1);
+      const ms = this.now() - now;
       h.avgMs = h.avgMs === undefined ? ms : h.avgMs * (1 - EWMA) + ms * EWMA;
     };
   }
@@ -58,7 +58,7 @@ export class FairShare {
     // round of a slow host's jobs would hold every slot. A download running long is evidence
     // before any has finished.
     const slow =
-      (h.avgMs ?? SLOW_HOST_MS) >= SLOW_HOST_MS || (h.starts[0] ?? now) <= now - SLOW_HOST_MS;
+      (h.avgMs ?? SLOW_HOST_MS) >= SLOW_HOST_MS || (h.running[0] ?? now) <= now - SLOW_HOST_MS;
     return slow ? Math.max(1, Math.floor(this.slots / 2)) : this.slots;
   }
 
@@ -72,7 +72,7 @@ export class FairShare {
   /** Bounded memory: idle hosts and organisations are dropped. */
   private forget(now: number): void {
     if (this.hosts.size + this.orgs.size < 10_000) return;
-    for (const [k, h] of this.hosts) if (h.inFlight === 0) this.hosts.delete(k);
+    for (const [k, h] of this.hosts) if (!h.running.length) this.hosts.delete(k);
     for (const [k, o] of this.orgs)
       if (o.inFlight === 0 && now - o.seenAt >= ACTIVE_ORG_MS) this.orgs.delete(k);
   }
