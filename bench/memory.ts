@@ -20,7 +20,6 @@ import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { LIMITS } from '../src/domain/limits';
-import { LENS_BODY_LIMIT } from '../src/services/similarity';
 import {
   RESULTS_DIR,
   call,
@@ -211,7 +210,7 @@ async function main(): Promise<void> {
   const lensJpeg = await flatCmyk(LENS_SIDE, { r: 30, g: 120, b: 200 });
   const lensBody = { image: `data:image/jpeg;base64,${lensJpeg.toString('base64')}` };
   const bodyBytes = JSON.stringify(lensBody).length;
-  if (bodyBytes > LENS_BODY_LIMIT) throw new Error(`lens body is ${bodyBytes} bytes`);
+  if (bodyBytes > LIMITS.lensBodyBytes) throw new Error(`lens body is ${bodyBytes} bytes`);
   const files = new Map([['/big', big]]);
   for (let i = 0; i < 8; i++) files.set(`/n${i}`, await ordinary(i));
   const img = await imageServer(files);

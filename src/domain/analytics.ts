@@ -4,7 +4,7 @@
  * both engines give the same figures by construction.
  */
 import { invalid } from './errors';
-import { isServiceTimeField, type ServiceTimeField } from './limits';
+import { LIMITS, isServiceTimeField, type ServiceTimeField } from './limits';
 
 export type CalendarInterval = 'hour' | 'day' | 'week' | 'month';
 export const CALENDAR_INTERVALS: readonly CalendarInterval[] = ['hour', 'day', 'week', 'month'];
@@ -47,10 +47,6 @@ export interface Figures {
   histograms?: Record<string, HistogramBucket[]>;
 }
 
-export const FACET_SIZE_DEFAULT = 10;
-export const FACET_SIZE_MAX = 1000;
-export const HISTOGRAM_MAX_BUCKETS = 1000;
-
 export const hasAnalytics = (s: AnalyticsSpec): boolean =>
   s.facets.length + s.stats.length + s.histograms.length > 0;
 
@@ -77,11 +73,11 @@ export function parseAnalytics(p: {
   const stray = disjunctive.filter((f) => !facetNames.includes(f));
   if (stray.length)
     throw bad('disjunctive', `${stray.map((f) => `'${f}'`).join(', ')} not named in facets`);
-  let facetSize = FACET_SIZE_DEFAULT;
+  let facetSize = LIMITS.facetSizeDefault;
   if (p.facet_size !== undefined && p.facet_size !== '') {
     facetSize = Number(p.facet_size);
-    if (!Number.isInteger(facetSize) || facetSize < 1 || facetSize > FACET_SIZE_MAX)
-      throw bad('facet_size', `must be an integer from 1 to ${FACET_SIZE_MAX}`);
+    if (!Number.isInteger(facetSize) || facetSize < 1 || facetSize > LIMITS.facetSizeMax)
+      throw bad('facet_size', `must be an integer from 1 to ${LIMITS.facetSizeMax}`);
   }
   const stats = names('stats', p.stats);
   const histograms = names('histogram', p.histogram).map((entry): HistogramSpec => {
@@ -119,8 +115,12 @@ export function parseAnalytics(p: {
  * GraphQL input); errors name the REST parameter, as GraphQL's do for the same rule.
  */
 export function checkAnalytics(spec: AnalyticsSpec): AnalyticsSpec {
-  if (!Number.isInteger(spec.facetSize) || spec.facetSize < 1 || spec.facetSize > FACET_SIZE_MAX)
-    throw bad('facet_size', `must be an integer from 1 to ${FACET_SIZE_MAX}`);
+  if (
+    !Number.isInteger(spec.facetSize) ||
+    spec.facetSize < 1 ||
+    spec.facetSize > LIMITS.facetSizeMax
+  )
+    throw bad('facet_size', `must be an integer from 1 to ${LIMITS.facetSizeMax}`);
   const once = (param: string, fields: string[]) => {
     const seen = new Set<string>();
     for (const f of fields) {
@@ -262,19 +262,19 @@ export function bucketStarts(
   const tooMany = () =>
     bad(
       'histogram',
-      `'${spec.field}' would have more than ${HISTOGRAM_MAX_BUCKETS} buckets; use a larger interval or narrow q`,
+      `'${spec.field}' would have more than ${LIMITS.histogramMaxBuckets} buckets; use a larger interval or narrow q`,
     );
   if ('calendar' in spec) {
     const last = calendarKey(max, spec.calendar);
     for (let s = calendarKey(min, spec.calendar); s <= last; s = calendarNext(s, spec.calendar)) {
-      if (out.length === HISTOGRAM_MAX_BUCKETS) throw tooMany();
+      if (out.length === LIMITS.histogramMaxBuckets) throw tooMany();
       out.push({ from: s, to: calendarNext(s, spec.calendar) });
     }
     return out;
   }
   const first = Math.floor(min / spec.interval);
   const lastIdx = Math.floor(max / spec.interval);
-  if (lastIdx - first + 1 > HISTOGRAM_MAX_BUCKETS) throw tooMany();
+  if (lastIdx - first + 1 > LIMITS.histogramMaxBuckets) throw tooMany();
   for (let k = first; k <= lastIdx; k++)
     out.push({ from: k * spec.interval, to: (k + 1) * spec.interval });
   return out;

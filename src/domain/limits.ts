@@ -65,6 +65,19 @@ export const LIMIT_TABLE = {
     unit: 'ms',
     what: 'time spent discarding such a body',
   },
+  facetSizeDefault: { value: 10, unit: 'values', what: 'values listed per facet, default' },
+  facetSizeMax: {
+    value: 1000,
+    unit: 'values',
+    what: 'values listed per facet (`facet_size`, 400 above)',
+  },
+  histogramMaxBuckets: {
+    value: 1000,
+    unit: 'count',
+    what: 'buckets of one histogram (400 above, before anything is counted)',
+  },
+  collectionMaxIds: { value: 50, unit: 'items', what: 'ids of one collection request (400 above)' },
+  trackMaxEvents: { value: 1000, unit: 'items', what: 'events of one track request (400 above)' },
   imageFetchTimeoutMs: {
     value: 15_000,
     unit: 'ms',
@@ -96,7 +109,7 @@ export const LIMIT_TABLE = {
 /** The values of {@link LIMIT_TABLE}. */
 export const LIMITS = Object.fromEntries(
   Object.entries(LIMIT_TABLE).map(([k, l]) => [k, l.value]),
-) as { readonly [K in keyof typeof LIMIT_TABLE]: (typeof LIMIT_TABLE)[K]['value'] };
+) as { readonly [K in keyof typeof LIMIT_TABLE]: number };
 
 /** Fields the service generates; clients may not write them, but may request, sort and filter. */
 export const GENERATED_FIELDS = ['image_width', 'image_height', 'image_url'] as const;

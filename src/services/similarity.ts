@@ -34,8 +34,6 @@ export interface SimilarityResult {
   path?: string[];
 }
 
-/** Lens bodies: a data URI of at most 500 KB (contract §7). */
-export const LENS_BODY_LIMIT = LIMITS.lensBodyBytes;
 const DATA_URI = /^data:image\/(png|jpeg|jpg);base64,([A-Za-z0-9+/=\s]+)$/;
 /** How many neighbours explore considers before diversifying the page. */
 const EXPLORE_POOL = 4;
@@ -196,7 +194,7 @@ export class SimilarityService {
         { field: 'image', message: 'a data URI of a jpeg or png image' },
       ]);
     // REST refuses a larger body before parsing; GraphQL bodies may be larger, so check here too.
-    if (image.length > LENS_BODY_LIMIT)
+    if (image.length > LIMITS.lensBodyBytes)
       throw new AppError(
         'payload_too_large',
         `image is ${image.length} characters; an image search takes at most 500 KB`,
@@ -243,9 +241,9 @@ export class SimilarityService {
     const vars = parseActionVars(p.v);
     const raw = Array.isArray(p.ids) ? p.ids : (p.ids ?? '').split(',');
     const ids = [...new Set(raw.map((s) => s.trim()).filter(Boolean))];
-    if (ids.length < 1 || ids.length > COLLECTION_MAX_IDS)
-      throw invalid(`ids: between 1 and ${COLLECTION_MAX_IDS} item ids; got ${ids.length}`, [
-        { param: 'ids', message: `1 to ${COLLECTION_MAX_IDS} comma-separated item ids` },
+    if (ids.length < 1 || ids.length > LIMITS.collectionMaxIds)
+      throw invalid(`ids: between 1 and ${LIMITS.collectionMaxIds} item ids; got ${ids.length}`, [
+        { param: 'ids', message: `1 to ${LIMITS.collectionMaxIds} comma-separated item ids` },
       ]);
     const conditions = await this.vision.conditions(ds, p.q);
     await this.vision.requireReady(ds);
@@ -280,9 +278,6 @@ export class SimilarityService {
     return { hits: tidy(hits), limit };
   }
 }
-
-/** A group of at most this many items (contract §11). */
-export const COLLECTION_MAX_IDS = 50;
 
 /** The direction the group points to: the normalised mean of its unit vectors. */
 function centroid(vectors: number[][]): number[] {

@@ -1,11 +1,9 @@
 import { parseActionVars } from '../domain/action-vars';
 import { invalid, type ErrorDetail } from '../domain/errors';
+import { LIMITS } from '../domain/limits';
 import type { EventLog, LoggedEvent } from '../ports/event-log';
 import type { AuthService } from './auth';
 import type { RequestContext } from './principal';
-
-/** Events in one track request (contract §11). */
-export const TRACK_MAX_EVENTS = 1000;
 
 /**
  * Behaviour events (contract §11): stored with the `v` of Vision API requests in the dataset's
@@ -75,9 +73,9 @@ function batchOf(body: unknown): unknown[] {
     throw invalid('body must be { "events": [ { "v": "a:click,…", "timestamp": "…" } ] }', [
       { field: 'events', message: 'an array of events' },
     ]);
-  if (events.length > TRACK_MAX_EVENTS)
-    throw invalid(`at most ${TRACK_MAX_EVENTS} events per request; got ${events.length}`, [
-      { field: 'events', message: `at most ${TRACK_MAX_EVENTS}` },
+  if (events.length > LIMITS.trackMaxEvents)
+    throw invalid(`at most ${LIMITS.trackMaxEvents} events per request; got ${events.length}`, [
+      { field: 'events', message: `at most ${LIMITS.trackMaxEvents}` },
     ]);
   return events;
 }

@@ -5,8 +5,6 @@ import type { Embedder } from '../../ports/embedder';
 import type { ImageAnalyzer } from '../../ports/image-analyzer';
 import { DecodeBudget, decodeFootprint } from './decode-budget';
 
-export const MAX_PIXELS = LIMITS.imageMaxPixels;
-
 // libvips settings are process-wide; this module is the service's only sharp user.
 // No operation cache: each image is decoded once, so it never hits, and a cached JPEG load keeps
 // libjpeg's decoder alive, with all the DCT coefficients of a progressive image (measured: four
@@ -19,17 +17,15 @@ sharp.cache(false);
 sharp.concurrency(1);
 
 /**
- * Memory for decodes in flight. The issue's goal is 300 MB (286 MiB) above idle; the rest is
+ * One per process, so worker jobs and lens requests share it whatever builds the analyzers:
+ * LIMITS.decodeBudgetBytes of decodes in flight. The issue's goal is 300 MB (286 MiB) above idle; the rest is
  * left for request bodies, JSON and the V8 heap. A single decode may exceed it and then runs
  * alone (a 40 MP progressive CMYK JPEG holds 310 MiB by itself). The bound holds only if freed
  * decoder memory goes back to the system: glibc's adaptive thresholds keep blocks of up to
  * 32 MiB in per-thread arenas, 200–320 MiB more under bench:memory, unless the process starts
  * with MALLOC_TRIM_THRESHOLD_ set (bench/results/memory.json compares both).
  */
-export const DECODE_BUDGET_BYTES = LIMITS.decodeBudgetBytes;
-
-/** One per process, so worker jobs and lens requests share it whatever builds the analyzers. */
-export const processDecodeBudget = new DecodeBudget(DECODE_BUDGET_BYTES);
+export const processDecodeBudget = new DecodeBudget(LIMITS.decodeBudgetBytes);
 
 /** The format is decided from the bytes, never from the URL or Content-Type. */
 export function sniffFormat(b: Uint8Array): 'jpeg' | 'png' | string {
@@ -70,10 +66,10 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
     } catch (e) {
       throw new ImageError('invalid_image', `image cannot be read: ${(e as Error).message}`);
     }
-    if (width * height > MAX_PIXELS)
+    if (width * height > LIMITS.imageMaxPixels)
       throw new ImageError(
         'too_large',
-        `image is ${width}×${height} (${((width * height) / 1e6).toFixed(1)} MP); at most ${MAX_PIXELS / 1e6} MP`,
+        `image is ${width}×${height} (${((width * height) / 1e6).toFixed(1)} MP); at most ${LIMITS.imageMaxPixels / 1e6} MP`,
       );
     let pixels: Buffer;
     const size = this.embedder.inputSize;
@@ -86,7 +82,7 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
       pixels = await this.budget.run(weight, () =>
         sharp(bytes, {
           failOn: 'error',
-          limitInputPixels: MAX_PIXELS,
+          limitInputPixels: LIMITS.imageMaxPixels,
           pages: 1,
           sequentialRead: true,
         })

@@ -1,5 +1,5 @@
 import type { AnalyticsSpec, Figures, HistogramSpec } from '../../domain/analytics';
-import { FACET_SIZE_DEFAULT } from '../../domain/analytics';
+import { LIMITS } from '../../domain/limits';
 import { invalid } from '../../domain/errors';
 import { isServiceTimeField } from '../../domain/limits';
 import type {
@@ -19,7 +19,7 @@ export function analyticsSpec(a: {
 }): AnalyticsSpec {
   return {
     facets: (a.facets ?? []).map((f) => ({ field: f.field, disjunctive: f.disjunctive })),
-    facetSize: a.facetSize ?? FACET_SIZE_DEFAULT,
+    facetSize: a.facetSize ?? LIMITS.facetSizeDefault,
     stats: a.stats ?? [],
     histograms: (a.histograms ?? []).map((h): HistogramSpec => {
       const given = (h.interval != null ? 1 : 0) + (h.calendar != null ? 1 : 0);

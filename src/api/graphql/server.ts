@@ -13,9 +13,6 @@ import { GRAPHQL_LIMITS } from './limits';
 import { graphqlSchema } from './schema';
 import { LIMITS } from '../../domain/limits';
 
-/** Content writes go through GraphQL too, so the body limit matches REST content routes. */
-const GRAPHQL_BODY_LIMIT = LIMITS.contentBodyBytes;
-
 const wantsHtml = (req: FastifyRequest): boolean =>
   req.method === 'GET' && /\btext\/html\b/.test(req.headers.accept ?? '');
 
@@ -89,7 +86,7 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
   app.route({
     method: ['GET', 'POST'],
     url: '/graphql',
-    bodyLimit: GRAPHQL_BODY_LIMIT,
+    bodyLimit: LIMITS.contentBodyBytes,
     config: { graphql: true },
     handler: function (req, reply) {
       if (wantsHtml(req)) return page(reply);

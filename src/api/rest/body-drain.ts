@@ -5,20 +5,16 @@ import { LIMITS } from '../../domain/limits';
  * A client whose body we refuse (too large, not JSON, bad token) usually goes on writing until it
  * has sent all of it, and only then reads the answer. Closing the connection under it makes it
  * see a reset (EPIPE, ECONNRESET) instead of our error. So the rest of the body is read and
- * thrown away before the error is sent, up to this many bytes; past that the connection is cut.
- */
-export const DRAIN_MAX_BYTES = LIMITS.refusedBodyDrainBytes;
-/** A client that stalls mid-body does not hold its error (and a socket) longer than this. */
-const DRAIN_TIMEOUT_MS = LIMITS.refusedBodyDrainMs;
-
-/**
+ * thrown away before the error is sent, up to LIMITS.refusedBodyDrainBytes; past that the
+ * connection is cut.
+ *
  * Reads and discards what is left of the request body. True once all of it has arrived (the
  * connection may carry on); false when it was declared or found too large, stalled, or the
  * client went away: the answer must then close the connection.
  */
 export function drainRequestBody(req: IncomingMessage): Promise<boolean> {
   if (req.complete) return Promise.resolve(true);
-  if (req.destroyed || Number(req.headers['content-length']) > DRAIN_MAX_BYTES)
+  if (req.destroyed || Number(req.headers['content-length']) > LIMITS.refusedBodyDrainBytes)
     return Promise.resolve(false);
   return new Promise((resolve) => {
     let seen = 0;
@@ -29,11 +25,11 @@ export function drainRequestBody(req: IncomingMessage): Promise<boolean> {
     };
     const onData = (chunk: Buffer): void => {
       seen += chunk.length;
-      if (seen > DRAIN_MAX_BYTES) finish(false);
+      if (seen > LIMITS.refusedBodyDrainBytes) finish(false);
     };
     const onEnd = (): void => finish(true);
     const onClose = (): void => finish(req.complete);
-    const timer = setTimeout(() => finish(false), DRAIN_TIMEOUT_MS);
+    const timer = setTimeout(() => finish(false), LIMITS.refusedBodyDrainMs);
     req.on('data', onData).once('end', onEnd).once('close', onClose);
     req.resume();
   });

@@ -31,13 +31,10 @@ declare module 'fastify' {
   }
 }
 
-/** Default body limit; content routes raise it to 5 MB. */
-const DEFAULT_BODY_LIMIT = LIMITS.requestBodyBytes;
-
 export async function buildRestServer(c: Container): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: c.log as FastifyBaseLogger,
-    bodyLimit: DEFAULT_BODY_LIMIT,
+    bodyLimit: LIMITS.requestBodyBytes,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
     // Per-request access logs only at debug: at info a busy API would log every request twice.
     logController: new LogController({

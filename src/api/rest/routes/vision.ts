@@ -2,7 +2,8 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Container } from '../../../app/container';
 import { parseFieldSelection, resultEntry } from '../../../services/results';
 import type { RequestContext } from '../../../services/principal';
-import { LENS_BODY_LIMIT, type SimilarityResult } from '../../../services/similarity';
+import type { SimilarityResult } from '../../../services/similarity';
+import { LIMITS } from '../../../domain/limits';
 import { figuresBody } from '../figures';
 import { bool, int, param, str } from '../params';
 
@@ -72,7 +73,7 @@ export const visionRoutes =
       });
       return shape(req.ctx, org, ds, q, r);
     });
-    app.post(`${DS}/search`, { bodyLimit: LENS_BODY_LIMIT }, async (req) => {
+    app.post(`${DS}/search`, { bodyLimit: LIMITS.lensBodyBytes }, async (req) => {
       const { org, ds, q } = similarityParams(req);
       const r = await c.similarity.lens(req.ctx, org, ds, req.body, { ...q, v: str(req, 'v') });
       return shape(req.ctx, org, ds, q, r);
