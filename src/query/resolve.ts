@@ -25,6 +25,25 @@ export const isArrayField = (
 };
 
 /**
+ * The §5 rule for an array field, whoever asks (q, the typed filter, analytics): it must be
+ * enabled, and with all its values (`*`) for anything that reads numbers (a range, stats, a
+ * histogram). The problem as a sentence naming the fix, or undefined.
+ */
+export function arrayFieldProblem(
+  ctx: ResolveContext,
+  field: string,
+  needAll: boolean,
+): string | undefined {
+  if (!isArrayField(ctx, field)) return undefined;
+  const enabled = Object.hasOwn(ctx.enabled, field) ? ctx.enabled[field] : undefined;
+  if (!enabled)
+    return `array field '${field}' is not enabled for querying; enable it with PUT ${ctx.settingsPath}`;
+  if (needAll && !enabled.includes('*'))
+    return `array field '${field}' needs all its values enabled ("*") via PUT ${ctx.settingsPath}`;
+  return undefined;
+}
+
+/**
  * Applies the dataset's rules to parsed filters: array fields must be enabled (with the values
  * used), repeated array keys AND together, repeated scalar keys keep the last filter.
  */
@@ -49,26 +68,13 @@ export function resolveFilters(filters: Filter[], ctx: ResolveContext): Conditio
       scalarConds.set(f.key, cond);
       continue;
     }
-    const enabled = Object.hasOwn(ctx.enabled, f.key) ? ctx.enabled[f.key] : undefined;
-    if (!enabled) {
-      problems.push({
-        param: 'q',
-        position: f.pos,
-        field: f.key,
-        message: `array field '${f.key}' is not enabled for querying; enable it with PUT ${ctx.settingsPath}`,
-      });
+    const problem = arrayFieldProblem(ctx, f.key, f.kind === 'range');
+    if (problem) {
+      problems.push({ param: 'q', position: f.pos, field: f.key, message: problem });
       continue;
     }
+    const enabled = ctx.enabled[f.key]!;
     const all = enabled.includes('*');
-    if (f.kind === 'range' && !all) {
-      problems.push({
-        param: 'q',
-        position: f.pos,
-        field: f.key,
-        message: `a range on array field '${f.key}' needs all its values enabled ("*") via PUT ${ctx.settingsPath}`,
-      });
-      continue;
-    }
     if (f.kind !== 'range' && !all) {
       const off = f.values.filter((v) => !enabled.includes(v));
       if (off.length) {

@@ -14,7 +14,12 @@ import type { ContentStore } from '../ports/content-store';
 import type { Facets, SearchEngine, SortOrder } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import { parseQ } from '../query/parse';
-import { isArrayField, resolveFilters, type FieldCatalogue } from '../query/resolve';
+import {
+  arrayFieldProblem,
+  resolveFilters,
+  type FieldCatalogue,
+  type ResolveContext,
+} from '../query/resolve';
 import { compileFilterTree, type FilterTree } from '../query/tree';
 import type { AuthService } from './auth';
 import type { MeteringService } from './metering';
@@ -72,11 +77,7 @@ export class VisionService {
   ): Promise<Condition[]> {
     const filters = parseQ(q);
     if (filters.length === 0) return [];
-    return resolveFilters(filters, {
-      enabled: ds.settings.fields,
-      catalogue: catalogue ?? (await this.store.catalogue(ds.id)),
-      settingsPath: `${datasetPath(ds.org, ds.name)}/settings/fields`,
-    });
+    return resolveFilters(filters, rules(ds, catalogue ?? (await this.store.catalogue(ds.id))));
   }
 
   /** 409 until the dataset holds enough processed items for the Vision API (contract §2). */
@@ -119,15 +120,8 @@ export class VisionService {
     const sp = sortProblem(sort, catalogue);
     if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
     const conditions = await this.conditions(ds, p.q, catalogue);
-    if (p.filter)
-      conditions.push(
-        ...compileFilterTree(p.filter, {
-          enabled: ds.settings.fields,
-          catalogue,
-          settingsPath: `${datasetPath(ds.org, ds.name)}/settings/fields`,
-        }),
-      );
-    if (analytics) checkAnalyticsFields(spec, { enabled: ds.settings.fields, catalogue });
+    if (p.filter) conditions.push(...compileFilterTree(p.filter, rules(ds, catalogue)));
+    if (analytics) checkAnalyticsFields(spec, rules(ds, catalogue));
     await this.requireReady(ds);
     const [{ items, total }, figures] = await this.metering.billed(ds, 'search', vars, () =>
       Promise.all([
@@ -213,22 +207,18 @@ export class VisionService {
   }
 }
 
-/**
- * Array fields follow the q rule (contract §5): facets need the field enabled, stats and
- * histograms all its values (`*`), as a range does.
- */
-function checkAnalyticsFields(
-  spec: AnalyticsSpec,
-  ctx: { enabled: Dataset['settings']['fields']; catalogue: FieldCatalogue },
-): void {
+/** What q, typed filters and analytics are checked against: the dataset's field rules. */
+const rules = (ds: Dataset, catalogue: FieldCatalogue): ResolveContext => ({
+  enabled: ds.settings.fields,
+  catalogue,
+  settingsPath: `${datasetPath(ds.org, ds.name)}/settings/fields`,
+});
+
+/** Array fields follow the q rule (contract §5): facets count values, stats and histograms numbers. */
+function checkAnalyticsFields(spec: AnalyticsSpec, ctx: ResolveContext): void {
   const need = (param: string, field: string, all: boolean): void => {
-    if (!isArrayField(ctx, field)) return;
-    const enabled = Object.hasOwn(ctx.enabled, field) ? ctx.enabled[field] : undefined;
-    if (!enabled || (all && !enabled.includes('*')))
-      throw invalid(
-        `${param}: array field '${field}' needs ${all ? 'all its values ("*")' : 'to be'} enabled for querying (settings/fields)`,
-        [{ param, message: `array field '${field}' is not enabled${all ? ' with "*"' : ''}` }],
-      );
+    const problem = arrayFieldProblem(ctx, field, all);
+    if (problem) throw invalid(`${param}: ${problem}`, [{ param, field, message: problem }]);
   };
   for (const f of spec.facets) need('facets', f.field, false);
   for (const f of spec.stats) need('stats', f, true);
