@@ -7,8 +7,8 @@ export const MAX_UNEXPECTED_ATTEMPTS = 5;
 
 /** What a queue does with a job whose handler threw. Every queue adapter follows this rule. */
 export type Settlement =
-  /** Run it again after `delayMs`, with the attempt counted. */
-  | { kind: 'retry'; delayMs: number }
+  /** Run it again after `delayMs`, with the attempt counted; `unexpected`: not asked for (a bug). */
+  | { kind: 'retry'; delayMs: number; unexpected: boolean }
   /** Run it again after `delayMs`, with its deferrals counted instead of its attempts. */
   | { kind: 'defer'; delayMs: number }
   /**
@@ -21,12 +21,12 @@ export type Settlement =
   | { kind: 'dead'; reason: string };
 
 export function settlementFor(e: unknown, attempt: number, unexpectedBaseMs: number): Settlement {
-  if (e instanceof RetryLater) return { kind: 'retry', delayMs: e.delayMs };
+  if (e instanceof RetryLater) return { kind: 'retry', delayMs: e.delayMs, unexpected: false };
   if (e instanceof Defer) return { kind: 'defer', delayMs: e.delayMs };
   if (e instanceof AppError && e.code === 'unavailable') return { kind: 'wait', reason: e.message };
   if (attempt >= MAX_UNEXPECTED_ATTEMPTS)
     return { kind: 'dead', reason: e instanceof Error ? e.message : String(e) };
-  return { kind: 'retry', delayMs: unexpectedBaseMs * 2 ** attempt };
+  return { kind: 'retry', delayMs: unexpectedBaseMs * 2 ** attempt, unexpected: true };
 }
 
 /** The job as it is put back for a settlement that runs it again. */

@@ -1,12 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { ProcessingJob } from '../../../domain/item';
-import {
-  RetryLater,
-  type JobHandler,
-  type JobQueue,
-  type QueueStats,
-} from '../../../ports/job-queue';
+import type { JobHandler, JobQueue, QueueStats } from '../../../ports/job-queue';
 import { guarded, openDb, type Db, stmt } from '../../embedded/db';
 import { PauseGate } from '../pause-gate';
 import { delayOf, nextRun, settlementFor } from '../retry-rule';
@@ -146,7 +141,7 @@ export class SqliteJobQueue implements JobQueue {
         return;
       }
       if (next.kind === 'wait') this.gate?.pause(next.reason);
-      else if (next.kind === 'retry' && !(e instanceof RetryLater))
+      else if (next.kind === 'retry' && next.unexpected)
         this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
       const again = nextRun(job, next);
       stmt(

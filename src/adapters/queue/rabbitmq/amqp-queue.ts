@@ -4,12 +4,7 @@ import { once } from 'node:events';
 import type { Logger } from 'pino';
 import { AppError } from '../../../domain/errors';
 import type { ProcessingJob } from '../../../domain/item';
-import {
-  RetryLater,
-  type JobHandler,
-  type JobQueue,
-  type QueueStats,
-} from '../../../ports/job-queue';
+import type { JobHandler, JobQueue, QueueStats } from '../../../ports/job-queue';
 import { PauseGate } from '../pause-gate';
 import { delayOf, nextRun, settlementFor } from '../retry-rule';
 import {
@@ -274,7 +269,7 @@ export class AmqpJobQueue implements JobQueue {
       // is published afresh: a wait gated by a probe straight to the work queue, anything
       // else through the retry queue of its delay.
       if (next.kind === 'wait') this.gate?.pause(next.reason);
-      else if (next.kind === 'retry' && !(e instanceof RetryLater))
+      else if (next.kind === 'retry' && next.unexpected)
         this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
       try {
         const delay = delayOf(next, !!this.gate);
