@@ -499,13 +499,24 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
   });
 });
 
+/** A store on indices of its own in the local Elasticsearch, removed afterwards. */
+async function withEsStore(
+  fn: (es: { client: Client; indices: EsIndices; store: ElasticsearchStore }) => Promise<void>,
+): Promise<void> {
+  const client = new Client({ node: ES_URL });
+  const prefix = `e${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
+  const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
+  try {
+    await fn({ client, indices, store: new ElasticsearchStore(indices, Date.now, DIMS) });
+  } finally {
+    await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
+    await client.close();
+  }
+}
+
 describe('Elasticsearch item reads', () => {
   test('an item index that cannot be read is a 503, never "not found" (a worker would drop its job)', async () => {
-    const client = new Client({ node: ES_URL });
-    const prefix = `u${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
-    const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
-    const store = new ElasticsearchStore(indices, Date.now, DIMS);
-    try {
+    await withEsStore(async ({ client, indices, store }) => {
       await store.applyWrites('d', [{ id: 'a', url: url('a') }], 'post', T0);
       // a closed index answers every document of an mget with an error of its own
       await client.indices.close({ index: indices.items('d') });
@@ -515,20 +526,13 @@ describe('Elasticsearch item reads', () => {
         () => store.getEmbedding('d', 'a', { latest: true }),
       ])
         await expect(read()).rejects.toMatchObject({ code: 'unavailable' });
-    } finally {
-      await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
-      await client.close();
-    }
+    });
   });
 });
 
 describe('Elasticsearch item writes', () => {
   test('a batch refused half-way reports the jobs of the items it did write', async () => {
-    const client = new Client({ node: ES_URL });
-    const prefix = `w${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
-    const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
-    const store = new ElasticsearchStore(indices, Date.now, DIMS);
-    try {
+    await withEsStore(async ({ client, indices, store }) => {
       await store.applyWrites('d', [{ id: 'seed', url: url('seed') }], 'post', T0);
       // Each metadata value is a nested document: past this limit the engine refuses the item
       // alone, as a real cluster refuses some items of a bulk (a full queue, a moving shard).
@@ -556,9 +560,6 @@ describe('Elasticsearch item writes', () => {
       });
       const jobs = await store.applyWrites('d', writes, 'post', T0);
       expect(jobs.map((j) => j.itemId).sort()).toEqual(['big', 'small-1', 'small-2']);
-    } finally {
-      await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
-      await client.close();
-    }
+    });
   });
 });
