@@ -15,6 +15,25 @@ export const RESULTS_DIR = path.join(__dirname, '..', '..', 'results');
 
 export type Engine = 'embedded' | 'elasticsearch';
 
+export interface Setup {
+  name: string;
+  env: Record<string, string>;
+}
+
+/** The two ways to run the service that benches compare side by side. */
+export const SETUPS: Setup[] = [
+  { name: 'embedded + in-process queue', env: {} },
+  {
+    name: 'elasticsearch + rabbitmq',
+    env: {
+      SEARCH_BACKEND: 'elasticsearch',
+      ELASTICSEARCH_URL: ES_URL,
+      QUEUE: 'rabbitmq',
+      AMQP_URL,
+    },
+  },
+];
+
 /** The service in this process, as `npm start` would run it, on a fresh data directory. */
 export async function startService(env: Record<string, string>): Promise<RunningApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vss-bench-'));

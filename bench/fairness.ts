@@ -11,8 +11,8 @@ import os from 'node:os';
 import sharp from 'sharp';
 import type { RunningApp } from '../src/app/start';
 import {
-  AMQP_URL,
-  ES_URL,
+  SETUPS,
+  type Setup,
   OPERATOR,
   call,
   deleteInstallation,
@@ -42,19 +42,6 @@ const FIRST = {
   a: WARM_ITEMS + B_ITEMS,
   contended: WARM_ITEMS + B_ITEMS + A_ITEMS,
 };
-
-const SETUPS: Array<{ name: string; env: Record<string, string> }> = [
-  { name: 'embedded + in-process queue', env: {} },
-  {
-    name: 'elasticsearch + rabbitmq',
-    env: {
-      SEARCH_BACKEND: 'elasticsearch',
-      ELASTICSEARCH_URL: ES_URL,
-      QUEUE: 'rabbitmq',
-      AMQP_URL,
-    },
-  },
-];
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -167,7 +154,7 @@ async function timeB(
 }
 
 async function run(
-  setup: (typeof SETUPS)[number],
+  setup: Setup,
   fast: Awaited<ReturnType<typeof imageHost>>,
   slow: Awaited<ReturnType<typeof imageHost>>,
 ): Promise<Record<string, unknown>> {

@@ -9,8 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import {
-  AMQP_URL,
-  ES_URL,
+  SETUPS,
+  type Setup,
   call,
   createDataset,
   deleteInstallation,
@@ -22,19 +22,6 @@ import {
 const ITEMS = Number(process.env.BENCH_INGEST_ITEMS ?? 5000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 500);
 const CONCURRENCY = process.env.WORKER_CONCURRENCY ?? '8';
-
-const SETUPS: Array<{ name: string; env: Record<string, string> }> = [
-  { name: 'embedded + in-process queue', env: {} },
-  {
-    name: 'elasticsearch + rabbitmq',
-    env: {
-      SEARCH_BACKEND: 'elasticsearch',
-      ELASTICSEARCH_URL: ES_URL,
-      QUEUE: 'rabbitmq',
-      AMQP_URL,
-    },
-  },
-];
 
 /** 20 distinct 800×600 JPEGs (about 40 KB each), served under any /img/<n>.jpg path. */
 async function imageServer(): Promise<{ url: string; close(): void }> {
@@ -71,10 +58,7 @@ async function imageServer(): Promise<{ url: string; close(): void }> {
   };
 }
 
-async function run(
-  setup: (typeof SETUPS)[number],
-  images: string,
-): Promise<Record<string, unknown>> {
+async function run(setup: Setup, images: string): Promise<Record<string, unknown>> {
   const tag = `bench${Date.now().toString(36)}`;
   const app = await startService({
     ...setup.env,
