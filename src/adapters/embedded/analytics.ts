@@ -35,6 +35,17 @@ export function embeddedAnalytics(
   };
   const all = matching(conditions);
   const out: Figures = {};
+  // Matching items counted once per set of conditions (facets without disjunction share one).
+  const totals = new Map<string, number>();
+  const totalOf = (m: { sql: string; params: unknown[] }): number => {
+    const key = `${m.sql}\u0000${JSON.stringify(m.params)}`;
+    let n = totals.get(key);
+    if (n === undefined) {
+      n = (stmt(db, `SELECT COUNT(*) AS n FROM (${m.sql})`).get(...m.params) as { n: number }).n;
+      totals.set(key, n);
+    }
+    return n;
+  };
 
   if (spec.facets.length) {
     out.facets = {};
@@ -51,18 +62,17 @@ export function embeddedAnalytics(
         nval: number | null;
         n: number;
       }>;
-      const { total, holding } = stmt(
+      const { holding } = stmt(
         db,
-        `SELECT (SELECT COUNT(*) FROM (${m.sql})) AS total,
-                (SELECT COUNT(DISTINCT v.item_pk) FROM item_values v
-                  WHERE v.dataset_id = ? AND v.field = ? AND v.${QUERYABLE} AND v.item_pk IN (${m.sql})) AS holding`,
-      ).get(...m.params, datasetId, field, ...m.params) as { total: number; holding: number };
+        `SELECT COUNT(DISTINCT v.item_pk) AS holding FROM item_values v
+         WHERE v.dataset_id = ? AND v.field = ? AND v.${QUERYABLE} AND v.item_pk IN (${m.sql})`,
+      ).get(datasetId, field, ...m.params) as { holding: number };
       const values: ValueCount[] = rows.map((r) =>
         r.vtype === 'n'
           ? { num: r.nval!, text: numberText(r.nval!), count: r.n }
           : { text: r.sval ?? '', count: r.n },
       );
-      out.facets[field] = facetFigure(values, spec.facetSize, total - holding);
+      out.facets[field] = facetFigure(values, spec.facetSize, totalOf(m) - holding);
     }
   }
 
