@@ -80,6 +80,19 @@ class SearchArgs {
   histograms?: HistogramInput[];
 }
 
+/** What every similarity request takes besides its target (contract §7). */
+@ArgsType()
+class SimilarityArgs {
+  @Field(() => Int, { defaultValue: 10 })
+  limit!: number;
+
+  @Field(() => String, { nullable: true })
+  q?: string;
+
+  @Field(() => String, { nullable: true })
+  v?: string;
+}
+
 @Resolver(() => Vision)
 export class VisionResolver {
   @Query(() => Vision, {
@@ -132,25 +145,23 @@ export class VisionResolver {
   async similar(
     @Root() vis: Vision,
     @Arg('id', () => ID) id: string,
-    @Arg('limit', () => Int, { defaultValue: 10 }) limit: number,
-    @Arg('q', () => String, { nullable: true }) q: string | undefined,
+    @Args(() => SimilarityArgs) a: SimilarityArgs,
     @Arg('excludeParent', () => Boolean, {
       defaultValue: false,
       description: "Drop items sharing the item's parent metadata value.",
     })
     excludeParent: boolean,
-    @Arg('v', () => String, { nullable: true }) v: string | undefined,
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
     const rc = await ctx.request();
     const r = await ctx.c.similarity.similar(rc, vis.org, vis.dataset, {
       id,
-      limit,
-      q: q ?? undefined,
-      v: v ?? undefined,
+      limit: a.limit,
+      q: a.q ?? undefined,
+      v: a.v ?? undefined,
       excludeParent,
     });
-    return scored(rc, vis, r, { q: q ?? undefined, limit });
+    return scored(rc, vis, r, { q: a.q ?? undefined, limit: a.limit });
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -160,19 +171,17 @@ export class VisionResolver {
   async collection(
     @Root() vis: Vision,
     @Arg('ids', () => [ID]) ids: string[],
-    @Arg('limit', () => Int, { defaultValue: 10 }) limit: number,
-    @Arg('q', () => String, { nullable: true }) q: string | undefined,
-    @Arg('v', () => String, { nullable: true }) v: string | undefined,
+    @Args(() => SimilarityArgs) a: SimilarityArgs,
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
     const rc = await ctx.request();
     const r = await ctx.c.similarity.collection(rc, vis.org, vis.dataset, {
       ids,
-      limit,
-      q: q ?? undefined,
-      v: v ?? undefined,
+      limit: a.limit,
+      q: a.q ?? undefined,
+      v: a.v ?? undefined,
     });
-    return scored(rc, vis, r, { q: q ?? undefined, limit });
+    return scored(rc, vis, r, { q: a.q ?? undefined, limit: a.limit });
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -183,20 +192,18 @@ export class VisionResolver {
     @Root() vis: Vision,
     @Arg('id', () => ID, { nullable: true }) id: string | undefined,
     @Arg('path', () => [ID], { defaultValue: [] }) path: string[],
-    @Arg('limit', () => Int, { defaultValue: 10 }) limit: number,
-    @Arg('q', () => String, { nullable: true }) q: string | undefined,
-    @Arg('v', () => String, { nullable: true }) v: string | undefined,
+    @Args(() => SimilarityArgs) a: SimilarityArgs,
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
     const rc = await ctx.request();
     const r = await ctx.c.similarity.explore(rc, vis.org, vis.dataset, {
       id: id ?? undefined,
       path: (path ?? []).map(encodeURIComponent).join(','),
-      limit,
-      q: q ?? undefined,
-      v: v ?? undefined,
+      limit: a.limit,
+      q: a.q ?? undefined,
+      v: a.v ?? undefined,
     });
-    return scored(rc, vis, r, { q: q ?? undefined, limit, path: r.path });
+    return scored(rc, vis, r, { q: a.q ?? undefined, limit: a.limit, path: r.path });
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -206,9 +213,7 @@ export class VisionResolver {
   async lens(
     @Root() vis: Vision,
     @Arg('image', () => String) image: string,
-    @Arg('limit', () => Int, { defaultValue: 10 }) limit: number,
-    @Arg('q', () => String, { nullable: true }) q: string | undefined,
-    @Arg('v', () => String, { nullable: true }) v: string | undefined,
+    @Args(() => SimilarityArgs) a: SimilarityArgs,
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
     const rc = await ctx.request();
@@ -218,12 +223,12 @@ export class VisionResolver {
       vis.dataset,
       { image },
       {
-        limit,
-        q: q ?? undefined,
-        v: v ?? undefined,
+        limit: a.limit,
+        q: a.q ?? undefined,
+        v: a.v ?? undefined,
       },
     );
-    return scored(rc, vis, r, { q: q ?? undefined, limit });
+    return scored(rc, vis, r, { q: a.q ?? undefined, limit: a.limit });
   }
 
   @FieldResolver(() => [VisionItem], {
