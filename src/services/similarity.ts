@@ -1,9 +1,11 @@
 import crypto from 'node:crypto';
 import { parseActionVars } from '../domain/action-vars';
 import { AppError, invalid } from '../domain/errors';
+import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
 import { diversify, parseJourney, steer } from '../domain/journey';
 import { LIMITS } from '../domain/limits';
+import type { RequestType } from '../domain/plan';
 import { ImageError } from '../domain/processing';
 import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
@@ -112,16 +114,11 @@ export class SimilarityService {
       p.excludeParent && parent !== undefined && !Array.isArray(parent)
         ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
         : [];
-    const hits = await this.metering.billed(ds, 'similar', vars, () =>
-      this.engine.similar(ds.id, {
-        vector,
-        embedder: this.embedderId,
-        conditions: [...conditions, ...extra],
-        limit: limit - 1,
-        excludeIds: [item.id],
-      }),
-    );
-    return { hits: [{ item, score: 1 }, ...tidy(hits)], limit };
+    const hits = await this.nearest(ds, 'similar', vars, vector, [...conditions, ...extra], {
+      limit: limit - 1,
+      excludeIds: [item.id],
+    });
+    return { hits: [{ item, score: 1 }, ...hits], limit };
   }
 
   /**
@@ -214,16 +211,11 @@ export class SimilarityService {
       const reason = e.message;
       throw invalid(`image cannot be used: ${reason}`, [{ field: 'image', message: reason }]);
     }
-    const hits = await this.metering.billed(ds, 'lens', vars, () =>
-      this.engine.similar(ds.id, {
-        vector,
-        embedder: this.embedderId,
-        conditions,
-        limit,
-        excludeIds: [],
-      }),
-    );
-    return { hits: tidy(hits), limit };
+    const hits = await this.nearest(ds, 'lens', vars, vector, conditions, {
+      limit,
+      excludeIds: [],
+    });
+    return { hits, limit };
   }
 
   /**
@@ -266,16 +258,26 @@ export class SimilarityService {
         unknown.slice(0, 50).map((id) => ({ param: 'ids', id, message: 'not found' })),
       );
     const vector = centroid(members as number[][]);
-    const hits = await this.metering.billed(ds, 'collection', vars, () =>
-      this.engine.similar(ds.id, {
-        vector,
-        embedder: this.embedderId,
-        conditions,
-        limit,
-        excludeIds: ids,
-      }),
+    const hits = await this.nearest(ds, 'collection', vars, vector, conditions, {
+      limit,
+      excludeIds: ids,
+    });
+    return { hits, limit };
+  }
+
+  /** One billed nearest-neighbour search with this service's embedder, scores as clients see them. */
+  private async nearest(
+    ds: Dataset,
+    type: RequestType,
+    vars: Record<string, string>,
+    vector: number[],
+    conditions: Condition[],
+    page: { limit: number; excludeIds: string[] },
+  ): Promise<SimilarityHit[]> {
+    const hits = await this.metering.billed(ds, type, vars, () =>
+      this.engine.similar(ds.id, { vector, embedder: this.embedderId, conditions, ...page }),
     );
-    return { hits: tidy(hits), limit };
+    return tidy(hits);
   }
 }
 
