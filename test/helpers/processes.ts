@@ -55,7 +55,8 @@ export interface HttpClient {
     body?: unknown,
     opts?: { timeoutMs?: number },
   ): Promise<{ status: number; headers: Headers; body: any }>;
-  up(timeoutMs?: number): Promise<void>;
+  /** Waits for /healthz; on timeout the error carries `explain()` (e.g. the process's log). */
+  up(timeoutMs?: number, explain?: () => string): Promise<void>;
 }
 
 export function httpClient(port: number): HttpClient {
@@ -82,16 +83,21 @@ export function httpClient(port: number): HttpClient {
       }
       return { status: r.status, headers: r.headers, body: parsed };
     },
-    async up(timeoutMs = 30_000) {
-      await waitFor(
-        'server up',
-        () =>
-          fetch(`${base}/healthz`).then(
-            (r) => r.ok,
-            () => false,
-          ),
-        timeoutMs,
-      );
+    async up(timeoutMs = 30_000, explain) {
+      try {
+        await waitFor(
+          'server up',
+          () =>
+            fetch(`${base}/healthz`).then(
+              (r) => r.ok,
+              () => false,
+            ),
+          timeoutMs,
+        );
+      } catch (e) {
+        if (!explain) throw e;
+        throw new Error(`${(e as Error).message} on ${base} within ${timeoutMs} ms\n${explain()}`);
+      }
     },
   };
 }

@@ -62,7 +62,9 @@ beforeAll(async () => {
   spawn('api-b', { APP_ROLES: 'api', PORT: String(pb) });
   a = httpClient(pa);
   b = httpClient(pb);
-  await Promise.all([a.up(), b.up()]);
+  // generous: in CI this shares two cores with the three-node cluster's restart test
+  const tail = (n: string) => () => `--- ${n}.log (tail) ---\n${logOf(n).slice(-4000)}`;
+  await Promise.all([a.up(90_000, tail('api-a')), b.up(90_000, tail('api-b'))]);
   spawn('worker-1', { APP_ROLES: 'worker', WORKER_CONCURRENCY: '4' });
   spawn('worker-2', { APP_ROLES: 'worker', WORKER_CONCURRENCY: '4' });
   const printed = ['api-a', 'api-b']
