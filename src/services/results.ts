@@ -53,13 +53,6 @@ export function projectMetadata(item: StoredItem, sel: FieldSelection): Record<s
   return out;
 }
 
-export interface ResultEntry {
-  id: string;
-  explore_url: string;
-  metadata: Record<string, unknown>;
-  score?: number;
-}
-
 /** What a result's explore_url carries over from the request (contract §7). */
 export interface Carry {
   fields?: string;
@@ -83,18 +76,4 @@ export function exploreUrl(
   if (carry.path?.length) params.set('path', carry.path.map(encodeURIComponent).join(','));
   // URLSearchParams writes spaces as '+'; %20 reads the same everywhere.
   return `${baseUrl}${datasetPath(org, dataset)}/explore?${params.toString().replace(/\+/g, '%20')}`;
-}
-
-export function resultEntry(
-  item: StoredItem,
-  sel: FieldSelection,
-  link: { baseUrl: string; org: string; dataset: string; carry: Carry },
-  score?: number,
-): ResultEntry {
-  return {
-    id: item.id,
-    explore_url: exploreUrl(link.baseUrl, link.org, link.dataset, item.id, link.carry),
-    metadata: projectMetadata(item, sel),
-    ...(score !== undefined ? { score } : {}),
-  };
 }

@@ -26,7 +26,7 @@ import type { MeteringService } from './metering';
 import { datasetPath } from './datasets';
 import { visionPage } from './paging';
 import type { RequestContext } from './principal';
-import { parseFieldSelection, resultEntry, type ResultEntry } from './results';
+import { parseFieldSelection } from './results';
 
 export interface SearchParams {
   page?: number;
@@ -34,7 +34,6 @@ export interface SearchParams {
   sort?: string;
   order?: string;
   q?: string;
-  fields?: string;
   v?: string;
   /** Contract §10 analytics. */
   facets?: string;
@@ -46,6 +45,16 @@ export interface SearchParams {
   analytics?: AnalyticsSpec;
   /** A typed filter (GraphQL), ANDed with q. */
   filter?: FilterTree;
+}
+
+/** A page of search results with the figures asked for (contract §6, §10). */
+export interface SearchPage {
+  items: StoredItem[];
+  /** All items matching the conditions, not the page. */
+  total: number;
+  page: number;
+  limit: number;
+  figures?: Figures;
 }
 
 const DEFAULT_SORT = 'service_updated_at';
@@ -90,19 +99,13 @@ export class VisionService {
       );
   }
 
-  /** Paginated search (request type `search`); REST and GraphQL shape the items their own way. */
-  async searchItems(
+  /** Paginated search (request type `search`); REST and GraphQL shape the page their own way. */
+  async search(
     ctx: RequestContext,
     org: string,
     name: string,
     p: SearchParams,
-  ): Promise<{
-    items: StoredItem[];
-    total: number;
-    page: number;
-    limit: number;
-    figures?: Figures;
-  }> {
+  ): Promise<SearchPage> {
     const ds = await this.auth.visionDataset(ctx.principal, org, name);
     const spec = p.analytics ? checkAnalytics(p.analytics) : parseAnalytics(p);
     const analytics = hasAnalytics(spec);
@@ -132,29 +135,8 @@ export class VisionService {
     return { items, total, page, limit, ...(figures ? { figures } : {}) };
   }
 
-  async search(
-    ctx: RequestContext,
-    org: string,
-    name: string,
-    p: SearchParams,
-  ): Promise<{ results: ResultEntry[]; total_results: number; figures?: Figures }> {
-    const sel = parseFieldSelection(p.fields);
-    const { items, total, figures } = await this.searchItems(ctx, org, name, p);
-    const link = {
-      baseUrl: ctx.baseUrl,
-      org,
-      dataset: name,
-      carry: { fields: p.fields, q: p.q, limit: p.limit },
-    };
-    return {
-      results: items.map((it) => resultEntry(it, sel, link)),
-      total_results: total,
-      ...(figures ? { figures } : {}),
-    };
-  }
-
   /** Processed items among `ids`, unique, in the order asked; unknown ids are absent. Not billable. */
-  async detailsItems(
+  async details(
     ctx: RequestContext,
     org: string,
     name: string,
@@ -174,18 +156,6 @@ export class VisionService {
         .map((i) => [i.id, i]),
     );
     return ids.flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
-  }
-
-  async details(
-    ctx: RequestContext,
-    org: string,
-    name: string,
-    p: { ids?: string; fields?: string },
-  ): Promise<ResultEntry[]> {
-    const sel = parseFieldSelection(p.fields);
-    const items = await this.detailsItems(ctx, org, name, (p.ids ?? '').split(','));
-    const link = { baseUrl: ctx.baseUrl, org, dataset: name, carry: { fields: p.fields } };
-    return items.map((it) => resultEntry(it, sel, link));
   }
 
   /** content/fields: `*` lists field names; named fields get value → count under q. Not billable. */

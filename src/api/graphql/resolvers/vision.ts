@@ -112,7 +112,7 @@ export class VisionResolver {
     @Ctx() ctx: GqlContext,
   ): Promise<SearchConnection> {
     const rc = await ctx.request();
-    const r = await ctx.c.vision.searchItems(rc, vis.org, vis.dataset, {
+    const r = await ctx.c.vision.search(rc, vis.org, vis.dataset, {
       q: a.q ?? undefined,
       sort: a.sort ?? undefined,
       order: a.order,
@@ -241,7 +241,7 @@ export class VisionResolver {
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
     const rc = await ctx.request();
-    const items = await ctx.c.vision.detailsItems(rc, vis.org, vis.dataset, ids);
+    const items = await ctx.c.vision.details(rc, vis.org, vis.dataset, ids);
     const link = { baseUrl: rc.baseUrl, org: vis.org, dataset: vis.dataset, carry: {} };
     return items.map((i) => toVisionItem(i, link));
   }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Container } from '../../../app/container';
-import { parseFieldSelection, resultEntry } from '../../../services/results';
+import { parseFieldSelection } from '../../../services/results';
+import { resultEntry } from '../result-entry';
 import type { RequestContext } from '../../../services/principal';
 import type { SimilarityResult } from '../../../services/similarity';
 import { LIMITS } from '../../../domain/limits';
@@ -27,7 +28,7 @@ function shape(
   return { status: 'ok', results: r.hits.map((h) => resultEntry(h.item, sel, link, h.score)) };
 }
 
-/** What every similarity request names: the dataset, and what results and their links carry. */
+/** What every search and similarity request names: the dataset, and what results and their links carry. */
 function similarityParams(req: FastifyRequest) {
   return {
     org: param(req, 'organisation'),
@@ -39,13 +40,17 @@ function similarityParams(req: FastifyRequest) {
 export const visionRoutes =
   (c: Container): FastifyPluginAsync =>
   async (app) => {
-    app.get(`${DS}/content/details`, async (req) => ({
-      status: 'ok',
-      results: await c.vision.details(req.ctx, param(req, 'organisation'), param(req, 'dataset'), {
-        ids: str(req, 'ids'),
-        fields: str(req, 'fields'),
-      }),
-    }));
+    app.get(`${DS}/content/details`, async (req) => {
+      const [org, ds, fields] = [
+        param(req, 'organisation'),
+        param(req, 'dataset'),
+        str(req, 'fields'),
+      ];
+      const sel = parseFieldSelection(fields);
+      const items = await c.vision.details(req.ctx, org, ds, (str(req, 'ids') ?? '').split(','));
+      const link = { baseUrl: req.ctx.baseUrl, org, dataset: ds, carry: { fields } };
+      return { status: 'ok', results: items.map((it) => resultEntry(it, sel, link)) };
+    });
     app.get(`${DS}/content/fields`, async (req) => ({
       status: 'ok',
       fields: await c.vision.fields(req.ctx, param(req, 'organisation'), param(req, 'dataset'), {
@@ -98,25 +103,26 @@ export const visionRoutes =
       return shape(req.ctx, org, ds, q, r);
     });
     app.get(`${DS}/search`, async (req) => {
-      const { results, total_results, figures } = await c.vision.search(
-        req.ctx,
-        param(req, 'organisation'),
-        param(req, 'dataset'),
-        {
-          page: int(req, 'page'),
-          limit: int(req, 'limit'),
-          sort: str(req, 'sort'),
-          order: str(req, 'order'),
-          q: str(req, 'q'),
-          fields: str(req, 'fields'),
-          v: str(req, 'v'),
-          facets: str(req, 'facets'),
-          facet_size: str(req, 'facet_size'),
-          disjunctive: str(req, 'disjunctive'),
-          stats: str(req, 'stats'),
-          histogram: str(req, 'histogram'),
-        },
-      );
-      return { status: 'ok', results, total_results, ...figuresBody(figures) };
+      const { org, ds, q } = similarityParams(req);
+      const sel = parseFieldSelection(q.fields);
+      const page = await c.vision.search(req.ctx, org, ds, {
+        ...q,
+        page: int(req, 'page'),
+        sort: str(req, 'sort'),
+        order: str(req, 'order'),
+        v: str(req, 'v'),
+        facets: str(req, 'facets'),
+        facet_size: str(req, 'facet_size'),
+        disjunctive: str(req, 'disjunctive'),
+        stats: str(req, 'stats'),
+        histogram: str(req, 'histogram'),
+      });
+      const link = { baseUrl: req.ctx.baseUrl, org, dataset: ds, carry: q };
+      return {
+        status: 'ok',
+        results: page.items.map((it) => resultEntry(it, sel, link)),
+        total_results: page.total,
+        ...figuresBody(page.figures),
+      };
     });
   };
