@@ -96,7 +96,9 @@ export function httpClient(port: number): HttpClient {
         );
       } catch (e) {
         if (!explain) throw e;
-        throw new Error(`${(e as Error).message} on ${base} within ${timeoutMs} ms\n${explain()}`);
+        throw new Error(`${(e as Error).message} on ${base} within ${timeoutMs} ms\n${explain()}`, {
+          cause: e,
+        });
       }
     },
   };
