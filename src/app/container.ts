@@ -1,4 +1,4 @@
-import { Client } from '@elastic/elasticsearch';
+import { esClient } from '../adapters/elasticsearch/client';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { EmbeddedAccountStore } from '../adapters/embedded/account-store';
@@ -40,6 +40,7 @@ import { OrganisationService } from '../services/organisations';
 import { MeteringService } from '../services/metering';
 import { SimilarityService } from '../services/similarity';
 import { UsageService } from '../services/usage';
+import { ReportService } from '../services/report';
 import { TrackService } from '../services/track';
 import { VisionService } from '../services/vision';
 
@@ -65,6 +66,7 @@ export interface Container extends Omit<Stores, 'close'> {
   vision: VisionService;
   similarity: SimilarityService;
   track: TrackService;
+  report: ReportService;
   usage: UsageService;
   metering: MeteringService;
   processImage: ProcessImageHandler;
@@ -111,13 +113,7 @@ async function elasticsearchStores(
   embedder: Embedder,
   now: () => number,
 ): Promise<Stores> {
-  const client = new Client({
-    nodes: config.ELASTICSEARCH_URL,
-    requestTimeout: 30_000,
-    maxRetries: 2,
-    // a node that dies is taken out of rotation and tried again later
-    resurrectStrategy: 'ping',
-  });
+  const client = esClient(config.ELASTICSEARCH_URL);
   const indices = new EsIndices(client, config.ES_INDEX_PREFIX, {
     shards: config.ELASTICSEARCH_SHARDS,
     replicas: config.ELASTICSEARCH_REPLICAS,
@@ -234,6 +230,7 @@ export async function buildContainer(
     ),
     vision,
     track: new TrackService(auth, events, now),
+    report: new ReportService(auth, events, now),
     similarity: new SimilarityService(
       content,
       engine,
