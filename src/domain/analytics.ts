@@ -244,7 +244,7 @@ export function calendarKey(ms: number, unit: CalendarInterval): number {
   }
 }
 
-function calendarNext(start: number, unit: CalendarInterval): number {
+export function calendarNext(start: number, unit: CalendarInterval): number {
   if (unit === 'month') {
     const d = new Date(start);
     return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);

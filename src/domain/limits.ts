@@ -78,6 +78,21 @@ export const LIMIT_TABLE = {
   },
   collectionMaxIds: { value: 50, unit: 'items', what: 'ids of one collection request (400 above)' },
   trackMaxEvents: { value: 1000, unit: 'items', what: 'events of one track request (400 above)' },
+  reportTopDefault: {
+    value: 10,
+    unit: 'values',
+    what: 'entries of each "most used" list of the analytics report, default',
+  },
+  reportTopMax: {
+    value: 100,
+    unit: 'values',
+    what: 'entries of each "most used" list of the analytics report (`top`, 400 above)',
+  },
+  reportMaxActions: {
+    value: 100,
+    unit: 'values',
+    what: 'tracked actions listed per interval of the analytics report (the most frequent)',
+  },
   imageFetchTimeoutMs: {
     value: 15_000,
     unit: 'ms',

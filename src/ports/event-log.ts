@@ -1,3 +1,5 @@
+import type { EventReport, ReportSpec, RequestFacts } from '../domain/event-report';
+
 /**
  * A user-visible happening in a dataset: a billable Vision API request (with its `v` action
  * variables) or a tracked behaviour event. The analytics report is computed from these.
@@ -11,6 +13,8 @@ export interface LoggedEvent {
   /** Epoch ms. */
   at: number;
   vars?: Record<string, string>;
+  /** Requests: what they found, filtered and sorted on, and showed (for the report). */
+  facts?: RequestFacts;
 }
 
 /** The dataset's event log: append-only, shared by every process of the installation. */
@@ -26,4 +30,9 @@ export interface EventLog {
     range: { from: number; to: number },
     limit: number,
   ): Promise<LoggedEvent[]>;
+  /**
+   * The analytics report of a dataset (contract §11), aggregated by the engine that holds the
+   * log: memory does not grow with the number of events.
+   */
+  report(datasetId: string, spec: ReportSpec): Promise<EventReport>;
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
+import type { RequestFacts } from '../domain/event-report';
 import type { RequestType } from '../domain/plan';
 import type { AccountStore, Organisation } from '../ports/account-store';
 import type { EventLog } from '../ports/event-log';
@@ -78,13 +79,15 @@ export class MeteringService {
    * The charge (a shared counter, a round trip away in production) runs alongside the work,
    * so metering adds no latency; the work's result is used only once the charge is confirmed,
    * and a failed request is refunded. An organisation refused in the last moments is charged
-   * first, so a spent package does not keep costing the engine work.
+   * first, so a spent package does not keep costing the engine work. `facts` describes the
+   * result for the analytics report.
    */
   async billed<T>(
     ds: Dataset,
     type: RequestType,
     vars: Record<string, string>,
     run: () => Promise<T>,
+    facts?: (result: T) => RequestFacts,
   ): Promise<T> {
     let result: T;
     if ((this.refused.get(ds.org) ?? 0) > this.now()) {
@@ -98,7 +101,7 @@ export class MeteringService {
       const receipt = await this.charge(ds, type);
       result = await this.refundOnFailure(receipt, work);
     }
-    this.record(ds, type, vars);
+    this.record(ds, type, vars, facts?.(result));
     return result;
   }
 
@@ -116,7 +119,12 @@ export class MeteringService {
    * on): the response does not wait for it. Appends are batched by the log; a failed one is
    * logged, and shutdown waits for those in flight.
    */
-  private record(ds: Dataset, type: RequestType, vars: Record<string, string>): void {
+  private record(
+    ds: Dataset,
+    type: RequestType,
+    vars: Record<string, string>,
+    facts: RequestFacts | undefined,
+  ): void {
     const p = this.events
       .append([
         {
@@ -126,6 +134,7 @@ export class MeteringService {
           type,
           at: this.now(),
           ...(Object.keys(vars).length ? { vars } : {}),
+          ...(facts ? { facts } : {}),
         },
       ])
       .catch((err: unknown) => this.log.warn({ err, type }, 'request event not logged'));

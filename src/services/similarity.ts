@@ -3,6 +3,7 @@ import { parseActionVars } from '../domain/action-vars';
 import { AppError, invalid } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
+import { filterTerms, type RequestFacts } from '../domain/event-report';
 import { diversify, parseJourney, steer } from '../domain/journey';
 import { LIMITS } from '../domain/limits';
 import type { RequestType } from '../domain/plan';
@@ -114,9 +115,10 @@ export class SimilarityService {
       p.excludeParent && parent !== undefined && !Array.isArray(parent)
         ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
         : [];
-    const hits = await this.nearest(ds, 'similar', vars, vector, [...conditions, ...extra], {
+    const hits = await this.nearest(ds, 'similar', vars, vector, conditions, {
       limit: limit - 1,
       excludeIds: [item.id],
+      extra,
     });
     return { hits: [{ item, score: 1 }, ...hits], limit };
   }
@@ -140,8 +142,12 @@ export class SimilarityService {
     await this.vision.requireReady(ds);
     if (p.id === undefined || p.id === '') {
       const seed = crypto.randomInt(0, 2 ** 31);
-      const items = await this.metering.billed(ds, 'explore', vars, () =>
-        this.engine.sample(ds.id, conditions, limit, seed),
+      const items = await this.metering.billed(
+        ds,
+        'explore',
+        vars,
+        () => this.engine.sample(ds.id, conditions, limit, seed),
+        (r) => shownFacts(conditions, r),
       );
       return { hits: items.map((item) => ({ item })), limit, path: [] };
     }
@@ -150,22 +156,32 @@ export class SimilarityService {
       .filter((e) => e?.embedder === this.embedderId && e.vector)
       .map((e) => e!.vector!);
     const query = steer(vector, earlier);
-    const hits = await this.metering.billed(ds, 'explore', vars, async () => {
-      const pool = await this.engine.similar(ds.id, {
-        vector: query,
-        embedder: this.embedderId,
-        conditions,
-        limit: Math.min(limit * EXPLORE_POOL, 200),
-        excludeIds: [item.id, ...earlierIds],
-        includeVectors: true,
-      });
-      return diversify(
-        pool.filter((h): h is typeof h & { vector: number[] } => !!h.vector),
-        limit,
-        0.7,
-        [vector],
-      );
-    });
+    const hits = await this.metering.billed(
+      ds,
+      'explore',
+      vars,
+      async () => {
+        const pool = await this.engine.similar(ds.id, {
+          vector: query,
+          embedder: this.embedderId,
+          conditions,
+          limit: Math.min(limit * EXPLORE_POOL, 200),
+          excludeIds: [item.id, ...earlierIds],
+          includeVectors: true,
+        });
+        return diversify(
+          pool.filter((h): h is typeof h & { vector: number[] } => !!h.vector),
+          limit,
+          0.7,
+          [vector],
+        );
+      },
+      (r) =>
+        shownFacts(
+          conditions,
+          r.map((h) => h.item),
+        ),
+    );
     return {
       hits: tidy(hits),
       limit,
@@ -265,20 +281,45 @@ export class SimilarityService {
     return { hits, limit };
   }
 
-  /** One billed nearest-neighbour search with this service's embedder, scores as clients see them. */
+  /**
+   * One billed nearest-neighbour search with this service's embedder, scores as clients see
+   * them. `extra` conditions are the service's own, applied but not logged as filters.
+   */
   private async nearest(
     ds: Dataset,
     type: RequestType,
     vars: Record<string, string>,
     vector: number[],
     conditions: Condition[],
-    page: { limit: number; excludeIds: string[] },
+    page: { limit: number; excludeIds: string[]; extra?: Condition[] },
   ): Promise<SimilarityHit[]> {
-    const hits = await this.metering.billed(ds, type, vars, () =>
-      this.engine.similar(ds.id, { vector, embedder: this.embedderId, conditions, ...page }),
+    const { limit, excludeIds, extra = [] } = page;
+    const hits = await this.metering.billed(
+      ds,
+      type,
+      vars,
+      () =>
+        this.engine.similar(ds.id, {
+          vector,
+          embedder: this.embedderId,
+          conditions: [...conditions, ...extra],
+          limit,
+          excludeIds,
+        }),
+      // the report counts the client's filters, not the service's own (exclude_parent)
+      (r) =>
+        shownFacts(
+          conditions,
+          r.map((h) => h.item),
+        ),
     );
     return tidy(hits);
   }
+}
+
+/** What the analytics report keeps of a similarity request: its filters and the ids it showed. */
+function shownFacts(conditions: Condition[], shown: StoredItem[]): RequestFacts {
+  return { total: shown.length, filters: filterTerms(conditions), shown: shown.map((i) => i.id) };
 }
 
 /** The direction the group points to: the normalised mean of its unit vectors. */

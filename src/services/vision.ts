@@ -6,6 +6,7 @@ import {
   type Figures,
 } from '../domain/analytics';
 import { AppError, invalid } from '../domain/errors';
+import { filterTerms } from '../domain/event-report';
 import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
 import { parseActionVars } from '../domain/action-vars';
@@ -126,11 +127,20 @@ export class VisionService {
     if (p.filter) conditions.push(...compileFilterTree(p.filter, rules(ds, catalogue)));
     if (analytics) checkAnalyticsFields(spec, rules(ds, catalogue));
     await this.requireReady(ds);
-    const [{ items, total }, figures] = await this.metering.billed(ds, 'search', vars, () =>
-      Promise.all([
-        this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
-        analytics ? this.engine.analytics(ds.id, conditions, spec) : undefined,
-      ]),
+    const [{ items, total }, figures] = await this.metering.billed(
+      ds,
+      'search',
+      vars,
+      () =>
+        Promise.all([
+          this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
+          analytics ? this.engine.analytics(ds.id, conditions, spec) : undefined,
+        ]),
+      ([r]) => ({
+        total: r.total,
+        filters: filterTerms(conditions),
+        ...(p.sort ? { sort: p.sort } : {}),
+      }),
     );
     return { items, total, page, limit, ...(figures ? { figures } : {}) };
   }

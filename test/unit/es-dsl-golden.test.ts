@@ -8,6 +8,11 @@ import {
   sampleBody,
   searchBody,
 } from '../../src/adapters/elasticsearch/dsl';
+import {
+  clickPairsBody,
+  reportBody,
+  shownPairsBody,
+} from '../../src/adapters/elasticsearch/event-report';
 import { parseQ } from '../../src/query/parse';
 import { resolveFilters } from '../../src/query/resolve';
 import type { ValueKind } from '../../src/domain/metadata';
@@ -21,7 +26,22 @@ const catalogue = new Map<string, Set<ValueKind>>([['sizes', new Set<ValueKind>(
 const conditions = (q: string) =>
   resolveFilters(parseQ(q), { enabled: { sizes: ['*'] }, catalogue, settingsPath: '/x' });
 
+const reportSpec = {
+  from: Date.parse('2026-11-02T00:00:00Z'),
+  to: Date.parse('2026-11-30T00:00:00Z'),
+  interval: 'week' as const,
+  top: 10,
+};
+
 const cases: Record<string, () => unknown> = {
+  'event-report': () => reportBody('ds-1', reportSpec),
+  'event-report-click-pairs': () => clickPairsBody('ds-1', reportSpec, { pv: 'p1', id: 'sku-9' }),
+  'event-report-shown-pairs': () =>
+    shownPairsBody('ds-1', [
+      { pv: 'p1', id: 'sku-1' },
+      { pv: 'p1', id: 'sku-2' },
+      { pv: 'p2', id: 'sku-1' },
+    ]),
   'default-sort': () =>
     searchBody({
       conditions: [],

@@ -1,4 +1,6 @@
+import { eventKeys, type EventReport, type ReportSpec } from '../../domain/event-report';
 import type { EventLog, LoggedEvent } from '../../ports/event-log';
+import { esReport } from './event-report';
 import { guard, unavailable } from './guard';
 import type { EsIndices } from './indices';
 
@@ -9,6 +11,35 @@ interface EventDoc {
   type: string;
   at: number;
   vars?: Record<string, string>;
+  total?: number;
+  filters?: string[];
+  sort?: string;
+  shown?: string[];
+  page_view_id?: string;
+  item_id?: string;
+}
+
+function eventDoc(e: LoggedEvent): EventDoc {
+  const keys = eventKeys(e);
+  const f = e.facts;
+  return {
+    org: e.org,
+    dataset_id: e.datasetId,
+    kind: e.kind,
+    type: e.type,
+    at: e.at,
+    ...(e.vars && Object.keys(e.vars).length ? { vars: e.vars } : {}),
+    ...(f
+      ? {
+          total: f.total,
+          ...(f.filters.length ? { filters: f.filters } : {}),
+          ...(f.sort !== undefined ? { sort: f.sort } : {}),
+          ...(f.shown?.length ? { shown: f.shown } : {}),
+        }
+      : {}),
+    ...(keys.pageViewId ? { page_view_id: keys.pageViewId } : {}),
+    ...(keys.itemId ? { item_id: keys.itemId } : {}),
+  };
 }
 
 /** At most this many events go in one bulk request. */
@@ -64,17 +95,7 @@ export class EsEventLog implements EventLog {
     return guard(async () => {
       const index = this.indices.shared('events');
       const r = await this.indices.client.bulk({
-        operations: events.flatMap((e) => [
-          { index: { _index: index } },
-          {
-            org: e.org,
-            dataset_id: e.datasetId,
-            kind: e.kind,
-            type: e.type,
-            at: e.at,
-            ...(e.vars && Object.keys(e.vars).length ? { vars: e.vars } : {}),
-          } satisfies EventDoc,
-        ]),
+        operations: events.flatMap((e) => [{ index: { _index: index } }, eventDoc(e)]),
       });
       if (r.errors) {
         const first = r.items.find((i) => i.index?.error)?.index?.error;
@@ -111,8 +132,22 @@ export class EsEventLog implements EventLog {
           type: d.type,
           at: d.at,
           ...(d.vars ? { vars: d.vars } : {}),
+          ...(d.total !== undefined
+            ? {
+                facts: {
+                  total: d.total,
+                  filters: d.filters ?? [],
+                  ...(d.sort !== undefined ? { sort: d.sort } : {}),
+                  ...(d.shown ? { shown: d.shown } : {}),
+                },
+              }
+            : {}),
         };
       });
     });
+  }
+
+  report(datasetId: string, spec: ReportSpec): Promise<EventReport> {
+    return guard(() => esReport(this.indices, datasetId, spec));
   }
 }

@@ -68,6 +68,13 @@ const SHARED = {
     type: keyword,
     at: { type: 'date', format: 'epoch_millis' },
     vars: { type: 'flattened' },
+    // what the analytics report aggregates (contract §11); see domain/event-report
+    total: { type: 'integer' },
+    filters: keyword,
+    sort: keyword,
+    shown: keyword,
+    page_view_id: keyword,
+    item_id: keyword,
   },
 } as const;
 
@@ -114,16 +121,26 @@ export class EsIndices {
     };
   }
 
-  /** Creates the shared indices that do not exist yet (every process does this at start). */
+  /**
+   * Creates the shared indices that do not exist yet (every process does this at start), and
+   * adds fields a newer version maps to those that do: adding a field is idempotent, and with
+   * `dynamic: strict` a document carrying an unmapped field would be refused.
+   */
   async ensureShared(): Promise<void> {
     await Promise.all(
-      (Object.keys(SHARED) as SharedIndex[]).map((name) =>
-        this.create(
+      (Object.keys(SHARED) as SharedIndex[]).map(async (name) => {
+        const mappings = { dynamic: 'strict', properties: SHARED[name] };
+        const created = await this.create(
           this.shared(name),
-          { dynamic: 'strict', properties: SHARED[name] },
+          mappings,
           name === 'events' ? EVENT_LOG_SETTINGS : {},
-        ),
-      ),
+        );
+        if (!created)
+          await this.client.indices.putMapping({
+            index: this.shared(name),
+            properties: SHARED[name] as never,
+          });
+      }),
     );
   }
 
@@ -135,8 +152,8 @@ export class EsIndices {
   };
 
   /** The item index of a dataset, with the mapping for vectors of `dims`. */
-  createItems(datasetId: string, dims: number): Promise<void> {
-    return this.create(this.items(datasetId), itemMapping(dims), this.itemSettings);
+  async createItems(datasetId: string, dims: number): Promise<void> {
+    await this.create(this.items(datasetId), itemMapping(dims), this.itemSettings);
   }
 
   /**
@@ -156,12 +173,15 @@ export class EsIndices {
     });
   }
 
-  /** Create-if-absent: another host may create the same index at the same moment. */
+  /**
+   * Create-if-absent: another host may create the same index at the same moment. True when
+   * this call created it.
+   */
   private async create(
     index: string,
     mappings: Record<string, unknown>,
     extra: Record<string, unknown> = {},
-  ): Promise<void> {
+  ): Promise<boolean> {
     try {
       await this.client.indices.create({
         index,
@@ -170,8 +190,9 @@ export class EsIndices {
         // the call returns once the primaries can take writes (not all replicas)
         wait_for_active_shards: 1,
       });
+      return true;
     } catch (e) {
-      if (isAlreadyExists(e)) return;
+      if (isAlreadyExists(e)) return false;
       throw e;
     }
   }

@@ -1,5 +1,7 @@
+import { eventKeys, type EventReport, type ReportSpec } from '../../domain/event-report';
 import type { EventLog, LoggedEvent } from '../../ports/event-log';
 import { guarded, type Db, stmt } from './db';
+import { sqliteReport } from './event-report';
 
 interface EventRow {
   org: string;
@@ -8,6 +10,10 @@ interface EventRow {
   type: string;
   at: number;
   vars: string | null;
+  total: number | null;
+  filters: string | null;
+  sort: string | null;
+  shown: string | null;
 }
 
 /** The event log in the embedded SQLite file. */
@@ -20,9 +26,12 @@ export class SqliteEventLog implements EventLog {
       this.db.transaction(() => {
         const insert = stmt(
           this.db,
-          'INSERT INTO events (org, dataset_id, kind, type, at, vars) VALUES (?, ?, ?, ?, ?, ?)',
+          `INSERT INTO events (org, dataset_id, kind, type, at, vars, total, filters, sort, shown,
+             page_view_id, item_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         );
-        for (const e of events)
+        for (const e of events) {
+          const keys = eventKeys(e);
+          const f = e.facts;
           insert.run(
             e.org,
             e.datasetId,
@@ -30,7 +39,14 @@ export class SqliteEventLog implements EventLog {
             e.type,
             e.at,
             e.vars && Object.keys(e.vars).length ? JSON.stringify(e.vars) : null,
+            f?.total ?? null,
+            f?.filters.length ? JSON.stringify(f.filters) : null,
+            f?.sort ?? null,
+            f?.shown?.length ? JSON.stringify(f.shown) : null,
+            keys.pageViewId ?? null,
+            keys.itemId ?? null,
           );
+        }
       })(),
     );
   }
@@ -53,7 +69,21 @@ export class SqliteEventLog implements EventLog {
         type: r.type,
         at: r.at,
         ...(r.vars ? { vars: JSON.parse(r.vars) as Record<string, string> } : {}),
+        ...(r.total !== null
+          ? {
+              facts: {
+                total: r.total,
+                filters: r.filters ? (JSON.parse(r.filters) as string[]) : [],
+                ...(r.sort !== null ? { sort: r.sort } : {}),
+                ...(r.shown ? { shown: JSON.parse(r.shown) as string[] } : {}),
+              },
+            }
+          : {}),
       })),
     );
+  }
+
+  report(datasetId: string, spec: ReportSpec): Promise<EventReport> {
+    return guarded(() => sqliteReport(this.db, datasetId, spec));
   }
 }

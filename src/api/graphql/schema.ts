@@ -3,6 +3,7 @@ import { lexicographicSortSchema, printSchema, type GraphQLSchema } from 'graphq
 import { buildSchema } from 'type-graphql';
 import { AccountResolver, OrganisationFields } from './resolvers/accounts';
 import { ContentEntryFields, DatasetResolver } from './resolvers/datasets';
+import { EventLogResolver } from './resolvers/event-log';
 import { VisionItemFields, VisionResolver } from './resolvers/vision';
 
 let built: Promise<GraphQLSchema> | undefined;
@@ -15,6 +16,7 @@ export function graphqlSchema(): Promise<GraphQLSchema> {
       OrganisationFields,
       DatasetResolver,
       ContentEntryFields,
+      EventLogResolver,
       VisionResolver,
       VisionItemFields,
     ],

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
-import { param } from '../params';
+import { param, str } from '../params';
+import { reportBody } from '../report-body';
 
 const DS = '/orgs/:organisation/datasets/:dataset';
 
@@ -19,6 +20,20 @@ export const datasetRoutes =
       status: 'ok',
       dataset: await c.datasets.get(req.ctx, param(req, 'organisation'), param(req, 'dataset')),
     }));
+    app.get(`${DS}/analytics`, async (req) => {
+      const report = await c.report.report(
+        req.ctx,
+        param(req, 'organisation'),
+        param(req, 'dataset'),
+        {
+          from: str(req, 'from'),
+          to: str(req, 'to'),
+          interval: str(req, 'interval'),
+          top: str(req, 'top'),
+        },
+      );
+      return { status: 'ok', analytics: reportBody(report) };
+    });
     app.delete(DS, async (req) => {
       await c.datasets.delete(req.ctx, param(req, 'organisation'), param(req, 'dataset'));
       return { status: 'ok' };
