@@ -30,7 +30,7 @@ export interface ProcessingErrorRecord {
   code: string;
   message: string;
   attempts: number;
-  occurred_at: string;
+  occurredAt: string;
 }
 
 /** One image to process: the job is stale (and skipped) once the item's url has changed. */

@@ -7,9 +7,19 @@ export const JOURNEY_MAX = 5;
  * `path`: the journey's earlier selections, newest last, comma-separated (percent-encoded ids).
  * Unknown ids are ignored later; a malformed list is a client error.
  */
-export function parseJourney(path: string | undefined): string[] {
+/** The journey as REST carries it (percent-encoded ids, comma-separated) or as a list (GraphQL). */
+export function parseJourney(path: string | readonly string[] | undefined): string[] {
   if (path === undefined || path === '') return [];
-  const ids = path.split(',').map((s) => {
+  const ids = Array.isArray(path) ? [...path] : journeyIds(path as string);
+  if (ids.some((id) => id === '' || id.length > 100))
+    throw invalid('path holds an empty or over-long id', [
+      { param: 'path', message: 'ids are 1–100 characters' },
+    ]);
+  return ids.slice(-JOURNEY_MAX);
+}
+
+function journeyIds(path: string): string[] {
+  return path.split(',').map((s) => {
     try {
       return decodeURIComponent(s);
     } catch {
@@ -18,11 +28,6 @@ export function parseJourney(path: string | undefined): string[] {
       ]);
     }
   });
-  if (ids.some((id) => id === '' || id.length > 100))
-    throw invalid('path holds an empty or over-long id', [
-      { param: 'path', message: 'ids are 1–100 characters' },
-    ]);
-  return ids.slice(-JOURNEY_MAX);
 }
 
 /**

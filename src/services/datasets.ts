@@ -16,14 +16,14 @@ import type { AuthService } from './auth';
 import type { RequestContext } from './principal';
 import { browseToken } from './tokens';
 
+/** A dataset as its organisation sees it; transports add their links (contract §3). */
 export interface DatasetView {
+  org: string;
   name: string;
-  browse_token: string;
-  content_url: string;
-  processing_errors_url: string;
+  browseToken: string;
   settings: DatasetSettings;
   status: 'pending' | 'published';
-  created_at: string;
+  createdAt: string;
   counts: DatasetCounts;
 }
 
@@ -36,6 +36,12 @@ export type EmbedderStatus = EmbedderRef & { reprocessing: number };
 
 export const datasetPath = (org: string, name: string): string =>
   `/orgs/${encodeURIComponent(org)}/datasets/${encodeURIComponent(name)}`;
+
+/** The links every transport shows with a dataset. */
+export function datasetLinks(baseUrl: string, org: string, name: string) {
+  const dataset = `${baseUrl}${datasetPath(org, name)}`;
+  return { dataset, content: `${dataset}/content`, processingErrors: `${dataset}/errors` };
+}
 
 export class DatasetService {
   constructor(
@@ -53,17 +59,15 @@ export class DatasetService {
     return browseToken(this.serverKey, ds.org, ds.id, rotation, this.clock()).token;
   }
 
-  async view(ctx: RequestContext, ds: Dataset): Promise<DatasetView> {
+  async view(ds: Dataset): Promise<DatasetView> {
     const counts = await this.content.counts(ds.id);
-    const base = `${ctx.baseUrl}${datasetPath(ds.org, ds.name)}`;
     return {
+      org: ds.org,
       name: ds.name,
-      browse_token: await this.browseTokenOf(ds),
-      content_url: `${base}/content`,
-      processing_errors_url: `${base}/errors`,
+      browseToken: await this.browseTokenOf(ds),
       settings: ds.settings,
       status: statusOf(counts),
-      created_at: ds.createdAt,
+      createdAt: ds.createdAt,
       counts,
     };
   }
@@ -75,11 +79,7 @@ export class DatasetService {
     return { id: embedder.id, dimensions: embedder.dimensions, reprocessing };
   }
 
-  async create(
-    ctx: RequestContext,
-    org: string,
-    body: unknown,
-  ): Promise<{ dataset_url: string; dataset: DatasetView }> {
+  async create(ctx: RequestContext, org: string, body: unknown): Promise<DatasetView> {
     await this.auth.requireOrgAdmin(ctx.principal, org);
     const name = assertDatasetName((body as { name?: unknown } | null)?.name);
     const now = this.clock();
@@ -94,20 +94,17 @@ export class DatasetService {
     if (!(await this.accounts.createDataset(ds)))
       throw new AppError('conflict', `dataset '${name}' already exists`);
     await this.accounts.putToken(browseToken(this.serverKey, org, ds.id, 0, now).record);
-    return {
-      dataset_url: `${ctx.baseUrl}${datasetPath(org, name)}`,
-      dataset: await this.view(ctx, ds),
-    };
+    return this.view(ds);
   }
 
   async list(ctx: RequestContext, org: string): Promise<DatasetView[]> {
     await this.auth.requireOrgAdmin(ctx.principal, org);
     const all = await this.accounts.listDatasets(org);
-    return Promise.all(all.map((ds) => this.view(ctx, ds)));
+    return Promise.all(all.map((ds) => this.view(ds)));
   }
 
   async get(ctx: RequestContext, org: string, name: string): Promise<DatasetView> {
-    return this.view(ctx, await this.auth.adminDataset(ctx.principal, org, name));
+    return this.view(await this.auth.adminDataset(ctx.principal, org, name));
   }
 
   /** Permanent: content is dropped and the browse token stops working; usage keeps the name. */
@@ -130,7 +127,7 @@ export class DatasetService {
     const rotation = await this.accounts.bumpBrowseRotation(ds.id);
     await this.accounts.putToken(browseToken(this.serverKey, org, ds.id, rotation, now).record);
     await this.accounts.removeToken(old.record.prefix);
-    return this.view(ctx, ds);
+    return this.view(ds);
   }
 
   async setEnabledFields(
@@ -141,8 +138,8 @@ export class DatasetService {
   ): Promise<DatasetView> {
     const ds = await this.auth.adminDataset(ctx.principal, org, name);
     const fields = parseEnabledFields(body);
-    if (sameFields(fields, ds.settings.fields)) return this.view(ctx, ds);
+    if (sameFields(fields, ds.settings.fields)) return this.view(ds);
     const version = await this.accounts.updateEnabledFields(ds.id, fields);
-    return this.view(ctx, { ...ds, settings: { fields, version } });
+    return this.view({ ...ds, settings: { fields, version } });
   }
 }

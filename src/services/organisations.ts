@@ -8,7 +8,13 @@ import { issueToken } from './tokens';
 
 export interface TokenView {
   prefix: string;
-  created_at: string;
+  createdAt: string;
+}
+
+export interface OrganisationView {
+  name: string;
+  plan: Plan;
+  createdAt: string;
 }
 
 export class OrganisationService {
@@ -37,11 +43,11 @@ export class OrganisationService {
     return { organisation: { name, plan }, token };
   }
 
-  async get(p: Principal, org: string): Promise<{ name: string; plan: Plan; created_at: string }> {
+  async get(p: Principal, org: string): Promise<OrganisationView> {
     await this.auth.requireOrgAdmin(p, org, { allowOperator: true });
     const o = await this.accounts.getOrg(org);
     if (!o) throw new AppError('not_found', `organisation '${org}' not found`);
-    return { name: o.name, plan: o.plan, created_at: o.createdAt };
+    return { name: o.name, plan: o.plan, createdAt: o.createdAt };
   }
 
   /**
@@ -61,21 +67,18 @@ export class OrganisationService {
   }
 
   /** A new org token; the operator may issue one too (e.g. when all were lost). */
-  async issueToken(
-    p: Principal,
-    org: string,
-  ): Promise<{ token: string; prefix: string; created_at: string }> {
+  async issueToken(p: Principal, org: string): Promise<TokenView & { token: string }> {
     await this.auth.requireOrgAdmin(p, org, { allowOperator: true });
     const { token, record } = issueToken('org', { org }, this.clock());
     await this.accounts.putToken(record);
-    return { token, prefix: record.prefix, created_at: record.createdAt };
+    return { token, prefix: record.prefix, createdAt: record.createdAt };
   }
 
   async listTokens(p: Principal, org: string): Promise<TokenView[]> {
     await this.auth.requireOrgAdmin(p, org, { allowOperator: true });
     return (await this.accounts.listTokens(org)).map((t) => ({
       prefix: t.prefix,
-      created_at: t.createdAt,
+      createdAt: t.createdAt,
     }));
   }
 

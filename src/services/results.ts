@@ -6,16 +6,13 @@ import { datasetPath } from './datasets';
 /** `fields` as requested: none, all public metadata plus generated fields (`*`), or a list. */
 export type FieldSelection = { all: true } | { all: false; names: string[] };
 
-export function parseFieldSelection(fields: string | undefined): FieldSelection {
-  if (fields === undefined || fields.trim() === '') return { all: false, names: [] };
-  const names = [
-    ...new Set(
-      fields
-        .split(',')
-        .map((f) => f.trim())
-        .filter(Boolean),
-    ),
-  ];
+/** `fields` as REST carries it (comma-separated) or as a list (GraphQL). */
+export function parseFieldSelection(
+  fields: string | readonly string[] | undefined,
+): FieldSelection {
+  if (fields === undefined) return { all: false, names: [] };
+  const list = typeof fields === 'string' ? fields.split(',') : fields;
+  const names = [...new Set(list.map((f) => f.trim()).filter(Boolean))];
   return names.includes('*') ? { all: true } : { all: false, names };
 }
 

@@ -132,7 +132,7 @@ export class SimilarityService {
     ctx: RequestContext,
     org: string,
     name: string,
-    p: SimilarityParams & { id?: string; path?: string },
+    p: SimilarityParams & { id?: string; path?: string | string[] },
   ): Promise<SimilarityResult> {
     const ds = await this.auth.visionDataset(ctx.principal, org, name);
     const limit = limitOf(p);

@@ -173,7 +173,7 @@ export class VisionService {
     ctx: RequestContext,
     org: string,
     name: string,
-    p: { fields?: string; q?: string },
+    p: { fields?: string | string[]; q?: string },
   ): Promise<string[] | Facets> {
     const ds = await this.auth.visionDataset(ctx.principal, org, name);
     const sel = parseFieldSelection(p.fields);

@@ -159,7 +159,7 @@ export class ItemReads extends ItemIndex {
                 code: e.code,
                 message: e.message,
                 attempts: e.attempts,
-                occurred_at: e.occurred_at,
+                occurredAt: e.occurred_at,
               };
             }),
             total: (r.hits.total as { value: number }).value,

@@ -485,7 +485,7 @@ export class EmbeddedContentStore implements ContentStore {
     return guarded(() => {
       const errors = stmt(
         this.db,
-        `SELECT item_id AS id, url, code, message, attempts, occurred_at FROM processing_errors
+        `SELECT item_id AS id, url, code, message, attempts, occurred_at AS occurredAt FROM processing_errors
            WHERE dataset_id = ? ORDER BY item_id LIMIT ? OFFSET ?`,
       ).all(datasetId, limit, offset) as ProcessingErrorRecord[];
       const total = (

@@ -1,5 +1,5 @@
 import type { Plan as DomainPlan } from '../../domain/plan';
-import type { DatasetView } from '../../services/datasets';
+import { datasetLinks, type DatasetView } from '../../services/datasets';
 import { exploreUrl, type Carry } from '../../services/results';
 import type { StoredItem } from '../../domain/item';
 import { Plan, RequestCredit } from './types/account';
@@ -20,19 +20,20 @@ export function toPlan(p: DomainPlan): Plan {
   };
 }
 
-export function toDataset(org: string, v: DatasetView): Dataset {
+export function toDataset(baseUrl: string, v: DatasetView): Dataset {
+  const links = datasetLinks(baseUrl, v.org, v.name);
   return Object.assign(new Dataset(), {
-    org,
+    org: v.org,
     name: v.name,
-    browseToken: v.browse_token,
-    contentUrl: v.content_url,
-    processingErrorsUrl: v.processing_errors_url,
+    browseToken: v.browseToken,
+    contentUrl: links.content,
+    processingErrorsUrl: links.processingErrors,
     settings: {
       fields: Object.entries(v.settings.fields).map(([name, values]) => ({ name, values })),
       version: v.settings.version,
     },
     status: v.status as DatasetStatus,
-    createdAt: v.created_at,
+    createdAt: v.createdAt,
     counts: v.counts,
   });
 }

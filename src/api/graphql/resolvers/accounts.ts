@@ -21,7 +21,7 @@ export class AccountResolver {
   @Query(() => Organisation, { description: 'Organisation token (or the operator token).' })
   async organisation(@Arg('name', () => String) name: string, @Ctx() ctx: GqlContext) {
     const o = await ctx.c.organisations.get(await ctx.principal(), name);
-    return { name: o.name, plan: toPlan(o.plan), createdAt: o.created_at };
+    return { name: o.name, plan: toPlan(o.plan), createdAt: o.createdAt };
   }
 
   @Mutation(() => CreatedOrganisation, { description: 'Operator token.' })
@@ -35,7 +35,7 @@ export class AccountResolver {
     const r = await ctx.c.organisations.create(p, body);
     const o = await ctx.c.organisations.get(p, r.organisation.name);
     return {
-      organisation: { name: o.name, plan: toPlan(o.plan), createdAt: o.created_at },
+      organisation: { name: o.name, plan: toPlan(o.plan), createdAt: o.createdAt },
       token: r.token,
     };
   }
@@ -51,7 +51,7 @@ export class AccountResolver {
     const p = await ctx.principal();
     await ctx.c.organisations.setPlan(p, organisation, { plan: plain(plan) });
     const o = await ctx.c.organisations.get(p, organisation);
-    return { name: o.name, plan: toPlan(o.plan), createdAt: o.created_at };
+    return { name: o.name, plan: toPlan(o.plan), createdAt: o.createdAt };
   }
 
   @Mutation(() => IssuedToken)
@@ -60,7 +60,7 @@ export class AccountResolver {
     @Ctx() ctx: GqlContext,
   ): Promise<IssuedToken> {
     const r = await ctx.c.organisations.issueToken(await ctx.principal(), organisation);
-    return { token: r.token, prefix: r.prefix, createdAt: r.created_at };
+    return { token: r.token, prefix: r.prefix, createdAt: r.createdAt };
   }
 
   @Mutation(() => Boolean)
@@ -79,13 +79,14 @@ export class OrganisationFields {
   @FieldResolver(() => [OrgToken])
   async tokens(@Root() o: Organisation, @Ctx() ctx: GqlContext): Promise<OrgToken[]> {
     const list = await ctx.c.organisations.listTokens(await ctx.principal(), o.name);
-    return list.map((t) => ({ prefix: t.prefix, createdAt: t.created_at }));
+    return list.map((t) => ({ prefix: t.prefix, createdAt: t.createdAt }));
   }
 
   @FieldResolver(() => [Dataset])
   async datasets(@Root() o: Organisation, @Ctx() ctx: GqlContext): Promise<Dataset[]> {
-    const list = await ctx.c.datasets.list(await ctx.request(), o.name);
-    return list.map((v) => toDataset(o.name, v));
+    const rc = await ctx.request();
+    const list = await ctx.c.datasets.list(rc, o.name);
+    return list.map((v) => toDataset(rc.baseUrl, v));
   }
 
   @FieldResolver(() => Dataset)
@@ -94,7 +95,8 @@ export class OrganisationFields {
     @Arg('name', () => String) name: string,
     @Ctx() ctx: GqlContext,
   ): Promise<Dataset> {
-    return toDataset(o.name, await ctx.c.datasets.get(await ctx.request(), o.name, name));
+    const rc = await ctx.request();
+    return toDataset(rc.baseUrl, await ctx.c.datasets.get(rc, o.name, name));
   }
 
   @FieldResolver(() => Usage, { description: 'Defaults to the current month.' })

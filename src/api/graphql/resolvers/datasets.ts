@@ -30,8 +30,8 @@ export class DatasetResolver {
     @Arg('name', () => String) name: string,
     @Ctx() ctx: GqlContext,
   ): Promise<Dataset> {
-    const r = await ctx.c.datasets.create(await ctx.request(), organisation, { name });
-    return toDataset(organisation, r.dataset);
+    const rc = await ctx.request();
+    return toDataset(rc.baseUrl, await ctx.c.datasets.create(rc, organisation, { name }));
   }
 
   @Mutation(() => Boolean, { description: 'Permanent; usage keeps the dataset as deleted.' })
@@ -50,8 +50,8 @@ export class DatasetResolver {
     @Arg('dataset', () => String) dataset: string,
     @Ctx() ctx: GqlContext,
   ): Promise<Dataset> {
-    const v = await ctx.c.datasets.rotateBrowseToken(await ctx.request(), organisation, dataset);
-    return toDataset(organisation, v);
+    const rc = await ctx.request();
+    return toDataset(rc.baseUrl, await ctx.c.datasets.rotateBrowseToken(rc, organisation, dataset));
   }
 
   @Mutation(() => Dataset, {
@@ -64,13 +64,9 @@ export class DatasetResolver {
     @Ctx() ctx: GqlContext,
   ): Promise<Dataset> {
     const body = { fields: Object.fromEntries(fields.map((f) => [f.name, [...f.values]])) };
-    const v = await ctx.c.datasets.setEnabledFields(
-      await ctx.request(),
-      organisation,
-      dataset,
-      body,
-    );
-    return toDataset(organisation, v);
+    const rc = await ctx.request();
+    const v = await ctx.c.datasets.setEnabledFields(rc, organisation, dataset, body);
+    return toDataset(rc.baseUrl, v);
   }
 
   @Mutation(() => WriteResult, {
@@ -162,7 +158,7 @@ export class DatasetResolver {
     });
     return {
       totalResults: r.total,
-      entries: r.errors.map((e) => ({ ...e, occurredAt: e.occurred_at })),
+      entries: r.errors,
     };
   }
 }

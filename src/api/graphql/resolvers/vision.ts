@@ -198,7 +198,7 @@ export class VisionResolver {
     const rc = await ctx.request();
     const r = await ctx.c.similarity.explore(rc, vis.org, vis.dataset, {
       id: id ?? undefined,
-      path: (path ?? []).map(encodeURIComponent).join(','),
+      path: path ?? [],
       limit: a.limit,
       q: a.q ?? undefined,
       v: a.v ?? undefined,
@@ -268,7 +268,7 @@ export class VisionResolver {
         { param: 'fields', index: bad, message: `'${names[bad]}' is not a field name` },
       ]);
     const r = await ctx.c.vision.fields(await ctx.request(), vis.org, vis.dataset, {
-      fields: names.join(','),
+      fields: names,
       q: q ?? undefined,
     });
     return Object.entries(r).map(([field, counts]) => ({
@@ -293,7 +293,7 @@ export class VisionItemFields {
     @Root() i: VisionItem,
     @Arg('fields', () => [String], { nullable: true }) fields: string[] | undefined,
   ): Record<string, unknown> {
-    return projectMetadata(i.item, fields ? parseFieldSelection(fields.join(',')) : { all: true });
+    return projectMetadata(i.item, fields ? parseFieldSelection(fields) : { all: true });
   }
 
   @FieldResolver(() => JSONScalar, { nullable: true, description: 'One metadata value, any type.' })

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
+import { processingErrorBody } from '../account-bodies';
 import { LIMITS } from '../../../domain/limits';
 import { int, param } from '../params';
 
@@ -55,6 +56,6 @@ export const contentRoutes =
           offset: int(req, 'offset'),
         },
       );
-      return { status: 'ok', errors: r.errors, total_results: r.total };
+      return { status: 'ok', errors: r.errors.map(processingErrorBody), total_results: r.total };
     });
   };

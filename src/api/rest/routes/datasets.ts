@@ -2,6 +2,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
 import { param, str } from '../params';
 import { reportBody } from '../report-body';
+import { datasetBody } from '../account-bodies';
+import { datasetLinks } from '../../../services/datasets';
 
 const DS = '/orgs/:organisation/datasets/:dataset';
 
@@ -9,16 +11,25 @@ export const datasetRoutes =
   (c: Container): FastifyPluginAsync =>
   async (app) => {
     app.post('/orgs/:organisation/datasets', async (req, reply) => {
-      const r = await c.datasets.create(req.ctx, param(req, 'organisation'), req.body);
-      return reply.status(201).send({ status: 'ok', ...r });
+      const v = await c.datasets.create(req.ctx, param(req, 'organisation'), req.body);
+      return reply.status(201).send({
+        status: 'ok',
+        dataset_url: datasetLinks(req.ctx.baseUrl, v.org, v.name).dataset,
+        dataset: datasetBody(req.ctx.baseUrl, v),
+      });
     });
     app.get('/orgs/:organisation/datasets', async (req) => ({
       status: 'ok',
-      datasets: await c.datasets.list(req.ctx, param(req, 'organisation')),
+      datasets: (await c.datasets.list(req.ctx, param(req, 'organisation'))).map((v) =>
+        datasetBody(req.ctx.baseUrl, v),
+      ),
     }));
     app.get(DS, async (req) => ({
       status: 'ok',
-      dataset: await c.datasets.get(req.ctx, param(req, 'organisation'), param(req, 'dataset')),
+      dataset: datasetBody(
+        req.ctx.baseUrl,
+        await c.datasets.get(req.ctx, param(req, 'organisation'), param(req, 'dataset')),
+      ),
     }));
     app.get(`${DS}/analytics`, async (req) => {
       const report = await c.report.report(
@@ -40,19 +51,25 @@ export const datasetRoutes =
     });
     app.post(`${DS}/browse_token`, async (req) => ({
       status: 'ok',
-      dataset: await c.datasets.rotateBrowseToken(
-        req.ctx,
-        param(req, 'organisation'),
-        param(req, 'dataset'),
+      dataset: datasetBody(
+        req.ctx.baseUrl,
+        await c.datasets.rotateBrowseToken(
+          req.ctx,
+          param(req, 'organisation'),
+          param(req, 'dataset'),
+        ),
       ),
     }));
     app.put(`${DS}/settings/fields`, async (req) => ({
       status: 'ok',
-      dataset: await c.datasets.setEnabledFields(
-        req.ctx,
-        param(req, 'organisation'),
-        param(req, 'dataset'),
-        req.body,
+      dataset: datasetBody(
+        req.ctx.baseUrl,
+        await c.datasets.setEnabledFields(
+          req.ctx,
+          param(req, 'organisation'),
+          param(req, 'dataset'),
+          req.body,
+        ),
       ),
     }));
   };

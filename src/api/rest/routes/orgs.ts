@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
 import { int, param } from '../params';
+import { organisationBody, tokenBody } from '../account-bodies';
 
 export const orgRoutes =
   (c: Container): FastifyPluginAsync =>
@@ -11,7 +12,9 @@ export const orgRoutes =
     });
     app.get('/orgs/:organisation', async (req) => ({
       status: 'ok',
-      organisation: await c.organisations.get(req.ctx.principal, param(req, 'organisation')),
+      organisation: organisationBody(
+        await c.organisations.get(req.ctx.principal, param(req, 'organisation')),
+      ),
     }));
     app.put('/orgs/:organisation/plan', async (req) => ({
       status: 'ok',
@@ -23,11 +26,13 @@ export const orgRoutes =
     }));
     app.post('/orgs/:organisation/tokens', async (req, reply) => {
       const r = await c.organisations.issueToken(req.ctx.principal, param(req, 'organisation'));
-      return reply.status(201).send({ status: 'ok', ...r });
+      return reply.status(201).send({ status: 'ok', token: r.token, ...tokenBody(r) });
     });
     app.get('/orgs/:organisation/tokens', async (req) => ({
       status: 'ok',
-      tokens: await c.organisations.listTokens(req.ctx.principal, param(req, 'organisation')),
+      tokens: (await c.organisations.listTokens(req.ctx.principal, param(req, 'organisation'))).map(
+        tokenBody,
+      ),
     }));
     app.delete('/orgs/:organisation/tokens/:prefix', async (req) => {
       await c.organisations.revokeToken(
