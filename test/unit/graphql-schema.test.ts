@@ -6,3 +6,24 @@ test('schema/schema.graphql is what the code emits (run `npm run schema:emit` af
   const committed = fs.readFileSync(path.join(__dirname, '../../schema/schema.graphql'), 'utf8');
   expect(committed).toBe(await schemaSdl());
 });
+
+test('every GraphQL example in docs/ is valid against the schema', async () => {
+  const { buildSchema, parse, validate } = await import('graphql');
+  const schema = buildSchema(
+    fs.readFileSync(path.join(__dirname, '../../schema/schema.graphql'), 'utf8'),
+  );
+  const docs = path.join(__dirname, '../../docs');
+  const examples = fs
+    .readdirSync(docs)
+    .filter((f) => f.endsWith('.md'))
+    .flatMap((f) =>
+      [...fs.readFileSync(path.join(docs, f), 'utf8').matchAll(/```graphql\n([\s\S]*?)```/g)].map(
+        (m) => [f, m[1]!] as const,
+      ),
+    );
+  expect(examples.length).toBeGreaterThanOrEqual(3);
+  for (const [file, text] of examples) {
+    const errors = validate(schema, parse(text)).map((e) => e.message);
+    expect([file, text.slice(0, 40), errors]).toEqual([file, text.slice(0, 40), []]);
+  }
+});
