@@ -45,6 +45,7 @@ module.exports = {
         '**/e2e/search.test.ts',
         '**/e2e/analytics.test.ts',
         '**/e2e/event-report.test.ts',
+        '**/e2e/default-embedder.test.ts',
         '**/e2e/graphql.test.ts',
         '**/e2e/usage.test.ts',
         '**/e2e/similarity.test.ts',

@@ -14,8 +14,7 @@ import { EsKeyStore } from '../adapters/elasticsearch/es-key-store';
 import { ElasticsearchStore } from '../adapters/elasticsearch/es-store';
 import { EsUsageLedger } from '../adapters/elasticsearch/es-usage-ledger';
 import { EsIndices } from '../adapters/elasticsearch/indices';
-import { DescriptorEmbedder } from '../adapters/embedders/descriptor';
-import { OnnxEmbedder } from '../adapters/embedders/onnx';
+import { createEmbedder } from '../adapters/embedders';
 import { allowAll, publicOnly } from '../adapters/images/address-policy';
 import { HttpImageFetcher } from '../adapters/images/http-fetcher';
 import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
@@ -173,10 +172,10 @@ export async function buildContainer(
   const now = opts.now ?? Date.now;
   const clock = (): Date => new Date(now());
 
-  const embedder: Embedder =
-    config.EMBEDDER === 'onnx'
-      ? await OnnxEmbedder.load(config.EMBEDDER_MODEL_PATH!)
-      : new DescriptorEmbedder();
+  const embedder: Embedder = await createEmbedder(config.EMBEDDER, {
+    modelPath: config.EMBEDDER_MODEL_PATH,
+    threads: config.EMBEDDER_THREADS,
+  });
   const embedderRef = { id: embedder.id, dimensions: embedder.dimensions };
   const stores =
     config.SEARCH_BACKEND === 'elasticsearch'

@@ -1,6 +1,10 @@
 import path from 'node:path';
 import { z } from 'zod';
 
+/** Image embedders (docs/embedders.md); the first is the default. */
+export const EMBEDDERS = ['hybrid', 'efficientnet', 'descriptor', 'onnx'] as const;
+export type EmbedderKind = (typeof EMBEDDERS)[number];
+
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
   .transform((v) => ['true', '1', 'yes'].includes(v));
@@ -82,8 +86,15 @@ const schema = z.object({
     .max(256)
     .default(4),
   IMAGE_FETCH_ALLOW_PRIVATE: bool.default(false),
-  EMBEDDER: z.enum(['descriptor', 'onnx']).default('descriptor'),
+  EMBEDDER: z.enum(EMBEDDERS).default('hybrid'),
   EMBEDDER_MODEL_PATH: z.string().optional(),
+  /** Threads of one model run (runs are serialised per process); default: the cores. */
+  EMBEDDER_THREADS: z.coerce
+    .number({ message: 'expected a number' })
+    .int()
+    .min(1)
+    .max(64)
+    .optional(),
   PUBLIC_BASE_URL: z
     .url()
     .transform((u) => u.replace(/\/+$/, ''))

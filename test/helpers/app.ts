@@ -108,6 +108,9 @@ export async function startTestApp(
         IMAGE_FETCH_ALLOW_PRIVATE: 'true',
         RETRY_BASE_MS: '50',
         LOG_LEVEL: 'silent',
+        // the fast embedder unless a suite is about embedders (test/e2e/default-embedder.test.ts
+        // runs the default, the learned hybrid, on both engines)
+        EMBEDDER: 'descriptor',
         ...(multi ? { PUBLIC_BASE_URL: `http://127.0.0.1:${ports[0]}` } : {}),
         ...env,
         ...extra,

@@ -1,0 +1,84 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Embedder, Pixels } from '../../ports/embedder';
+import { BatchedSession } from './batched-session';
+
+/**
+ * The converted model and its checksum, committed with the code (models/…/README.md). Found
+ * from this file upwards: the code runs from src/ (tests), dist/ and bench/dist/src/.
+ */
+function modelDir(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    const here = path.join(dir, 'models', 'efficientnet-lite0');
+    if (fs.existsSync(path.join(here, 'SHA256'))) return here;
+    if (path.dirname(dir) === dir)
+      return path.resolve(__dirname, '../../../models/efficientnet-lite0');
+  }
+}
+const DIR = modelDir();
+export const EFFICIENTNET_MODEL = path.join(DIR, 'efficientnet-lite0.onnx');
+export const EFFICIENTNET_SHA256 = path.join(DIR, 'SHA256');
+
+/**
+ * EfficientNet-Lite0 (ImageNet-1k weights, Apache-2.0): the 1280 global-average-pooled
+ * features before the classifier, L2-normalised. Input RGB 224 × 224 as (p − 127) / 128,
+ * which is how the original TensorFlow model was trained.
+ */
+export class EfficientNetEmbedder implements Embedder {
+  readonly id: string;
+  readonly dimensions = 1280;
+  readonly inputSize: number;
+
+  private constructor(
+    private readonly session: BatchedSession,
+    /** Average with the mirrored image's features (twice the inference). */
+    private readonly flip: boolean,
+  ) {
+    this.inputSize = session.inputSize;
+    this.id = flip ? 'efficientnet-lite0-flip-v1' : 'efficientnet-lite0-v1';
+  }
+
+  /** Refuses a model file whose bytes are not the ones the id stands for. */
+  static async load(
+    opts: { file?: string; threads?: number; flip?: boolean } = {},
+  ): Promise<EfficientNetEmbedder> {
+    const file = opts.file ?? EFFICIENTNET_MODEL;
+    const bytes = fs.readFileSync(file);
+    const want = fs.readFileSync(EFFICIENTNET_SHA256, 'utf8').trim().split(/\s+/)[0];
+    const got = crypto.createHash('sha256').update(bytes).digest('hex');
+    if (got !== want)
+      throw new Error(
+        `${file}: sha256 ${got} is not the ${want} of models/efficientnet-lite0/SHA256; rebuild it with scripts/model/convert_efficientnet_lite0.py`,
+      );
+    return new EfficientNetEmbedder(
+      await BatchedSession.create(bytes, opts.threads),
+      opts.flip ?? false,
+    );
+  }
+
+  async embed({ data, size }: Pixels): Promise<Float32Array> {
+    const runs = [this.session.run(tensorOf(data, size, false))];
+    if (this.flip) runs.push(this.session.run(tensorOf(data, size, true)));
+    const [v, m] = (await Promise.all(runs)) as [Float32Array, Float32Array?];
+    if (m) for (let i = 0; i < v.length; i++) v[i]! += m[i]!;
+    let s = 0;
+    for (const x of v) s += x * x;
+    const k = s > 0 ? 1 / Math.sqrt(s) : 0;
+    for (let i = 0; i < v.length; i++) v[i]! *= k;
+    return v;
+  }
+}
+
+/** NCHW float input, (p − 127) / 128, optionally mirrored left to right. */
+function tensorOf(data: Uint8Array, size: number, mirror: boolean): Float32Array {
+  const plane = size * size;
+  const input = new Float32Array(3 * plane);
+  for (let y = 0; y < size; y++)
+    for (let x = 0; x < size; x++) {
+      const from = (y * size + (mirror ? size - 1 - x : x)) * 3;
+      const to = y * size + x;
+      for (let c = 0; c < 3; c++) input[c * plane + to] = (data[from + c]! - 127) / 128;
+    }
+  return input;
+}

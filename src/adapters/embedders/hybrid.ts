@@ -1,0 +1,58 @@
+import sharp from 'sharp';
+import type { Embedder, Pixels } from '../../ports/embedder';
+
+export interface WeightedPart {
+  embedder: Embedder;
+  weight: number;
+}
+
+/** The same decoded image at a smaller square size, for a part that wants less. */
+async function resized(p: Pixels, size: number): Promise<Pixels> {
+  if (p.size === size) return p;
+  const data = await sharp(Buffer.from(p.data.buffer, p.data.byteOffset, p.data.byteLength), {
+    raw: { width: p.size, height: p.size, channels: 3 },
+  })
+    .resize(size, size, { fit: 'fill' })
+    .raw()
+    .toBuffer();
+  return { data, size };
+}
+
+/**
+ * Several embedders side by side: each part's unit vector scaled by its weight, concatenated
+ * and normalised again, so cosine similarity is the weighted mean of the parts' cosines
+ * (weights² as shares). The image is decoded once, at the largest input any part takes.
+ */
+export class HybridEmbedder implements Embedder {
+  readonly dimensions: number;
+  readonly inputSize: number;
+
+  constructor(
+    readonly id: string,
+    private readonly parts: WeightedPart[],
+  ) {
+    this.dimensions = parts.reduce((n, p) => n + p.embedder.dimensions, 0);
+    this.inputSize = Math.max(...parts.map((p) => p.embedder.inputSize));
+  }
+
+  async embed(p: Pixels): Promise<Float32Array> {
+    const vectors = await Promise.all(
+      this.parts.map(async ({ embedder }) => embedder.embed(await resized(p, embedder.inputSize))),
+    );
+    const out = new Float32Array(this.dimensions);
+    let at = 0;
+    this.parts.forEach(({ weight }, i) => {
+      const v = vectors[i]!;
+      let s = 0;
+      for (const x of v) s += x * x;
+      const k = s > 0 ? weight / Math.sqrt(s) : 0;
+      for (let j = 0; j < v.length; j++) out[at + j] = v[j]! * k;
+      at += v.length;
+    });
+    let s = 0;
+    for (const x of out) s += x * x;
+    const k = s > 0 ? 1 / Math.sqrt(s) : 0;
+    for (let j = 0; j < out.length; j++) out[j]! *= k;
+    return out;
+  }
+}

@@ -1,0 +1,50 @@
+import os from 'node:os';
+import type { EmbedderKind } from '../../config/env';
+import type { Embedder } from '../../ports/embedder';
+import { DescriptorEmbedder } from './descriptor';
+import { EfficientNetEmbedder } from './efficientnet';
+import { HybridEmbedder } from './hybrid';
+import { OnnxEmbedder } from './onnx';
+
+/**
+ * The default's mix: each part's unit vector weighted, so cosine similarity is
+ * 0.5² ÷ (0.5² + 0.5²) of each part's cosine. Chosen by bench/similarity-quality.ts on the
+ * shapes, MNIST and food sets together (bench/results/similarity-quality.json). The id names
+ * the weights: changing them re-embeds every dataset.
+ */
+export const HYBRID_WEIGHTS = { descriptor: 0.5, efficientnet: 0.5 };
+
+export function hybridId(w = HYBRID_WEIGHTS): string {
+  const pct = (x: number) => Math.round((x / (w.descriptor + w.efficientnet)) * 100);
+  return `hybrid-d${pct(w.descriptor)}e${pct(w.efficientnet)}-v1`;
+}
+
+export interface EmbedderOptions {
+  modelPath?: string;
+  /** Threads of the model's runs (default: the machine's cores; runs are serialised). */
+  threads?: number;
+  weights?: typeof HYBRID_WEIGHTS;
+}
+
+/** The process's embedder (one model session, shared by workers and lens). */
+export async function createEmbedder(
+  kind: EmbedderKind,
+  opts: EmbedderOptions = {},
+): Promise<Embedder> {
+  const threads = opts.threads ?? os.availableParallelism();
+  switch (kind) {
+    case 'descriptor':
+      return new DescriptorEmbedder();
+    case 'onnx':
+      return OnnxEmbedder.load(opts.modelPath!);
+    case 'efficientnet':
+      return EfficientNetEmbedder.load({ threads });
+    case 'hybrid': {
+      const w = opts.weights ?? HYBRID_WEIGHTS;
+      return new HybridEmbedder(hybridId(w), [
+        { embedder: new DescriptorEmbedder(), weight: w.descriptor },
+        { embedder: await EfficientNetEmbedder.load({ threads }), weight: w.efficientnet },
+      ]);
+    }
+  }
+}

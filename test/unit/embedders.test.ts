@@ -1,0 +1,111 @@
+/**
+ * @jest-environment ./test/setup/native-typed-arrays-env.js
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { createEmbedder, hybridId, HYBRID_WEIGHTS } from '../../src/adapters/embedders';
+import {
+  EFFICIENTNET_MODEL,
+  EFFICIENTNET_SHA256,
+  EfficientNetEmbedder,
+} from '../../src/adapters/embedders/efficientnet';
+import { SharpImageAnalyzer } from '../../src/adapters/images/sharp-analyzer';
+import { loadConfig } from '../../src/config/env';
+import { tempDir } from '../helpers/app';
+
+/**
+ * The learned embedder (issue 16): the committed model is the one its checksum names, its
+ * vectors for fixed images stay what they were (golden file; `UPDATE_GOLDEN=1` rewrites it
+ * after an intended change), and the hybrid default and the descriptor are both selectable.
+ */
+const GOLDEN = path.join(__dirname, '../fixtures/embeddings/efficientnet-lite0.json');
+
+/** Deterministic test images: encoded from pixels computed here (no fonts, no SVG). */
+async function fixtures(): Promise<Record<string, Buffer>> {
+  const side = 160;
+  const make = (f: (x: number, y: number) => [number, number, number]) => {
+    const px = Buffer.alloc(side * side * 3);
+    for (let y = 0; y < side; y++)
+      for (let x = 0; x < side; x++) px.set(f(x, y), (y * side + x) * 3);
+    return sharp(px, { raw: { width: side, height: side, channels: 3 } })
+      .png()
+      .toBuffer();
+  };
+  return {
+    gradient: await make((x, y) => [x + 40, y + 40, 200 - x]),
+    disc: await make((x, y) =>
+      (x - 80) ** 2 + (y - 80) ** 2 < 50 ** 2 ? [210, 30, 40] : [245, 245, 240],
+    ),
+    checks: await make((x, y) => (((x >> 4) + (y >> 4)) % 2 ? [20, 20, 20] : [230, 230, 230])),
+  };
+}
+
+const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0);
+
+test('the committed model is the one models/efficientnet-lite0/SHA256 names', () => {
+  const want = fs.readFileSync(EFFICIENTNET_SHA256, 'utf8').trim().split(/\s+/)[0];
+  const got = crypto.createHash('sha256').update(fs.readFileSync(EFFICIENTNET_MODEL)).digest('hex');
+  expect(got).toBe(want);
+});
+
+test('a model file with other bytes is refused at start, naming the script that rebuilds it', async () => {
+  const copy = path.join(tempDir('vss-model-'), 'model.onnx');
+  const bytes = fs.readFileSync(EFFICIENTNET_MODEL);
+  bytes[bytes.length - 1] ^= 1;
+  fs.writeFileSync(copy, bytes);
+  await expect(EfficientNetEmbedder.load({ file: copy })).rejects.toThrow(
+    /convert_efficientnet_lite0\.py/,
+  );
+});
+
+test('EfficientNet-Lite0 vectors of fixed images match the golden file', async () => {
+  const analyzer = new SharpImageAnalyzer(await EfficientNetEmbedder.load({ threads: 1 }));
+  const got: Record<string, number[]> = {};
+  for (const [name, bytes] of Object.entries(await fixtures())) {
+    const f = await analyzer.analyze(bytes);
+    expect(f.embedder).toBe('efficientnet-lite0-v1');
+    got[name] = f.vector.map((x) => Math.round(x * 1e5) / 1e5);
+  }
+  if (process.env.UPDATE_GOLDEN || !fs.existsSync(GOLDEN)) {
+    if (!process.env.UPDATE_GOLDEN)
+      throw new Error(`${GOLDEN} is missing; run with UPDATE_GOLDEN=1`);
+    fs.mkdirSync(path.dirname(GOLDEN), { recursive: true });
+    fs.writeFileSync(GOLDEN, JSON.stringify(got) + '\n');
+  }
+  const golden = JSON.parse(fs.readFileSync(GOLDEN, 'utf8')) as Record<string, number[]>;
+  expect(Object.keys(got).sort()).toEqual(Object.keys(golden).sort());
+  for (const name of Object.keys(golden)) {
+    expect(got[name]).toHaveLength(1280);
+    expect(cosine(got[name]!, golden[name]!)).toBeGreaterThan(0.9999);
+    expect(Math.max(...got[name]!.map((x, i) => Math.abs(x - golden[name]![i]!)))).toBeLessThan(
+      2e-3,
+    );
+  }
+  // different pictures give clearly different vectors
+  expect(cosine(got.disc!, got.checks!)).toBeLessThan(0.9);
+}, 30_000);
+
+test('the hybrid default: both parts, unit length, an id that names its weights', async () => {
+  expect(loadConfig({}).EMBEDDER).toBe('hybrid');
+  const hybrid = await createEmbedder('hybrid', { threads: 1 });
+  expect(hybrid.id).toBe(hybridId(HYBRID_WEIGHTS));
+  expect(hybridId({ descriptor: 1, efficientnet: 3 })).toBe('hybrid-d25e75-v1');
+  expect([hybrid.dimensions, hybrid.inputSize]).toEqual([140 + 1280, 224]);
+  const f = await new SharpImageAnalyzer(hybrid).analyze((await fixtures()).disc!);
+  expect(f.vector).toHaveLength(1420);
+  expect(Math.hypot(...f.vector)).toBeCloseTo(1, 5);
+  // each part carries its weight's share of the length
+  const d = Math.hypot(...f.vector.slice(0, 140));
+  const e = Math.hypot(...f.vector.slice(140));
+  const w = HYBRID_WEIGHTS;
+  expect(d / e).toBeCloseTo(w.descriptor / w.efficientnet, 5);
+});
+
+test('the descriptor stays selectable for the fastest ingest', async () => {
+  expect(loadConfig({ EMBEDDER: 'descriptor' }).EMBEDDER).toBe('descriptor');
+  const d = await createEmbedder('descriptor');
+  expect([d.id, d.dimensions]).toEqual(['descriptor-v1', 140]);
+  expect(() => loadConfig({ EMBEDDER: 'clip' })).toThrow(/EMBEDDER/);
+});
