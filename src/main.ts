@@ -21,8 +21,10 @@ async function main(): Promise<void> {
     );
     lines.push(`  health:  ${app.url}/healthz`);
     lines.push(`  GraphQL: ${app.url}/graphql (open it in a browser for GraphiQL)`);
-  } else
+  } else {
     lines.push(`visual-search-service worker running (roles: ${[...config.APP_ROLES].join(', ')})`);
+    lines.push(`  health:  ${app.healthUrl}/healthz`);
+  }
   lines.push(
     config.SEARCH_BACKEND === 'elasticsearch'
       ? `  engine:  elasticsearch (${config.ELASTICSEARCH_URL.map(redactUrl).join(', ')}, indices ${config.ES_INDEX_PREFIX}*; every piece of state is shared, DATA_DIR is not used)`

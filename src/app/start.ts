@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { buildOpsServer } from '../api/rest/ops-server';
 import { buildRestServer } from '../api/rest/server';
 import type { Config } from '../config/env';
 import { adoptEmbedder, startRecovery } from '../jobs/recovery';
@@ -10,6 +11,8 @@ export interface RunningApp {
   server?: FastifyInstance;
   /** Where the API listens (when the api role runs). */
   url?: string;
+  /** Where /healthz and /readyz are served (every process). */
+  healthUrl: string;
   stop(): Promise<void>;
 }
 
@@ -19,7 +22,6 @@ export async function startApp(
   opts: { log?: Logger; now?: () => number } = {},
 ): Promise<RunningApp> {
   const container = await buildContainer(config, opts);
-  let server: FastifyInstance | undefined;
   let url: string | undefined;
   let recovery: ReturnType<typeof startRecovery> | undefined;
   if (config.APP_ROLES.has('worker')) {
@@ -41,17 +43,19 @@ export async function startApp(
     );
     await recovery.sweep();
   }
-  if (config.APP_ROLES.has('api')) {
-    server = await buildRestServer(container);
-    const address = await server.listen({ port: config.PORT, host: config.HOST });
-    const port = new URL(address).port;
-    url = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${port}`;
-  }
+  // A worker-only process serves its health on PORT too, for an orchestrator's probes.
+  const server: FastifyInstance = config.APP_ROLES.has('api')
+    ? await buildRestServer(container)
+    : await buildOpsServer(container);
+  const address = await server.listen({ port: config.PORT, host: config.HOST });
+  const listening = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${new URL(address).port}`;
+  if (config.APP_ROLES.has('api')) url = listening;
   let stopped = false;
   return {
     container,
     server,
     url,
+    healthUrl: listening,
     async stop() {
       if (stopped) return;
       stopped = true;

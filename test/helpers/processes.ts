@@ -31,6 +31,9 @@ export function spawnService(
       OPERATOR_TOKEN: OPERATOR,
       IMAGE_FETCH_ALLOW_PRIVATE: 'true',
       RETRY_BASE_MS: '200',
+      EMBEDDER: 'descriptor',
+      // several processes share this host: each worker's health listener takes a free port
+      PORT: '0',
       LOG_LEVEL: process.env.TEST_SERVER_LOG_LEVEL ?? 'warn',
       ...env,
     },

@@ -1,0 +1,28 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Container } from '../../app/container';
+import { AppError } from '../../domain/errors';
+import { sendError } from './errors';
+import { requestIdFrom } from './request-id';
+import { healthRoutes } from './routes/health';
+
+/**
+ * What a worker-only process serves on PORT: health (for an orchestrator's probes) and
+ * nothing of the API, which it does not run.
+ */
+export async function buildOpsServer(c: Container): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: c.log as FastifyBaseLogger,
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+    disableRequestLogging: true,
+  });
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
+  app.setNotFoundHandler((req, reply) =>
+    sendError(
+      req,
+      reply,
+      new AppError('not_found', `a worker serves only /healthz and /readyz, not ${req.url}`),
+    ),
+  );
+  await app.register(healthRoutes(c));
+  return app;
+}
