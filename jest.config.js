@@ -46,6 +46,7 @@ module.exports = {
         '**/e2e/analytics.test.ts',
         '**/e2e/event-report.test.ts',
         '**/e2e/default-embedder.test.ts',
+        '**/e2e/metrics.test.ts',
         '**/e2e/graphql.test.ts',
         '**/e2e/usage.test.ts',
         '**/e2e/similarity.test.ts',

@@ -26,6 +26,8 @@ import { ProcessImageHandler } from '../jobs/process-image';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { Embedder } from '../ports/embedder';
+import type { ImageFetcher } from '../ports/image-fetcher';
+import { Metrics, timedPort } from '../observability/metrics';
 import type { EmbedderRef } from '../domain/dataset';
 import type { EventLog } from '../ports/event-log';
 import type { JobQueue } from '../ports/job-queue';
@@ -69,11 +71,23 @@ export interface Container extends Omit<Stores, 'close'> {
   usage: UsageService;
   metering: MeteringService;
   processImage: ProcessImageHandler;
+  metrics: Metrics;
   /** The embedder this process embeds with (images and lens queries). */
   embedder: EmbedderRef;
   /** Set on first start when no OPERATOR_TOKEN is configured; printed once, stored as a hash. */
   bootstrapOperatorToken?: string;
   close(): Promise<void>;
+}
+
+/** Image bytes downloaded, counted for image_fetch_bytes_total. */
+function countBytes(fetcher: ImageFetcher, metrics: Metrics): ImageFetcher {
+  return {
+    async fetch(url) {
+      const bytes = await fetcher.fetch(url);
+      metrics.fetchedBytes.inc(bytes.length);
+      return bytes;
+    },
+  };
 }
 
 /** Which adapter serves each port (start-up banner, and the test that nothing falls back). */
@@ -181,7 +195,9 @@ export async function buildContainer(
     config.SEARCH_BACKEND === 'elasticsearch'
       ? await elasticsearchStores(config, embedder, now)
       : embeddedStores(config);
-  const { accounts, content, engine, ledger, events, keys } = stores;
+  const { accounts, content, ledger, events, keys } = stores;
+  const metrics = new Metrics();
+  const engine = timedPort(stores.engine, metrics.engineDuration);
   let queue: JobQueue;
   try {
     queue = await openQueue(config, log.child({ component: 'queue' }), now);
@@ -190,7 +206,9 @@ export async function buildContainer(
     throw e;
   }
   const analyzer = new SharpImageAnalyzer(embedder);
-  const fetcher = new HttpImageFetcher(config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : publicOnly);
+  metrics.watchQueue(queue, config.APP_ROLES.has('worker'));
+  const http = new HttpImageFetcher(config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : publicOnly);
+  const fetcher = countBytes(http, metrics);
 
   const auth = new AuthService(accounts, config.OPERATOR_TOKEN);
   // Only a process that serves the API can show a generated token to anyone.
@@ -252,12 +270,14 @@ export async function buildContainer(
       config.RETRY_BASE_MS,
       embedder.id,
       new FairShare(config.WORKER_CONCURRENCY),
+      metrics,
     ),
+    metrics,
     embedder: embedderRef,
     bootstrapOperatorToken,
     async close() {
       await queue.close();
-      await fetcher.close();
+      await http.close();
       await metering.drain();
       await stores.close();
     },

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Metrics } from '../observability/metrics';
 import type { ProcessingJob } from '../domain/item';
 import type { Allowance } from '../domain/plan';
 import { ImageError, MAX_ATTEMPTS } from '../domain/processing';
@@ -30,6 +31,7 @@ export class ProcessImageHandler {
     /** The analyzer's embedder: items embedded by another one are re-embedded. */
     private readonly embedderId: string,
     private readonly fair: FairShare,
+    private readonly metrics?: Metrics,
   ) {}
 
   /** Datasets never change organisation: remembered, so a job can step aside without a read. */
@@ -104,21 +106,31 @@ export class ProcessImageHandler {
     const release = async (): Promise<void> => {
       if (limit !== undefined) await this.ledger.releaseImage({ ...key, at: reservedAt });
     };
+    const timer = this.metrics?.imageJobDuration.startTimer();
     try {
       const bytes = await this.fetcher.fetch(job.url).finally(endDownload);
       const features = await this.analyzer.analyze(bytes);
       const at = this.now();
-      if (await this.store.markProcessed(job, features, at))
+      if (await this.store.markProcessed(job, features, at)) {
         await this.ledger.recordImage({ ...key, at, processedAt: at });
-      else await this.countIfDone(job, release);
+        this.metrics?.imageJobs.inc({ outcome: 'processed' });
+      } else await this.countIfDone(job, release);
     } catch (e) {
       await release().catch(() => undefined);
-      this.retryIfTransient(e, job);
+      try {
+        this.retryIfTransient(e, job);
+      } catch (again) {
+        if (again instanceof RetryLater) this.metrics?.imageJobs.inc({ outcome: 'retried' });
+        throw again;
+      }
       await this.store.markFailed(
         job,
         { code: e.code, message: e.message, attempts: job.attempt },
         this.now(),
       );
+      this.metrics?.imageJobs.inc({ outcome: 'failed' });
+    } finally {
+      timer?.();
     }
   }
 

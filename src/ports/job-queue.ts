@@ -29,6 +29,12 @@ export interface QueueStats {
   delayed: number;
   running: number;
   dead: number;
+  /**
+   * How long the oldest runnable job has waited, 0 when none waits. RabbitMQ cannot be read
+   * without taking a message, so there it is the wait of the last job this process was given,
+   * plus the time since (queues are first in, first out); undefined where nothing consumes.
+   */
+  oldestReadyAgeMs?: number;
 }
 
 export interface JobQueue {

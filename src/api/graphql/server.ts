@@ -20,6 +20,18 @@ const wantsHtml = (req: FastifyRequest): boolean =>
  * POST /graphql runs operations (GET too, for queries, behind Apollo's CSRF prevention);
  * GET /graphql from a browser serves the bundled GraphiQL page and /graphql/assets/* its files.
  */
+/**
+ * Operation names come from clients: the first 100 distinct ones are labels, any later one is
+ * `other`, so a client cannot grow the metrics without bound.
+ */
+const seenOperations = new Set<string>();
+function operationLabel(name: string): string {
+  if (seenOperations.has(name)) return name;
+  if (seenOperations.size >= 100) return 'other';
+  seenOperations.add(name);
+  return name;
+}
+
 export async function registerGraphql(app: FastifyInstance, c: Container): Promise<void> {
   const production = c.config.NODE_ENV === 'production';
   const armor = new ApolloArmor({
@@ -52,8 +64,14 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
       {
         // formatError has no context; the request id is attached per request here.
         async requestDidStart({ contextValue }) {
+          const end = c.metrics.graphqlDuration.startTimer();
+          let operation = 'anonymous';
           return {
+            async didResolveOperation({ operationName }) {
+              if (operationName) operation = operationLabel(operationName);
+            },
             async willSendResponse({ response }) {
+              end({ operation });
               if (response.body.kind !== 'single') return;
               for (const e of response.body.singleResult.errors ?? []) {
                 const ext = e.extensions as Record<string, unknown> | undefined;

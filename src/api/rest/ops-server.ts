@@ -4,10 +4,11 @@ import { AppError } from '../../domain/errors';
 import { sendError } from './errors';
 import { requestIdFrom } from './request-id';
 import { healthRoutes } from './routes/health';
+import { metricsRoute, recordRequestMetrics } from './routes/metrics';
 
 /**
- * What a worker-only process serves on PORT: health (for an orchestrator's probes) and
- * nothing of the API, which it does not run.
+ * What a worker-only process serves on PORT: health (for an orchestrator's probes) and its
+ * metrics, nothing of the API, which it does not run.
  */
 export async function buildOpsServer(c: Container): Promise<FastifyInstance> {
   const app = Fastify({
@@ -20,9 +21,14 @@ export async function buildOpsServer(c: Container): Promise<FastifyInstance> {
     sendError(
       req,
       reply,
-      new AppError('not_found', `a worker serves only /healthz and /readyz, not ${req.url}`),
+      new AppError(
+        'not_found',
+        `a worker serves only /healthz, /readyz and /metrics, not ${req.url}`,
+      ),
     ),
   );
+  recordRequestMetrics(app, c);
   await app.register(healthRoutes(c));
+  await app.register(metricsRoute(c));
   return app;
 }

@@ -12,6 +12,7 @@ import { requestIdFrom } from './request-id';
 import { contentRoutes } from './routes/content';
 import { datasetRoutes } from './routes/datasets';
 import { healthRoutes } from './routes/health';
+import { metricsRoute, recordRequestMetrics } from './routes/metrics';
 import { orgRoutes } from './routes/orgs';
 import { visionRoutes } from './routes/vision';
 import { LIMITS } from '../../domain/limits';
@@ -61,7 +62,9 @@ export async function buildRestServer(c: Container): Promise<FastifyInstance> {
   const authFailed = await registerRateLimits(app, c.config.RATE_LIMIT_PER_MINUTE);
   app.addHook('onRequest', authenticateRequests(c, authFailed));
 
+  recordRequestMetrics(app, c);
   await app.register(healthRoutes(c));
+  await app.register(metricsRoute(c));
   await app.register(orgRoutes(c));
   await app.register(datasetRoutes(c));
   await app.register(contentRoutes(c));

@@ -167,11 +167,23 @@ export class SqliteJobQueue implements JobQueue {
         `SELECT
              SUM(state = 'ready' AND run_at <= ?) AS ready,
              SUM(state = 'ready' AND run_at > ?) AS delayed,
-             SUM(state = 'running') AS running
+             SUM(state = 'running') AS running,
+             MIN(CASE WHEN state = 'ready' AND run_at <= ? THEN run_at END) AS oldest
            FROM jobs`,
-      ).get(now, now) as { ready: number | null; delayed: number | null; running: number | null };
+      ).get(now, now, now) as {
+        ready: number | null;
+        delayed: number | null;
+        running: number | null;
+        oldest: number | null;
+      };
       const dead = (stmt(this.db, 'SELECT COUNT(*) AS n FROM dead_jobs').get() as { n: number }).n;
-      return { ready: r.ready ?? 0, delayed: r.delayed ?? 0, running: r.running ?? 0, dead };
+      return {
+        ready: r.ready ?? 0,
+        delayed: r.delayed ?? 0,
+        running: r.running ?? 0,
+        dead,
+        oldestReadyAgeMs: r.oldest === null ? 0 : now - r.oldest,
+      };
     });
   }
 

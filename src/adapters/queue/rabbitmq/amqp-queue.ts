@@ -19,6 +19,8 @@ import {
 
 /** How long `enqueue` waits for a broker connection before giving up with 503. */
 const CONNECT_WAIT_MS = 5000;
+/** Message header: epoch ms when the job becomes runnable. */
+const READY_AT = 'x-ready-at';
 const RECONNECT_MAX_MS = 10_000;
 
 interface Session {
@@ -55,6 +57,10 @@ export class AmqpJobQueue implements JobQueue {
   private gate?: PauseGate;
   /** Called after a reconnection or a pause, e.g. to re-queue items an outage left behind. */
   onRecovered?: () => void;
+
+  /** The last job a consumer was given: when it became runnable. */
+  private lastGiven?: { readyAt: number };
+  private readonly consumingSince = Date.now();
 
   constructor(
     private readonly url: string,
@@ -153,11 +159,20 @@ export class AmqpJobQueue implements JobQueue {
     await this.publish(pub, this.names.jobs, jobs);
   }
 
-  private async publish(pub: ConfirmChannel, queue: string, jobs: ProcessingJob[]): Promise<void> {
+  /** `delayMs`: how long the job waits in a retry queue before it can run. */
+  private async publish(
+    pub: ConfirmChannel,
+    queue: string,
+    jobs: ProcessingJob[],
+    delayMs = 0,
+  ): Promise<void> {
+    const readyAt = Date.now() + delayMs;
     for (const job of jobs) {
       const ok = pub.sendToQueue(queue, Buffer.from(JSON.stringify(job)), {
         persistent: true,
         contentType: 'application/json',
+        // when the job becomes runnable, for queue_oldest_job_age_seconds
+        headers: { [READY_AT]: readyAt },
       });
       if (!ok) await Promise.race([once(pub, 'drain'), once(pub, 'close')]);
     }
@@ -247,6 +262,8 @@ export class AmqpJobQueue implements JobQueue {
     msg: ConsumeMessage,
     handler: JobHandler,
   ): Promise<void> {
+    const readyAt = Number(msg.properties.headers?.[READY_AT]);
+    this.lastGiven = { readyAt: Number.isFinite(readyAt) ? readyAt : Date.now() };
     let job: ProcessingJob;
     try {
       job = parseJob(msg.content);
@@ -274,7 +291,7 @@ export class AmqpJobQueue implements JobQueue {
       try {
         const delay = delayOf(next, !!this.gate);
         const queue = delay === 0 ? this.names.jobs : await this.retryQueue(session, delay);
-        await this.publish(session.pub, queue, [nextRun(job, next)]);
+        await this.publish(session.pub, queue, [nextRun(job, next)], delay);
         this.settle(ch, msg, true);
       } catch (err) {
         // Without a confirmed copy the original stays unacked and is redelivered instead.
@@ -336,10 +353,18 @@ export class AmqpJobQueue implements JobQueue {
         delayed,
         running: this.inFlight.size,
         dead: dead.messageCount,
+        ...(this.consumeWith ? { oldestReadyAgeMs: this.oldestAge(jobs.messageCount) } : {}),
       };
     } finally {
       await ch.close().catch(() => undefined);
     }
+  }
+
+  /** See QueueStats.oldestReadyAgeMs: the head is at least as old as the last job given. */
+  private oldestAge(ready: number): number {
+    if (ready === 0) return 0;
+    const now = Date.now();
+    return this.lastGiven ? now - this.lastGiven.readyAt : now - this.consumingSince;
   }
 
   async ping(): Promise<void> {

@@ -1,0 +1,114 @@
+import client from 'prom-client';
+import type { JobQueue } from '../ports/job-queue';
+
+/** Image job outcomes as contract §12 names them. */
+export type JobOutcome = 'processed' | 'failed' | 'retried';
+
+/**
+ * The process's Prometheus metrics (contract §12), on a registry of its own so that several
+ * services in one process (tests) do not share counters. Label values are route templates,
+ * operation names and fixed words: never a token, an organisation, a dataset or an item.
+ */
+export class Metrics {
+  readonly registry = new client.Registry();
+
+  readonly httpDuration = new client.Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'REST and GraphQL HTTP requests, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly graphqlDuration = new client.Histogram({
+    name: 'graphql_operation_duration_seconds',
+    help: 'GraphQL operations, by operation name (anonymous when unnamed).',
+    labelNames: ['operation'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  readonly imageJobs = new client.Counter({
+    name: 'image_jobs_total',
+    help: 'Image jobs finished by this process: processed, failed (recorded as an error) or retried.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly imageJobDuration = new client.Histogram({
+    name: 'image_job_duration_seconds',
+    help: 'One image job: download, decode, embed, store.',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  readonly engineDuration = new client.Histogram({
+    name: 'search_engine_request_duration_seconds',
+    help: 'Calls to the search engine (SQLite or Elasticsearch), by operation.',
+    labelNames: ['operation'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly fetchedBytes = new client.Counter({
+    name: 'image_fetch_bytes_total',
+    help: 'Image bytes downloaded.',
+    registers: [this.registry],
+  });
+
+  constructor() {
+    client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Queue depth and the oldest job's age, read from the queue when scraped. `queue` is the
+   * label: jobs ready to run, delayed retries, running, dead-lettered.
+   */
+  watchQueue(queue: JobQueue, consumes: boolean): void {
+    const stats = () => queue.stats();
+    new client.Gauge({
+      name: 'queue_depth',
+      help: 'Image jobs by state: ready, delayed (waiting to retry), running, dead.',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      async collect() {
+        const s = await stats().catch(() => undefined);
+        if (!s) return;
+        for (const state of ['ready', 'delayed', 'running', 'dead'] as const)
+          this.set({ state }, s[state]);
+      },
+    });
+    if (!consumes) return;
+    new client.Gauge({
+      name: 'queue_oldest_job_age_seconds',
+      help: 'How long the oldest runnable job has waited (0 when none waits).',
+      registers: [this.registry],
+      async collect() {
+        const s = await stats().catch(() => undefined);
+        if (s) this.set((s.oldestReadyAgeMs ?? 0) / 1000);
+      },
+    });
+  }
+}
+
+/**
+ * The same object, with every method that returns a promise timed into `histogram` under
+ * `operation` = the method's name (a port's methods are its operations).
+ */
+export function timedPort<T extends object>(
+  target: T,
+  histogram: client.Histogram<'operation'>,
+): T {
+  return new Proxy(target, {
+    get(obj, prop, receiver) {
+      const value = Reflect.get(obj, prop, receiver) as unknown;
+      if (typeof value !== 'function' || typeof prop !== 'string') return value;
+      return (...args: unknown[]) => {
+        const result = (value as (...a: unknown[]) => unknown).apply(obj, args);
+        if (!(result instanceof Promise)) return result;
+        const end = histogram.startTimer({ operation: prop });
+        return result.finally(() => end());
+      };
+    },
+  });
+}
