@@ -19,6 +19,8 @@ import {
 
 /** How long `enqueue` waits for a broker connection before giving up with 503. */
 const CONNECT_WAIT_MS = 5000;
+/** Publishes of a job being put back before it is returned to the broker instead. */
+const PUT_BACK_TRIES = 3;
 /** Message header: epoch ms when the job becomes runnable. */
 const READY_AT = 'x-ready-at';
 const RECONNECT_MAX_MS = 10_000;
@@ -288,14 +290,28 @@ export class AmqpJobQueue implements JobQueue {
       if (next.kind === 'wait') this.gate?.pause(next.reason);
       else if (next.kind === 'retry' && next.unexpected)
         this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
-      try {
-        const delay = delayOf(next, !!this.gate);
-        const queue = delay === 0 ? this.names.jobs : await this.retryQueue(session, delay);
-        await this.publish(session.pub, queue, [nextRun(job, next)], delay);
-        this.settle(ch, msg, true);
-      } catch (err) {
-        // Without a confirmed copy the original stays unacked and is redelivered instead.
-        this.log.warn({ err, job }, 'could not put the job back; the broker will redeliver');
+      const delay = delayOf(next, !!this.gate);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const queue = delay === 0 ? this.names.jobs : await this.retryQueue(session, delay);
+          await this.publish(session.pub, queue, [nextRun(job, next)], delay);
+          this.settle(ch, msg, true);
+          return;
+        } catch (err) {
+          // A publish the broker refuses (a nack; seen under load) is tried again; an unacked
+          // original would otherwise sit on this channel until it closes, and the job with it.
+          if (attempt < PUT_BACK_TRIES && this.session === session) {
+            await sleep(250 * attempt);
+            continue;
+          }
+          this.log.warn({ err, job }, 'could not put the job back; handing it back to the broker');
+          try {
+            ch.nack(msg, false, true); // counts one delivery; better than a job held forever
+          } catch {
+            // the channel is gone: the broker redelivers its unacked messages itself
+          }
+          return;
+        }
       }
     }
   }
