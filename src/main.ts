@@ -36,6 +36,9 @@ async function main(): Promise<void> {
   lines.push(
     `  embedder: ${app.container.embedder.id} (${app.container.embedder.dimensions} dimensions)`,
   );
+  for (const i of config.ignored) lines.push(`  ignored: ${i}`);
+  if (config.ignored.length)
+    log.warn({ ignored: config.ignored }, 'settings given that this configuration does not use');
   if (app.container.bootstrapOperatorToken) {
     lines.push('');
     lines.push(

@@ -111,7 +111,11 @@ const schema = z.object({
   NODE_ENV: z.string().default('development'),
 });
 
-export type Config = z.output<typeof schema> & { dataDir: string };
+export type Config = z.output<typeof schema> & {
+  dataDir: string;
+  /** Settings given that this configuration does not use, each with the reason (banner, log). */
+  ignored: string[];
+};
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -145,7 +149,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'QUEUE=inprocess: with SEARCH_BACKEND=elasticsearch jobs must be shared too; set QUEUE=rabbitmq (and AMQP_URL)',
     );
   if (problems.length) throw new ConfigError(problems);
-  return { ...c, dataDir: path.resolve(c.DATA_DIR) };
+  return { ...c, dataDir: path.resolve(c.DATA_DIR), ignored: ignoredSettings(input, c) };
+}
+
+/**
+ * Settings that were given but that the chosen engine, queue, embedder or roles never read:
+ * named at start (contract §12) instead of silently dropped.
+ */
+function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof schema>): string[] {
+  const out: string[] = [];
+  const unused = (names: string[], why: string) => {
+    for (const n of names) if (n in given) out.push(`${n} (${why})`);
+  };
+  if (c.SEARCH_BACKEND === 'embedded')
+    unused(
+      ['ELASTICSEARCH_URL', 'ELASTICSEARCH_SHARDS', 'ELASTICSEARCH_REPLICAS', 'ES_INDEX_PREFIX'],
+      'SEARCH_BACKEND=embedded does not use Elasticsearch',
+    );
+  else unused(['DATA_DIR'], 'with SEARCH_BACKEND=elasticsearch every piece of state is shared');
+  if (c.QUEUE === 'inprocess')
+    unused(['AMQP_URL', 'AMQP_QUEUE_PREFIX'], 'QUEUE=inprocess does not use RabbitMQ');
+  if (c.EMBEDDER !== 'onnx') unused(['EMBEDDER_MODEL_PATH'], `EMBEDDER=${c.EMBEDDER}`);
+  if (c.EMBEDDER === 'descriptor' || c.EMBEDDER === 'onnx')
+    unused(['EMBEDDER_THREADS'], `EMBEDDER=${c.EMBEDDER} runs no EfficientNet session`);
+  if (!c.APP_ROLES.has('worker'))
+    unused(['WORKER_CONCURRENCY', 'RETRY_BASE_MS'], 'this process runs no worker');
+  if (!c.APP_ROLES.has('api'))
+    unused(['PUBLIC_BASE_URL', 'RATE_LIMIT_PER_MINUTE'], 'this process serves no API');
+  return out;
 }
 
 /** A URL for logs and messages, without the credentials it may carry (AMQP_URL, ELASTICSEARCH_URL). */

@@ -52,8 +52,10 @@ export class AppError extends Error {
     readonly details?: ErrorDetail[],
     /** Seconds a client should wait before retrying (429, 503). */
     readonly retryAfter?: number,
+    /** What went wrong underneath: logged with the error, never sent to a client. */
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
     this.name = 'AppError';
     this.status = STATUS_BY_CODE[code];
   }

@@ -39,3 +39,30 @@ test('the Elasticsearch engine needs a shared queue: jobs in a DATA_DIR file wou
   expect(problems({ SEARCH_BACKEND: 'elasticsearch', QUEUE: 'rabbitmq' })).toEqual([]);
   expect(problems({ QUEUE: 'rabbitmq' })).toEqual([]);
 });
+
+test('settings the configuration does not use are named, with the reason (contract §12)', () => {
+  expect(
+    loadConfig({
+      ELASTICSEARCH_URL: 'http://es:9200',
+      AMQP_URL: 'amqp://mq',
+      EMBEDDER: 'descriptor',
+      EMBEDDER_THREADS: '2',
+      APP_ROLES: 'api',
+      WORKER_CONCURRENCY: '8',
+    }).ignored,
+  ).toEqual([
+    'ELASTICSEARCH_URL (SEARCH_BACKEND=embedded does not use Elasticsearch)',
+    'AMQP_URL (QUEUE=inprocess does not use RabbitMQ)',
+    'EMBEDDER_THREADS (EMBEDDER=descriptor runs no EfficientNet session)',
+    'WORKER_CONCURRENCY (this process runs no worker)',
+  ]);
+  expect(
+    loadConfig({
+      SEARCH_BACKEND: 'elasticsearch',
+      QUEUE: 'rabbitmq',
+      DATA_DIR: '/data',
+      ELASTICSEARCH_URL: 'http://es:9200',
+    }).ignored,
+  ).toEqual(['DATA_DIR (with SEARCH_BACKEND=elasticsearch every piece of state is shared)']);
+  expect(loadConfig({}).ignored).toEqual([]);
+});

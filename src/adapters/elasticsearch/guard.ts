@@ -4,8 +4,8 @@ import { AppError } from '../../domain/errors';
 /** Optimistic-concurrency retries before a write gives up with 503. */
 export const CAS_RETRIES = 8;
 
-export const unavailable = (message: string, retryAfterSeconds = 5): AppError =>
-  new AppError('unavailable', message, undefined, retryAfterSeconds);
+export const unavailable = (message: string, retryAfterSeconds = 5, cause?: unknown): AppError =>
+  new AppError('unavailable', message, undefined, retryAfterSeconds, { cause });
 
 /**
  * Transport failures and an overloaded or electing cluster become 503s (with Retry-After);
@@ -25,9 +25,9 @@ export function toUnavailable(e: unknown): AppError | undefined {
     e instanceof errors.TimeoutError ||
     e instanceof errors.NoLivingConnectionsError
   )
-    return unavailable('the search engine is unreachable; try again shortly');
+    return unavailable('the search engine is unreachable; try again shortly', 5, e);
   if (e instanceof errors.ResponseError && (e.statusCode === 429 || e.statusCode === 503))
-    return unavailable('the search engine is overloaded; try again shortly');
+    return unavailable('the search engine is overloaded; try again shortly', 5, e);
   // A primary shard is moving to another node (a node left the cluster): the write can be
   // sent again in a moment.
   if (
@@ -38,7 +38,7 @@ export function toUnavailable(e: unknown): AppError | undefined {
       'cluster_block_exception',
     ].includes(String(e.body?.error?.type))
   )
-    return unavailable('the search engine is recovering a shard; try again shortly');
+    return unavailable('the search engine is recovering a shard; try again shortly', 5, e);
   return undefined;
 }
 

@@ -211,6 +211,7 @@ export function guarded<T>(fn: () => T): Promise<T> {
           'the embedded store is unavailable; try again shortly',
           undefined,
           5,
+          { cause: e },
         ),
       );
     }

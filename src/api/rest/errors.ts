@@ -70,6 +70,9 @@ export async function sendError(
 ): Promise<FastifyReply> {
   const err = toAppError(e, req.routeOptions?.bodyLimit);
   if (err.code === 'internal') req.log.error({ err: e }, 'unhandled error');
+  // a dependency failed: the log keeps the error with its cause (the answer never does)
+  else if (err.status >= 500)
+    req.log.warn({ err: e }, 'request failed: a dependency is unavailable');
   else req.log.info({ code: err.code, message: err.message }, 'request refused');
   // Set here too: framework errors (bad URL, 404) skip the onRequest hook that sets it.
   reply.header('X-Request-Id', req.id);

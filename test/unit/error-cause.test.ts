@@ -1,0 +1,24 @@
+import { errors } from '@elastic/elasticsearch';
+import Fastify from 'fastify';
+import pino from 'pino';
+import { toUnavailable } from '../../src/adapters/elasticsearch/guard';
+import { sendError } from '../../src/api/rest/errors';
+
+test('a wrapped store error keeps its cause in the log and never in the answer', async () => {
+  const lines: string[] = [];
+  const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
+  const app = Fastify({ loggerInstance: log });
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
+  const below = new errors.ConnectionError('connect ECONNREFUSED 10.0.0.7:9200');
+  app.get('/x', async () => {
+    throw toUnavailable(below);
+  });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  const r = await fetch(`${address}/x`);
+  expect(r.status).toBe(503);
+  expect(await r.text()).not.toMatch(/ECONNREFUSED|10\.0\.0\.7/);
+  const logged = lines.map((l) => JSON.parse(l) as Record<string, any>).find((l) => l.err);
+  expect(logged).toMatchObject({ level: 40, reqId: expect.any(String) });
+  expect(logged!.err.message).toMatch(/unreachable.*ECONNREFUSED 10\.0\.0\.7:9200/s);
+  await app.close();
+});
