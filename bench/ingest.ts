@@ -1,13 +1,18 @@
 /**
  * Ingest throughput on both production shapes: items accepted per second by POST content
  * (validated, stored durably, queued) and images processed per second by the workers
- * (downloaded from a local image server, decoded with sharp, recorded).
+ * (downloaded from a local image server, decoded with sharp, embedded with the default
+ * embedder, recorded), and `ratio_to_raw`: processed per second ÷ the raw analyzer's rate on
+ * the same images in the same run.
  *
  *   npm run bench:ingest            (BENCH_INGEST_ITEMS, BENCH_BATCH, WORKER_CONCURRENCY)
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
+import { createEmbedder } from '../src/adapters/embedders';
+import { SharpImageAnalyzer } from '../src/adapters/images/sharp-analyzer';
+import { loadConfig } from '../src/config/env';
 import {
   SETUPS,
   type Setup,
@@ -23,9 +28,9 @@ const ITEMS = Number(process.env.BENCH_INGEST_ITEMS ?? 5000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 500);
 const CONCURRENCY = process.env.WORKER_CONCURRENCY ?? '8';
 
-/** 20 distinct 800×600 JPEGs (about 40 KB each), served under any /img/<n>.jpg path. */
-async function imageServer(): Promise<{ url: string; close(): void }> {
-  const images = await Promise.all(
+/** 20 distinct 800×600 JPEGs (about 40 KB each). */
+function makeImages(): Promise<Buffer[]> {
+  return Promise.all(
     Array.from({ length: 20 }, (_, i) =>
       sharp({
         create: {
@@ -46,6 +51,10 @@ async function imageServer(): Promise<{ url: string; close(): void }> {
         .toBuffer(),
     ),
   );
+}
+
+/** The images, served under any /img/<n>.jpg path. */
+async function imageServer(images: Buffer[]): Promise<{ url: string; close(): void }> {
   const server = http.createServer((req, res) => {
     const n = Number(/(\d+)\.jpg$/.exec(req.url ?? '')?.[1] ?? 0);
     res.writeHead(200, { 'content-type': 'image/jpeg' });
@@ -112,11 +121,42 @@ async function run(setup: Setup, images: string): Promise<Record<string, unknown
   }
 }
 
+/**
+ * The ceiling: the project's own decode + embed (no fetch, no store, no queue) on the same
+ * images, `CONCURRENCY` at a time, with the default embedder — what ingest is compared with.
+ */
+async function rawAnalyzer(images: Buffer[]): Promise<{ embedder: string; per_s: number }> {
+  const embedder = await createEmbedder(loadConfig({}).EMBEDDER);
+  const analyzer = new SharpImageAnalyzer(embedder);
+  const n = Math.min(ITEMS, 2000);
+  let next = 0;
+  const start = Date.now();
+  await Promise.all(
+    Array.from({ length: Number(CONCURRENCY) }, async () => {
+      while (next < n) await analyzer.analyze(images[next++ % images.length]!);
+    }),
+  );
+  return {
+    embedder: embedder.id,
+    per_s: Math.round((n / ((Date.now() - start) / 1000)) * 10) / 10,
+  };
+}
+
 async function main(): Promise<void> {
-  const img = await imageServer();
-  const runs = [];
+  const images = await makeImages();
+  const img = await imageServer(images);
+  const runs: Array<Record<string, unknown>> = [];
+  let raw: Awaited<ReturnType<typeof rawAnalyzer>>;
   try {
-    for (const s of SETUPS) runs.push(await run(s, img.url));
+    raw = await rawAnalyzer(images);
+    process.stderr.write(`raw analyzer (${raw.embedder}): ${raw.per_s} images/s\n`);
+    for (const s of SETUPS) {
+      const r = await run(s, img.url);
+      runs.push({
+        ...r,
+        ratio_to_raw: Math.round(((r.images_processed_per_s as number) / raw.per_s) * 100) / 100,
+      });
+    }
   } finally {
     img.close();
   }
@@ -125,6 +165,11 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     machine: machine(),
     note: 'one process with api and worker roles; images 800x600 JPEG from a local server',
+    embedder: raw.embedder,
+    raw_analyzer: {
+      images_per_s: raw.per_s,
+      what: 'decode + embed in this process, no fetch/store/queue, same images and concurrency, measured first in the same run',
+    },
     runs,
   });
   process.stdout.write(`written to ${file}\n`);
