@@ -261,13 +261,16 @@ async function engineRun(
     }
     const ingestS = (Date.now() - started) / 1000;
     const results = new Map<string, string[]>();
+    const similarMs: number[] = [];
     for (const i of images) {
+      const t0 = performance.now();
       const r = await call(
         base,
         'GET',
         `/orgs/bench/datasets/shapes/similar?id=${i.id}&limit=${K + 1}`,
         dsToken,
       );
+      similarMs.push(performance.now() - t0);
       if (r.status !== 200) throw new Error(JSON.stringify(r.body));
       results.set(
         i.id,
@@ -284,8 +287,24 @@ async function engineRun(
       const top = byId.get(r.body.results[0]?.id);
       (lensHits[q.change] ??= []).push(top && same(top, byId.get(q.id)!) ? 1 : 0);
     }
+    similarMs.sort((a, b) => a - b);
+    const pct = (p: number) =>
+      Math.round(
+        similarMs[Math.min(similarMs.length - 1, Math.floor(p * similarMs.length))]! * 100,
+      ) / 100;
+    // what the vectors cost on disk: the items index after a flush (Elasticsearch only)
+    let indexBytes: number | undefined;
+    if (engine === 'elasticsearch') {
+      await fetch(`${ES_URL}/${prefix}items-*/_flush`, { method: 'POST' });
+      const cat = (await (
+        await fetch(`${ES_URL}/_cat/indices/${prefix}items-*?bytes=b&h=store.size&format=json`)
+      ).json()) as Array<{ 'store.size': string }>;
+      indexBytes = cat.reduce((n, x) => n + Number(x['store.size']), 0);
+    }
     return {
       results,
+      similar_ms: { p50: pct(0.5), p95: pct(0.95) },
+      ...(indexBytes !== undefined ? { items_index_bytes: indexBytes } : {}),
       ingestS,
       embedderId: app.container.embedder.id,
       lens: Object.fromEntries(Object.entries(lensHits).map(([c, xs]) => [c, mean(xs)])),
@@ -394,12 +413,19 @@ async function measure(set: (typeof SETS)[number], cnn: Embedder, engines: Engin
           precision_at_10: mean(per),
           by_class: byClass,
           recall_at_10_vs_exact: recall,
+          similar_ms: r.similar_ms,
+          ...(r.items_index_bytes !== undefined
+            ? {
+                items_index_bytes: r.items_index_bytes,
+                items_index_bytes_per_item: Math.round(r.items_index_bytes / images.length),
+              }
+            : {}),
           ...(set.lens ? { lens_recall_at_1: r.lens } : {}),
           ingest_seconds: Math.round(r.ingestS * 10) / 10,
         };
         runs.push(run);
         console.log(
-          `${set.name} / ${kind} on ${engine}: P@10 ${run.precision_at_10}, recall@10 vs exact ${recall}${set.lens ? `, lens R@1 ${JSON.stringify(r.lens)}` : ''}, ingest ${run.ingest_seconds} s`,
+          `${set.name} / ${kind} on ${engine}: P@10 ${run.precision_at_10}, recall@10 vs exact ${recall}, similar p50/p95 ${r.similar_ms.p50}/${r.similar_ms.p95} ms${r.items_index_bytes ? `, index ${Math.round(r.items_index_bytes / images.length)} B/item` : ''}${set.lens ? `, lens R@1 ${JSON.stringify(r.lens)}` : ''}, ingest ${run.ingest_seconds} s`,
         );
       }
   } finally {
