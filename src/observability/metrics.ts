@@ -73,6 +73,8 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         const s = await stats().catch(() => undefined);
+        // an unreadable queue reports nothing rather than its last figures
+        this.reset();
         if (!s) return;
         for (const state of ['ready', 'delayed', 'running', 'dead'] as const)
           this.set({ state }, s[state]);
@@ -85,7 +87,8 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         const s = await stats().catch(() => undefined);
-        if (s) this.set((s.oldestReadyAgeMs ?? 0) / 1000);
+        // unknown (NaN), not 0, while the queue cannot be read
+        this.set(s ? (s.oldestReadyAgeMs ?? 0) / 1000 : NaN);
       },
     });
   }
