@@ -95,23 +95,32 @@ export class Metrics {
 }
 
 /**
- * The same object, with every method that returns a promise timed into `histogram` under
- * `operation` = the method's name (a port's methods are its operations).
+ * The same port, with every method that returns a promise timed into `histogram` under
+ * `operation` = the method's name (a port's methods are its operations). The methods are own
+ * properties of an object whose prototype is the adapter, so the rest reads through, and a
+ * test can still replace one (jest.spyOn).
  */
 export function timedPort<T extends object>(
   target: T,
   histogram: client.Histogram<'operation'>,
 ): T {
-  return new Proxy(target, {
-    get(obj, prop, receiver) {
-      const value = Reflect.get(obj, prop, receiver) as unknown;
-      if (typeof value !== 'function' || typeof prop !== 'string') return value;
-      return (...args: unknown[]) => {
-        const result = (value as (...a: unknown[]) => unknown).apply(obj, args);
+  const timed = Object.create(target) as Record<string, unknown>;
+  for (
+    let proto = target;
+    proto && proto !== Object.prototype;
+    proto = Object.getPrototypeOf(proto)
+  )
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      if (name === 'constructor' || Object.hasOwn(timed, name)) continue;
+      if (typeof (target as Record<string, unknown>)[name] !== 'function') continue;
+      timed[name] = (...args: unknown[]) => {
+        const result = (
+          (target as Record<string, unknown>)[name] as (...a: unknown[]) => unknown
+        ).apply(target, args);
         if (!(result instanceof Promise)) return result;
-        const end = histogram.startTimer({ operation: prop });
+        const end = histogram.startTimer({ operation: name });
         return result.finally(() => end());
       };
-    },
-  });
+    }
+  return timed as T;
 }

@@ -64,7 +64,15 @@ test('requests and tracked events come back as the report of contract §11', asy
     const r = await report(`?from=${day}&interval=day`);
     expect(r.status).toBe(200);
     const i = r.body.analytics.intervals.at(-1);
-    return i?.events.click === 4 && i.requests.collection === 1 && r.body.analytics;
+    // each API host batches its log writes: wait until every one of them is visible
+    return (
+      i?.events.click === 4 &&
+      i.events.add_to_cart === 1 &&
+      i.requests.search === 3 &&
+      i.requests.similar === 1 &&
+      i.requests.collection === 1 &&
+      r.body.analytics
+    );
   });
   expect(body.interval).toBe('day');
   expect(body.from).toBe(`${day}T00:00:00.000Z`);
