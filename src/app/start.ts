@@ -47,7 +47,16 @@ export async function startApp(
   const server: FastifyInstance = config.APP_ROLES.has('api')
     ? await buildRestServer(container)
     : await buildOpsServer(container);
-  const address = await server.listen({ port: config.PORT, host: config.HOST });
+  let address: string;
+  try {
+    address = await server.listen({ port: config.PORT, host: config.HOST });
+  } catch (e) {
+    // e.g. PORT taken: leave nothing running behind the error (the worker already consumes)
+    recovery?.stop();
+    await container.queue.stop().catch(() => undefined);
+    await container.close().catch(() => undefined);
+    throw e;
+  }
   const listening = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${new URL(address).port}`;
   if (config.APP_ROLES.has('api')) url = listening;
   let stopped = false;

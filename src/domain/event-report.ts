@@ -27,9 +27,15 @@ export interface RequestFacts {
   shown?: string[];
 }
 
+/** Longest filter term the log keeps (longer ones are cut): a report lists terms, not values. */
+const TERM_MAX = 256;
+
 /** `key` for every condition, `key:value` (or `key:!value`) for every value it names. */
 export function filterTerms(conditions: Condition[]): string[] {
-  const out = new Set<string>();
+  const terms = new Set<string>();
+  const out = {
+    add: (t: string) => terms.add(t.length > TERM_MAX ? `${t.slice(0, TERM_MAX)}…` : t),
+  };
   const walk = (cs: Condition[]): void => {
     for (const c of cs) {
       switch (c.kind) {
@@ -56,7 +62,7 @@ export function filterTerms(conditions: Condition[]): string[] {
     }
   };
   walk(conditions);
-  return [...out];
+  return [...terms];
 }
 
 export interface ReportSpec {
@@ -78,10 +84,14 @@ export interface ReportParams {
 
 const DAY = 86_400_000;
 
+/** 9999-12-31T23:59:59.999Z: the last instant an ISO 8601 year of four digits can name. */
+const LAST_MS = 253_402_300_799_999;
+
 function timeParam(name: 'from' | 'to', raw: string | undefined, dflt: number): number {
   if (raw === undefined || raw === '') return dflt;
-  const ms = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (!Number.isFinite(ms))
+  // five digits or more are epoch ms; four are a year (ISO 8601), as Date.parse reads them
+  const ms = /^\d{5,}$/.test(raw) ? Number(raw) : Date.parse(raw);
+  if (!Number.isFinite(ms) || ms < 0 || ms > LAST_MS)
     throw invalid(`${name}: expected an ISO 8601 time or epoch milliseconds; got '${raw}'`, [
       { param: name, message: 'ISO 8601 (e.g. 2026-11-01 or 2026-11-01T00:00:00Z) or epoch ms' },
     ]);

@@ -89,9 +89,9 @@ export const LIMIT_TABLE = {
     what: 'entries of each "most used" list of the analytics report (`top`, 400 above)',
   },
   reportMaxActions: {
-    value: 100,
+    value: 50,
     unit: 'values',
-    what: 'tracked actions listed per interval of the analytics report (the most frequent)',
+    what: "tracked actions listed per interval of the analytics report (the most frequent; 1,000 intervals × 50 stays within Elasticsearch's 65,536 aggregation buckets)",
   },
   imageFetchTimeoutMs: {
     value: 15_000,

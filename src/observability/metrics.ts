@@ -114,11 +114,12 @@ export function timedPort<T extends object>(
       if (name === 'constructor' || Object.hasOwn(timed, name)) continue;
       if (typeof (target as Record<string, unknown>)[name] !== 'function') continue;
       timed[name] = (...args: unknown[]) => {
+        // started before the call: the embedded engine does its work synchronously inside it
+        const end = histogram.startTimer({ operation: name });
         const result = (
           (target as Record<string, unknown>)[name] as (...a: unknown[]) => unknown
         ).apply(target, args);
         if (!(result instanceof Promise)) return result;
-        const end = histogram.startTimer({ operation: name });
         return result.finally(() => end());
       };
     }

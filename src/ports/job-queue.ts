@@ -32,7 +32,7 @@ export interface QueueStats {
   /**
    * How long the oldest runnable job has waited, 0 when none waits. RabbitMQ cannot be read
    * without taking a message, so there it is the wait of the last job this process was given,
-   * plus the time since (queues are first in, first out); undefined where nothing consumes.
+   * plus the time since (an upper bound); undefined where nothing consumes or while paused.
    */
   oldestReadyAgeMs?: number;
 }

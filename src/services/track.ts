@@ -83,7 +83,15 @@ function batchOf(body: unknown): unknown[] {
 /** An ISO 8601 time or epoch milliseconds; absent means now. Not in the future. */
 function timeOf(t: unknown, now: number): number {
   if (t === undefined || t === null) return now;
-  const ms = typeof t === 'number' ? t : typeof t === 'string' ? Date.parse(t) : NaN;
+  const ms = Math.floor(
+    typeof t === 'number'
+      ? t
+      : typeof t === 'string'
+        ? /^\d{5,}$/.test(t)
+          ? Number(t)
+          : Date.parse(t)
+        : NaN,
+  );
   if (!Number.isFinite(ms) || ms < 0)
     throw invalid('timestamp must be ISO 8601 or epoch milliseconds');
   if (ms > now + 60_000) throw invalid('timestamp is in the future');

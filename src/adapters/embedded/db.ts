@@ -131,8 +131,8 @@ const MIGRATIONS: string[] = [
   CREATE INDEX events_dataset ON events(dataset_id, at, id);
   `,
   // The analytics report (contract §11) reads what each request found, filtered, sorted and
-  // showed, and joins clicks to shown results on page_view_id. Earlier rows get the two keys
-  // from their vars; their result facts are unknown (they count as requests only).
+  // showed, and joins clicks to shown results on page_view_id. Earlier rows keep neither (as
+  // on Elasticsearch): they count as requests and events only.
   `
   ALTER TABLE events ADD COLUMN total INTEGER;
   ALTER TABLE events ADD COLUMN filters TEXT;
@@ -140,9 +140,6 @@ const MIGRATIONS: string[] = [
   ALTER TABLE events ADD COLUMN shown TEXT;
   ALTER TABLE events ADD COLUMN page_view_id TEXT;
   ALTER TABLE events ADD COLUMN item_id TEXT;
-  UPDATE events SET page_view_id = json_extract(vars, '$.page_view_id'),
-    item_id = CASE WHEN kind = 'track' THEN json_extract(vars, '$.id') END
-    WHERE vars IS NOT NULL;
   CREATE INDEX events_page_view ON events(dataset_id, page_view_id) WHERE page_view_id IS NOT NULL;
   `,
 ];

@@ -21,11 +21,12 @@ const wantsHtml = (req: FastifyRequest): boolean =>
  * GET /graphql from a browser serves the bundled GraphiQL page and /graphql/assets/* its files.
  */
 /**
- * Operation names come from clients: the first 100 distinct ones are labels, any later one is
- * `other`, so a client cannot grow the metrics without bound.
+ * Operation names come from clients: the first 100 distinct ones of up to 64 characters are
+ * labels, any other is `other`, so a client cannot grow the metrics without bound.
  */
 const seenOperations = new Set<string>();
 function operationLabel(name: string): string {
+  if (name.length > 64) return 'other';
   if (seenOperations.has(name)) return name;
   if (seenOperations.size >= 100) return 'other';
   seenOperations.add(name);

@@ -62,7 +62,7 @@ export class AmqpJobQueue implements JobQueue {
 
   /** The last job a consumer was given: when it became runnable. */
   private lastGiven?: { readyAt: number };
-  private readonly consumingSince = Date.now();
+  private consumingSince = Date.now();
 
   constructor(
     private readonly url: string,
@@ -169,16 +169,30 @@ export class AmqpJobQueue implements JobQueue {
     delayMs = 0,
   ): Promise<void> {
     const readyAt = Date.now() + delayMs;
+    // Each message's own confirmation: waitForConfirms would also fail on another caller's
+    // nack on this shared channel, and a put-back would then be published twice.
+    const confirmed: Array<Promise<void>> = [];
     for (const job of jobs) {
-      const ok = pub.sendToQueue(queue, Buffer.from(JSON.stringify(job)), {
-        persistent: true,
-        contentType: 'application/json',
-        // when the job becomes runnable, for queue_oldest_job_age_seconds
-        headers: { [READY_AT]: readyAt },
-      });
+      let ok = true;
+      confirmed.push(
+        new Promise<void>((resolve, reject) => {
+          ok = pub.sendToQueue(
+            queue,
+            Buffer.from(JSON.stringify(job)),
+            {
+              persistent: true,
+              contentType: 'application/json',
+              // when the job becomes runnable, for queue_oldest_job_age_seconds
+              headers: { [READY_AT]: readyAt },
+            },
+            (err) =>
+              err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(),
+          );
+        }),
+      );
       if (!ok) await Promise.race([once(pub, 'drain'), once(pub, 'close')]);
     }
-    await pub.waitForConfirms();
+    await Promise.all(confirmed);
   }
 
   async consume(
@@ -187,6 +201,7 @@ export class AmqpJobQueue implements JobQueue {
     probe?: () => Promise<void>,
   ): Promise<void> {
     this.consumeWith = { handler, concurrency };
+    this.consumingSince = Date.now();
     if (probe)
       this.gate = new PauseGate(
         probe,
@@ -369,14 +384,21 @@ export class AmqpJobQueue implements JobQueue {
         delayed,
         running: this.inFlight.size,
         dead: dead.messageCount,
-        ...(this.consumeWith ? { oldestReadyAgeMs: this.oldestAge(jobs.messageCount) } : {}),
+        // a paused worker takes nothing, so what it last took says nothing of the queue
+        ...(this.consumeWith && !this.gate?.paused
+          ? { oldestReadyAgeMs: this.oldestAge(jobs.messageCount) }
+          : {}),
       };
     } finally {
       await ch.close().catch(() => undefined);
     }
   }
 
-  /** See QueueStats.oldestReadyAgeMs: the head is at least as old as the last job given. */
+  /**
+   * See QueueStats.oldestReadyAgeMs: the wait of the last job this process was given, plus the
+   * time since. The head of the queue came after it, so this is an upper bound, exact when one
+   * worker consumes.
+   */
   private oldestAge(ready: number): number {
     if (ready === 0) return 0;
     const now = Date.now();

@@ -23,7 +23,7 @@ export class ReportInterval {
   @Field(() => [NamedCount], { description: 'Billed requests per request type.' })
   requests!: NamedCount[];
 
-  @Field(() => [NamedCount], { description: 'Tracked events per action (the 100 most frequent).' })
+  @Field(() => [NamedCount], { description: 'Tracked events per action (the 50 most frequent).' })
   events!: NamedCount[];
 
   @Field(() => Int)
