@@ -1,4 +1,5 @@
 import type { Embedder, Pixels } from '../../ports/embedder';
+import { normalise } from './unit';
 
 /**
  * A deterministic visual descriptor, no model weights: colour distribution (hue/saturation/
@@ -42,13 +43,6 @@ function labInto(r: number, g: number, b: number, out: Float64Array): void {
   out[0] = 116 * y - 16;
   out[1] = 500 * (x - y);
   out[2] = 200 * (y - z);
-}
-
-function normalise(v: Float32Array, from: number, to: number, weight: number): void {
-  let s = 0;
-  for (let i = from; i < to; i++) s += v[i]! * v[i]!;
-  const k = s > 0 ? weight / Math.sqrt(s) : 0;
-  for (let i = from; i < to; i++) v[i]! *= k;
 }
 
 export class DescriptorEmbedder implements Embedder {

@@ -2,7 +2,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Embedder, Pixels } from '../../ports/embedder';
-import { BatchedSession } from './batched-session';
+import { SerialSession } from './serial-session';
+import { normalise } from './unit';
 
 /**
  * The converted model and its checksum, committed with the code (models/…/README.md). Found
@@ -30,7 +31,7 @@ export class EfficientNetEmbedder implements Embedder {
   readonly dimensions = 1280;
   readonly inputSize: number;
 
-  private constructor(private readonly session: BatchedSession) {
+  private constructor(private readonly session: SerialSession) {
     this.inputSize = session.inputSize;
   }
 
@@ -44,17 +45,14 @@ export class EfficientNetEmbedder implements Embedder {
       throw new Error(
         `${file}: sha256 ${got} is not the ${want} of models/efficientnet-lite0/SHA256; rebuild it with scripts/model/convert_efficientnet_lite0.py`,
       );
-    return new EfficientNetEmbedder(await BatchedSession.create(bytes, opts.threads));
+    return new EfficientNetEmbedder(await SerialSession.create(bytes, opts.threads));
   }
 
   async embed({ data, size }: Pixels): Promise<Float32Array> {
     // Averaging with the mirrored image's features was measured and dropped: twice the
     // inference for food P@10 −0.003 and no lens gain (docs/embedders.md).
     const v = await this.session.run(tensorOf(data, size));
-    let s = 0;
-    for (const x of v) s += x * x;
-    const k = s > 0 ? 1 / Math.sqrt(s) : 0;
-    for (let i = 0; i < v.length; i++) v[i]! *= k;
+    normalise(v);
     return v;
   }
 }

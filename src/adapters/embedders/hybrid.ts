@@ -1,5 +1,6 @@
 import sharp from 'sharp';
 import type { Embedder, Pixels } from '../../ports/embedder';
+import { normalise } from './unit';
 
 export interface WeightedPart {
   embedder: Embedder;
@@ -43,16 +44,11 @@ export class HybridEmbedder implements Embedder {
     let at = 0;
     this.parts.forEach(({ weight }, i) => {
       const v = vectors[i]!;
-      let s = 0;
-      for (const x of v) s += x * x;
-      const k = s > 0 ? weight / Math.sqrt(s) : 0;
-      for (let j = 0; j < v.length; j++) out[at + j] = v[j]! * k;
+      out.set(v, at);
+      normalise(out, at, at + v.length, weight);
       at += v.length;
     });
-    let s = 0;
-    for (const x of out) s += x * x;
-    const k = s > 0 ? 1 / Math.sqrt(s) : 0;
-    for (let j = 0; j < out.length; j++) out[j]! *= k;
+    normalise(out);
     return out;
   }
 }

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import * as ort from 'onnxruntime-node';
 import type { Embedder, Pixels } from '../../ports/embedder';
+import { normalise } from './unit';
 
 /** CLIP's input normalisation (also close to ImageNet's); see docs/embedders.md. */
 const MEAN = [0.48145466, 0.4578275, 0.40821073];
@@ -64,8 +65,7 @@ export class OnnxEmbedder implements Embedder {
 
   async embed(p: Pixels): Promise<Float32Array> {
     const v = await this.raw(p);
-    const n = Math.hypot(...v);
-    if (n > 0) for (let i = 0; i < v.length; i++) v[i]! /= n;
+    normalise(v);
     return v;
   }
 }
