@@ -65,7 +65,13 @@ export class Metrics {
    * label: jobs ready to run, delayed retries, running, dead-lettered.
    */
   watchQueue(queue: JobQueue, consumes: boolean): void {
-    const stats = () => queue.stats();
+    // One read per scrape for both gauges: on RabbitMQ a read opens a channel and checks
+    // every queue of the installation.
+    let read: { at: number; stats: ReturnType<JobQueue['stats']> } | undefined;
+    const stats = () => {
+      if (!read || Date.now() - read.at > 1000) read = { at: Date.now(), stats: queue.stats() };
+      return read.stats;
+    };
     new client.Gauge({
       name: 'queue_depth',
       help: 'Image jobs by state: ready, delayed (waiting to retry), running, dead.',

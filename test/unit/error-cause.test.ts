@@ -22,3 +22,14 @@ test('a wrapped store error keeps its cause in the log and never in the answer',
   expect(logged!.err.message).toMatch(/unreachable.*ECONNREFUSED 10\.0\.0\.7:9200/s);
   await app.close();
 });
+
+test('the embedded store keeps the cause of an unavailable database too', async () => {
+  const { guarded } = await import('../../src/adapters/embedded/db');
+  const busy = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+  const e = await guarded(() => {
+    throw busy;
+  }).catch((x: unknown) => x as Error & { code?: string; cause?: unknown });
+  expect(e).toMatchObject({ code: 'unavailable' });
+  expect(e.message).not.toMatch(/locked/);
+  expect(e.cause).toBe(busy);
+});

@@ -36,6 +36,11 @@ const ranked = (field: string, size: number): Dsl => ({
 });
 
 const term = (field: string, value: string | number): Dsl => ({ term: { [field]: value } });
+/** The dataset's events of the report's range. */
+const inRange = (datasetId: string, spec: ReportSpec): Dsl[] => [
+  term('dataset_id', datasetId),
+  { range: { at: { gte: spec.from, lt: spec.to } } },
+];
 const REQUEST = term('kind', 'request');
 const CLICK: Dsl = { bool: { filter: [term('kind', 'track'), term('type', CLICK_ACTION)] } };
 
@@ -43,11 +48,7 @@ const CLICK: Dsl = { bool: { filter: [term('kind', 'track'), term('type', CLICK_
 export function reportBody(datasetId: string, spec: ReportSpec): Dsl {
   return {
     size: 0,
-    query: {
-      bool: {
-        filter: [term('dataset_id', datasetId), { range: { at: { gte: spec.from, lt: spec.to } } }],
-      },
-    },
+    query: { bool: { filter: inRange(datasetId, spec) } },
     aggs: {
       intervals: {
         date_histogram: { field: 'at', calendar_interval: CALENDAR[spec.interval] },
@@ -92,8 +93,7 @@ export function clickPairsBody(datasetId: string, spec: ReportSpec, after?: Dsl)
     query: {
       bool: {
         filter: [
-          term('dataset_id', datasetId),
-          { range: { at: { gte: spec.from, lt: spec.to } } },
+          ...inRange(datasetId, spec),
           CLICK,
           { exists: { field: 'page_view_id' } },
           { exists: { field: 'item_id' } },

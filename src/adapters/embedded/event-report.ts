@@ -28,7 +28,9 @@ function bucketSql(unit: CalendarInterval): string {
   }
 }
 
-const IN_RANGE = 'dataset_id = @ds AND at >= @from AND at < @to';
+/** The dataset's events of the report's range (`e` names the table where a query joins). */
+const inRange = (e = ''): string => `${e}dataset_id = @ds AND ${e}at >= @from AND ${e}at < @to`;
+const IN_RANGE = inRange();
 const CT_TYPES = CLICK_THROUGH_TYPES.map((t) => `'${t}'`).join(', ');
 
 /**
@@ -56,7 +58,7 @@ export function sqliteReport(db: Db, datasetId: string, spec: ReportSpec): Event
   const ranked = (sql: string): Ranked[] => stmt(db, sql).all(p) as Ranked[];
   const topFilters = ranked(
     `SELECT j.value AS value, COUNT(*) AS count FROM events e, json_each(e.filters) j
-     WHERE e.dataset_id = @ds AND e.at >= @from AND e.at < @to AND e.kind = 'request'
+     WHERE ${inRange('e.')} AND e.kind = 'request'
      GROUP BY j.value ORDER BY count DESC, value LIMIT @top`,
   );
   const topSortFields = ranked(
@@ -89,7 +91,7 @@ export function sqliteReport(db: Db, datasetId: string, spec: ReportSpec): Event
         `SELECT r.type AS type, COUNT(DISTINCT c.id) AS n FROM events c
          JOIN events r ON r.dataset_id = c.dataset_id AND r.page_view_id = c.page_view_id
            AND r.kind = 'request' AND r.type IN (${CT_TYPES})
-         WHERE c.dataset_id = @ds AND c.at >= @from AND c.at < @to AND c.kind = 'track'
+         WHERE ${inRange('c.')} AND c.kind = 'track'
            AND c.type = '${CLICK_ACTION}' AND c.item_id IS NOT NULL
            AND EXISTS (SELECT 1 FROM json_each(r.shown) j WHERE j.value = c.item_id)
          GROUP BY r.type`,
