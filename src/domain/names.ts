@@ -1,8 +1,8 @@
 import { invalid } from './errors';
 import { LIMITS } from './limits';
 
-const ORG_NAME = /^[a-z0-9_-]{1,64}$/;
-const DATASET_NAME = /^[A-Za-z0-9_-]{1,100}$/;
+export const ORG_NAME = /^[a-z0-9_-]{1,64}$/;
+export const DATASET_NAME = /^[A-Za-z0-9_-]{1,100}$/;
 
 export function assertOrgName(name: unknown): string {
   if (typeof name !== 'string' || !ORG_NAME.test(name)) {

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Container } from '../../app/container';
 import { AppError } from '../../domain/errors';
@@ -13,6 +15,7 @@ import { contentRoutes } from './routes/content';
 import { datasetRoutes } from './routes/datasets';
 import { healthRoutes } from './routes/health';
 import { metricsRoute, recordRequestMetrics } from './routes/metrics';
+import { openApiRoute } from './routes/openapi';
 import { orgRoutes } from './routes/orgs';
 import { visionRoutes } from './routes/vision';
 import { LIMITS } from '../../domain/limits';
@@ -20,6 +23,10 @@ import { LIMITS } from '../../domain/limits';
 declare module 'fastify' {
   interface FastifyRequest {
     ctx: RequestContext;
+  }
+  interface FastifyInstance {
+    /** Every route this server answers (GET's automatic HEAD aside), for the /openapi.json check. */
+    routeTable: Array<{ method: string; url: string }>;
   }
   interface FastifyContextConfig {
     /** Health checks and the GraphiQL assets need no token. */
@@ -31,6 +38,13 @@ declare module 'fastify' {
     graphql?: boolean;
   }
 }
+
+/** The release /openapi.json names (src/ and dist/ sit at the same depth below the root). */
+const VERSION = (
+  JSON.parse(readFileSync(path.join(__dirname, '../../../package.json'), 'utf8')) as {
+    version: string;
+  }
+).version;
 
 export async function buildRestServer(c: Container): Promise<FastifyInstance> {
   const app = Fastify({
@@ -48,6 +62,12 @@ export async function buildRestServer(c: Container): Promise<FastifyInstance> {
     http: { requireHostHeader: false },
   });
   answerUnrouted(app.server);
+  const routeTable: FastifyInstance['routeTable'] = [];
+  app.decorate('routeTable', routeTable);
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat())
+      if (method !== 'HEAD') routeTable.push({ method, url: r.url });
+  });
   registerBodyParsers(app);
 
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
@@ -65,6 +85,7 @@ export async function buildRestServer(c: Container): Promise<FastifyInstance> {
   recordRequestMetrics(app, c);
   await app.register(healthRoutes(c));
   await app.register(metricsRoute(c));
+  await app.register(openApiRoute(VERSION));
   await app.register(orgRoutes(c));
   await app.register(datasetRoutes(c));
   await app.register(contentRoutes(c));

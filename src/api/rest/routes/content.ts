@@ -1,60 +1,46 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
 import { processingErrorBody } from '../account-bodies';
-import { LIMITS } from '../../../domain/limits';
-import { int, param } from '../params';
-
-const DS = '/orgs/:organisation/datasets/:dataset';
-const big = { bodyLimit: LIMITS.contentBodyBytes };
+import { serve } from '../operation';
+import * as op from '../schema/content-ops';
 
 export const contentRoutes =
   (c: Container): FastifyPluginAsync =>
   async (app) => {
-    for (const [method, mode] of [
-      ['post', 'post'],
-      ['put', 'put'],
+    for (const [write, mode] of [
+      [op.addContent, 'post'],
+      [op.updateContent, 'put'],
     ] as const) {
-      app[method](`${DS}/content`, big, async (req, reply) => {
+      serve(app, write, async ({ params, body }, req) => {
         await c.contentService.write(
           req.ctx.principal,
-          param(req, 'organisation'),
-          param(req, 'dataset'),
-          req.body,
+          params.organisation,
+          params.dataset,
+          body,
           mode,
         );
-        return reply.status(202).send({ status: 'accepted' });
+        return { status: 'accepted' };
       });
     }
-    app.delete(`${DS}/content`, async (req, reply) => {
-      await c.contentService.delete(
-        req.ctx.principal,
-        param(req, 'organisation'),
-        param(req, 'dataset'),
-        req.body,
-      );
-      return reply.status(202).send({ status: 'accepted' });
+    serve(app, op.deleteContent, async ({ params, body }, req) => {
+      await c.contentService.delete(req.ctx.principal, params.organisation, params.dataset, body);
+      return { status: 'accepted' };
     });
-    app.get(`${DS}/content`, async (req) => ({
+    serve(app, op.listContent, async ({ params, query }, req) => ({
       status: 'ok',
       content: await c.contentService.list(
         req.ctx.principal,
-        param(req, 'organisation'),
-        param(req, 'dataset'),
-        {
-          limit: int(req, 'limit'),
-          offset: int(req, 'offset'),
-        },
+        params.organisation,
+        params.dataset,
+        query,
       ),
     }));
-    app.get(`${DS}/errors`, async (req) => {
+    serve(app, op.processingErrors, async ({ params, query }, req) => {
       const r = await c.contentService.errors(
         req.ctx.principal,
-        param(req, 'organisation'),
-        param(req, 'dataset'),
-        {
-          limit: int(req, 'limit'),
-          offset: int(req, 'offset'),
-        },
+        params.organisation,
+        params.dataset,
+        query,
       );
       return { status: 'ok', errors: r.errors.map(processingErrorBody), total_results: r.total };
     });

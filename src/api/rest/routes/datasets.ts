@@ -1,75 +1,57 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
-import { param, str } from '../params';
-import { reportBody } from '../report-body';
-import { datasetBody } from '../account-bodies';
 import { datasetLinks } from '../../../services/datasets';
-
-const DS = '/orgs/:organisation/datasets/:dataset';
+import { datasetBody } from '../account-bodies';
+import { serve } from '../operation';
+import { reportBody } from '../report-body';
+import * as op from '../schema/account-ops';
 
 export const datasetRoutes =
   (c: Container): FastifyPluginAsync =>
   async (app) => {
-    app.post('/orgs/:organisation/datasets', async (req, reply) => {
-      const v = await c.datasets.create(req.ctx, param(req, 'organisation'), req.body);
-      return reply.status(201).send({
+    serve(app, op.createDataset, async ({ params, body }, req) => {
+      const v = await c.datasets.create(req.ctx, params.organisation, body);
+      return {
         status: 'ok',
         dataset_url: datasetLinks(req.ctx.baseUrl, v.org, v.name).dataset,
         dataset: datasetBody(req.ctx.baseUrl, v),
-      });
+      };
     });
-    app.get('/orgs/:organisation/datasets', async (req) => ({
+    serve(app, op.listDatasets, async ({ params }, req) => ({
       status: 'ok',
-      datasets: (await c.datasets.list(req.ctx, param(req, 'organisation'))).map((v) =>
+      datasets: (await c.datasets.list(req.ctx, params.organisation)).map((v) =>
         datasetBody(req.ctx.baseUrl, v),
       ),
     }));
-    app.get(DS, async (req) => ({
+    serve(app, op.getDataset, async ({ params }, req) => ({
       status: 'ok',
       dataset: datasetBody(
         req.ctx.baseUrl,
-        await c.datasets.get(req.ctx, param(req, 'organisation'), param(req, 'dataset')),
+        await c.datasets.get(req.ctx, params.organisation, params.dataset),
       ),
     }));
-    app.get(`${DS}/analytics`, async (req) => {
-      const report = await c.report.report(
-        req.ctx,
-        param(req, 'organisation'),
-        param(req, 'dataset'),
-        {
-          from: str(req, 'from'),
-          to: str(req, 'to'),
-          interval: str(req, 'interval'),
-          top: str(req, 'top'),
-        },
-      );
-      return { status: 'ok', analytics: reportBody(report) };
-    });
-    app.delete(DS, async (req) => {
-      await c.datasets.delete(req.ctx, param(req, 'organisation'), param(req, 'dataset'));
+    serve(app, op.analytics, async ({ params, query }, req) => ({
+      status: 'ok',
+      analytics: reportBody(
+        await c.report.report(req.ctx, params.organisation, params.dataset, query),
+      ),
+    }));
+    serve(app, op.deleteDataset, async ({ params }, req) => {
+      await c.datasets.delete(req.ctx, params.organisation, params.dataset);
       return { status: 'ok' };
     });
-    app.post(`${DS}/browse_token`, async (req) => ({
+    serve(app, op.rotateBrowseToken, async ({ params }, req) => ({
       status: 'ok',
       dataset: datasetBody(
         req.ctx.baseUrl,
-        await c.datasets.rotateBrowseToken(
-          req.ctx,
-          param(req, 'organisation'),
-          param(req, 'dataset'),
-        ),
+        await c.datasets.rotateBrowseToken(req.ctx, params.organisation, params.dataset),
       ),
     }));
-    app.put(`${DS}/settings/fields`, async (req) => ({
+    serve(app, op.setEnabledFields, async ({ params, body }, req) => ({
       status: 'ok',
       dataset: datasetBody(
         req.ctx.baseUrl,
-        await c.datasets.setEnabledFields(
-          req.ctx,
-          param(req, 'organisation'),
-          param(req, 'dataset'),
-          req.body,
-        ),
+        await c.datasets.setEnabledFields(req.ctx, params.organisation, params.dataset, body),
       ),
     }));
   };

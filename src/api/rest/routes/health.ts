@@ -1,11 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
+import { serve } from '../operation';
+import * as op from '../schema/service-ops';
 
 export const healthRoutes =
   (c: Container): FastifyPluginAsync =>
   async (app) => {
-    app.get('/healthz', { config: { public: true } }, async () => ({ status: 'ok' }));
-    app.get('/readyz', { config: { public: true } }, async (_req, reply) => {
+    serve(app, op.healthz, async () => ({ status: 'ok' }));
+    serve(app, op.readyz, async (_input, _req, reply) => {
       const checks = await Promise.allSettled([
         c.accounts.ping(),
         c.content.ping(),

@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
+import { serve } from '../operation';
+import * as op from '../schema/service-ops';
 
 /** Request latency by route template (never the raw path: it holds names and ids). */
 export function recordRequestMetrics(app: FastifyInstance, c: Container): void {
@@ -22,9 +24,8 @@ export function recordRequestMetrics(app: FastifyInstance, c: Container): void {
 export const metricsRoute =
   (c: Container): FastifyPluginAsync =>
   async (app) => {
-    app.get('/metrics', { config: { public: true } }, async (req, reply) => {
+    serve(app, op.metrics, async (_input, req) => {
       c.auth.requireOperator(await c.auth.authenticate(req.headers.authorization));
-      reply.header('content-type', c.metrics.registry.contentType);
       return c.metrics.registry.metrics();
     });
   };

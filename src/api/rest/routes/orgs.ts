@@ -1,52 +1,42 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
-import { int, param } from '../params';
 import { organisationBody, tokenBody } from '../account-bodies';
+import { serve } from '../operation';
+import * as op from '../schema/account-ops';
 
 export const orgRoutes =
   (c: Container): FastifyPluginAsync =>
   async (app) => {
-    app.post('/orgs', async (req, reply) => {
-      const r = await c.organisations.create(req.ctx.principal, req.body);
-      return reply.status(201).send({ status: 'ok', ...r });
-    });
-    app.get('/orgs/:organisation', async (req) => ({
+    serve(app, op.createOrganisation, async ({ body }, req) => ({
+      status: 'ok',
+      ...(await c.organisations.create(req.ctx.principal, body)),
+    }));
+    serve(app, op.getOrganisation, async ({ params }, req) => ({
       status: 'ok',
       organisation: organisationBody(
-        await c.organisations.get(req.ctx.principal, param(req, 'organisation')),
+        await c.organisations.get(req.ctx.principal, params.organisation),
       ),
     }));
-    app.put('/orgs/:organisation/plan', async (req) => ({
+    serve(app, op.setPlan, async ({ params, body }, req) => ({
       status: 'ok',
-      organisation: await c.organisations.setPlan(
-        req.ctx.principal,
-        param(req, 'organisation'),
-        req.body,
-      ),
+      organisation: await c.organisations.setPlan(req.ctx.principal, params.organisation, body),
     }));
-    app.post('/orgs/:organisation/tokens', async (req, reply) => {
-      const r = await c.organisations.issueToken(req.ctx.principal, param(req, 'organisation'));
-      return reply.status(201).send({ status: 'ok', token: r.token, ...tokenBody(r) });
+    serve(app, op.issueToken, async ({ params }, req) => {
+      const r = await c.organisations.issueToken(req.ctx.principal, params.organisation);
+      return { status: 'ok', token: r.token, ...tokenBody(r) };
     });
-    app.get('/orgs/:organisation/tokens', async (req) => ({
+    serve(app, op.listTokens, async ({ params }, req) => ({
       status: 'ok',
-      tokens: (await c.organisations.listTokens(req.ctx.principal, param(req, 'organisation'))).map(
+      tokens: (await c.organisations.listTokens(req.ctx.principal, params.organisation)).map(
         tokenBody,
       ),
     }));
-    app.delete('/orgs/:organisation/tokens/:prefix', async (req) => {
-      await c.organisations.revokeToken(
-        req.ctx.principal,
-        param(req, 'organisation'),
-        param(req, 'prefix'),
-      );
+    serve(app, op.revokeToken, async ({ params }, req) => {
+      await c.organisations.revokeToken(req.ctx.principal, params.organisation, params.prefix);
       return { status: 'ok' };
     });
-    app.get('/orgs/:organisation/usage', async (req) => ({
+    serve(app, op.usage, async ({ params, query }, req) => ({
       status: 'ok',
-      usage: await c.usage.report(req.ctx.principal, param(req, 'organisation'), {
-        year: int(req, 'year'),
-        month: int(req, 'month'),
-      }),
+      usage: await c.usage.report(req.ctx.principal, params.organisation, query),
     }));
   };
