@@ -232,6 +232,21 @@ describe('the rate limit follows the caller, not the text of its header', () => 
   });
 });
 
+test('bad tokens on /metrics count as failed authentications too (no guessing the operator token there)', async () => {
+  const l = await startTestApp({ RATE_LIMIT_PER_MINUTE: '3', APP_ROLES: 'api,worker' });
+  try {
+    const statuses = [];
+    for (const n of [1, 2, 3, 4])
+      statuses.push(
+        (await l.call('GET', '/metrics', { headers: { authorization: `token op_guess${n}` } }))
+          .status,
+      );
+    expect(statuses).toEqual([401, 401, 401, 429]);
+  } finally {
+    await l.stop();
+  }
+});
+
 describe('errors raised before a route runs carry the contract body and X-Request-Id', () => {
   const get = (path: string, extra = '') =>
     `GET ${path} HTTP/1.1\r\nHost: test\r\nAuthorization: token ${OPERATOR}\r\n${extra}\r\n`;

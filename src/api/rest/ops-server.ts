@@ -2,6 +2,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Container } from '../../app/container';
 import { AppError } from '../../domain/errors';
 import { sendError } from './errors';
+import { registerRateLimits } from './rate-limit';
 import { requestIdFrom } from './request-id';
 import { healthRoutes } from './routes/health';
 import { metricsRoute, recordRequestMetrics } from './routes/metrics';
@@ -27,8 +28,9 @@ export async function buildOpsServer(c: Container): Promise<FastifyInstance> {
       ),
     ),
   );
+  const authFailed = await registerRateLimits(app, c.config.RATE_LIMIT_PER_MINUTE);
   recordRequestMetrics(app, c);
   await app.register(healthRoutes(c));
-  await app.register(metricsRoute(c));
+  await app.register(metricsRoute(c, authFailed));
   return app;
 }

@@ -53,6 +53,8 @@ export async function registerRateLimits(
     },
   });
   const failures = app.createRateLimit({
+    // Not the global allowList: /metrics is public to the hooks but checks a token itself.
+    allowList: () => false,
     keyGenerator: (req: FastifyRequest) => `auth-failures:${req.ip}`,
   });
   return async (req) => {

@@ -84,7 +84,7 @@ export async function buildRestServer(c: Container): Promise<FastifyInstance> {
 
   recordRequestMetrics(app, c);
   await app.register(healthRoutes(c));
-  await app.register(metricsRoute(c));
+  await app.register(metricsRoute(c, authFailed));
   await app.register(openApiRoute(VERSION));
   await app.register(orgRoutes(c));
   await app.register(datasetRoutes(c));

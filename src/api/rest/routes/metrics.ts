@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { Container } from '../../../app/container';
+import { isAppError } from '../../../domain/errors';
 import { serve } from '../operation';
+import type { AuthFailureLimit } from '../rate-limit';
 import * as op from '../schema/service-ops';
 
 /** Request latency by route template (never the raw path: it holds names and ids). */
@@ -19,13 +21,19 @@ export function recordRequestMetrics(app: FastifyInstance, c: Container): void {
 
 /**
  * GET /metrics (contract §12): Prometheus text, operator token. Public to the request hook
- * (a worker-only process has no authentication hook), so the token is checked here.
+ * (a worker-only process has no authentication hook), so the token is checked here, and a bad
+ * one counts as a failed authentication of the address like anywhere else: the operator token
+ * must not be guessable here at full speed.
  */
 export const metricsRoute =
-  (c: Container): FastifyPluginAsync =>
+  (c: Container, authFailed: AuthFailureLimit): FastifyPluginAsync =>
   async (app) => {
     serve(app, op.metrics, async (_input, req) => {
-      c.auth.requireOperator(await c.auth.authenticate(req.headers.authorization));
+      const principal = await c.auth.authenticate(req.headers.authorization).catch(async (e) => {
+        if (isAppError(e) && e.code === 'unauthorized') await authFailed(req);
+        throw e;
+      });
+      c.auth.requireOperator(principal);
       return c.metrics.registry.metrics();
     });
   };
