@@ -9,6 +9,7 @@ import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ImageFetcher } from '../ports/image-fetcher';
 import { Defer, RetryLater, type JobQueue } from '../ports/job-queue';
 import type { UsageLedger } from '../ports/usage-ledger';
+import { settlementFor } from '../ports/retry-rule';
 import { deferDelayMs, type FairShare } from './fair-share';
 
 export const PROCESS_IMAGE = 'process-image';
@@ -38,6 +39,26 @@ export class ProcessImageHandler {
   private readonly orgOfDataset = new Map<string, string>();
 
   readonly handle = async (job: ProcessingJob): Promise<void> => {
+    try {
+      await this.handleOnce(job);
+    } catch (e) {
+      this.countSettlement(e, job);
+      throw e;
+    }
+  };
+
+  /**
+   * Every job the queue runs again is counted, whatever threw (a store read before the
+   * download as much as the image): `retried`, or `failed` when the queue parks it as dead.
+   * A fair-share deferral is not an outcome: the job has not run.
+   */
+  private countSettlement(e: unknown, job: ProcessingJob): void {
+    const kind = settlementFor(e, job.attempt, 0).kind;
+    if (kind === 'retry' || kind === 'wait') this.metrics?.imageJobs.inc({ outcome: 'retried' });
+    else if (kind === 'dead') this.metrics?.imageJobs.inc({ outcome: 'failed' });
+  }
+
+  private readonly handleOnce = async (job: ProcessingJob): Promise<void> => {
     const orgName = await this.orgOf(job.datasetId);
     if (orgName === undefined) return; // the dataset is gone, and its items with it
     const slot = this.fair.tryAcquire(new URL(job.url).host, orgName);
@@ -117,12 +138,7 @@ export class ProcessImageHandler {
       } else await this.countIfDone(job, release);
     } catch (e) {
       await release().catch(() => undefined);
-      try {
-        this.retryIfTransient(e, job);
-      } catch (again) {
-        if (again instanceof RetryLater) this.metrics?.imageJobs.inc({ outcome: 'retried' });
-        throw again;
-      }
+      this.retryIfTransient(e, job);
       await this.store.markFailed(
         job,
         { code: e.code, message: e.message, attempts: job.attempt },

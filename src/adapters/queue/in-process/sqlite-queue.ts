@@ -4,7 +4,7 @@ import type { ProcessingJob } from '../../../domain/item';
 import type { JobHandler, JobQueue, QueueStats } from '../../../ports/job-queue';
 import { guarded, openDb, type Db, stmt } from '../../embedded/db';
 import { PauseGate } from '../pause-gate';
-import { delayOf, nextRun, settlementFor } from '../retry-rule';
+import { delayOf, nextRun, settlementFor } from '../../../ports/retry-rule';
 
 const POLL_MS = 1000;
 
