@@ -15,7 +15,7 @@ import { ElasticsearchStore } from '../adapters/elasticsearch/es-store';
 import { EsUsageLedger } from '../adapters/elasticsearch/es-usage-ledger';
 import { EsIndices } from '../adapters/elasticsearch/indices';
 import { createEmbedder } from '../adapters/embedders';
-import { allowAll, publicOnly } from '../adapters/images/address-policy';
+import { allowAll, allowListed } from '../adapters/images/address-policy';
 import { HttpImageFetcher } from '../adapters/images/http-fetcher';
 import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
 import { AmqpJobQueue } from '../adapters/queue/rabbitmq/amqp-queue';
@@ -207,7 +207,9 @@ export async function buildContainer(
   }
   const analyzer = new SharpImageAnalyzer(embedder);
   metrics.watchQueue(queue, config.APP_ROLES.has('worker'));
-  const http = new HttpImageFetcher(config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : publicOnly);
+  const http = new HttpImageFetcher(
+    config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : allowListed(config.IMAGE_FETCH_ALLOW_HOSTS),
+  );
   const fetcher = countBytes(http, metrics);
 
   const auth = new AuthService(accounts, config.OPERATOR_TOKEN);

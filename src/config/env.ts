@@ -11,6 +11,37 @@ const bool = z
 
 const ROLES = ['api', 'worker'] as const;
 
+/** A destination the image fetcher may reach even when it is private. */
+export interface AllowedHost {
+  /** As the WHATWG URL parser writes a URL's hostname: lowercase, IPv6 without brackets. */
+  host: string;
+  port: number;
+}
+
+const HOST_NAME =
+  /^(?=.{1,253}\.?$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/;
+
+/**
+ * One `host:port` entry, the port always written out (1–65535), the host a name, an IPv4
+ * address or a bracketed IPv6 address, normalised as a URL naming it is (`LOCALHOST` →
+ * `localhost`, `[::FFFF:127.0.0.1]` → `::ffff:7f00:1`), so the fetcher compares like with like.
+ * No wildcards, ranges, schemes or paths: undefined.
+ */
+export function parseHostPort(entry: string): AllowedHost | undefined {
+  const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/?#@[\]\\]+):(\d{1,5})$/.exec(entry);
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return undefined;
+  let host: string;
+  try {
+    host = new URL(`http://${m[1]}/`).hostname;
+  } catch {
+    return undefined;
+  }
+  if (host.startsWith('[')) return { host: host.slice(1, -1), port };
+  return HOST_NAME.test(host) ? { host, port } : undefined;
+}
+
 const schema = z.object({
   PORT: z.coerce
     .number({ message: 'expected a port number' })
@@ -86,6 +117,28 @@ const schema = z.object({
     .max(256)
     .default(4),
   IMAGE_FETCH_ALLOW_PRIVATE: bool.default(false),
+  /** Exact `host:port` destinations that may be private (contract §9), e.g. a local image server. */
+  IMAGE_FETCH_ALLOW_HOSTS: z
+    .string()
+    .default('')
+    .transform((s, ctx) => {
+      const out: AllowedHost[] = [];
+      const bad: string[] = [];
+      for (const entry of s
+        .split(',')
+        .map((e) => e.trim())
+        .filter(Boolean)) {
+        const to = parseHostPort(entry);
+        if (to) out.push(to);
+        else bad.push(JSON.stringify(entry));
+      }
+      if (bad.length)
+        ctx.addIssue({
+          code: 'custom',
+          message: `expected a comma list of exact host:port entries (e.g. 127.0.0.1:5123, localhost:5123, [::1]:5123); not ${bad.join(', ')}`,
+        });
+      return out;
+    }),
   EMBEDDER: z.enum(EMBEDDERS).default('hybrid'),
   EMBEDDER_MODEL_PATH: z.string().optional(),
   /** Threads of one model run (runs are serialised per process); default: the cores. */
@@ -169,6 +222,8 @@ function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof sche
   else unused(['DATA_DIR'], 'with SEARCH_BACKEND=elasticsearch every piece of state is shared');
   if (c.QUEUE === 'inprocess')
     unused(['AMQP_URL', 'AMQP_QUEUE_PREFIX'], 'QUEUE=inprocess does not use RabbitMQ');
+  if (c.IMAGE_FETCH_ALLOW_PRIVATE)
+    unused(['IMAGE_FETCH_ALLOW_HOSTS'], 'IMAGE_FETCH_ALLOW_PRIVATE=true allows every address');
   if (c.EMBEDDER !== 'onnx') unused(['EMBEDDER_MODEL_PATH'], `EMBEDDER=${c.EMBEDDER}`);
   if (c.EMBEDDER === 'descriptor' || c.EMBEDDER === 'onnx')
     unused(['EMBEDDER_THREADS'], `EMBEDDER=${c.EMBEDDER} runs no EfficientNet session`);

@@ -1,6 +1,10 @@
 import type { LookupAddress } from 'node:dns';
 import { HttpImageFetcher, type Resolve } from '../../src/adapters/images/http-fetcher';
-import { publicOnly, type AddressPolicy } from '../../src/adapters/images/address-policy';
+import {
+  allowListed,
+  publicOnly,
+  type AddressPolicy,
+} from '../../src/adapters/images/address-policy';
 import { ImageError } from '../../src/domain/processing';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 
@@ -221,6 +225,93 @@ describe('HttpImageFetcher name resolution', () => {
       expect((await f.fetch(`http://${HOST}:${port}/img/1.png`)).length).toBeGreaterThan(0);
     } finally {
       await f.close();
+    }
+  });
+});
+
+/**
+ * IMAGE_FETCH_ALLOW_HOSTS (contract §9): with the real public-only policy, loopback is private,
+ * so only the listed image server (host and port) is reachable.
+ */
+describe('HttpImageFetcher with allowed private hosts', () => {
+  let other: ImageServer; // the same host, another port: never listed
+  let otherPort: string;
+  let f: HttpImageFetcher;
+  beforeAll(async () => {
+    other = await startImageServer();
+    otherPort = new URL(other.url).port;
+    f = new HttpImageFetcher(
+      allowListed([
+        { host: '127.0.0.1', port: Number(port) },
+        { host: 'localhost', port: Number(port) },
+      ]),
+      limits,
+    );
+  });
+  afterAll(async () => {
+    await f.close();
+    await other.close();
+  });
+  const forbidden = async (url: string) => {
+    const e = await failure(f, url);
+    expect(e).toMatchObject({ code: 'forbidden_address', transient: false });
+    expect(e.message).toMatch(/not (an )?allowed/);
+    return e;
+  };
+
+  it('fetches from a listed host:port, by address and by name', async () => {
+    expect((await f.fetch(`${img.url}/img/1.png`)).length).toBeGreaterThan(0);
+    expect((await f.fetch(`http://localhost:${port}/img/2.png`)).length).toBeGreaterThan(0);
+  });
+
+  it('refuses the same host on a port that is not listed, before connecting', async () => {
+    const before = other.hits.get('/img/1.png') ?? 0;
+    const byAddress = await forbidden(`http://127.0.0.1:${otherPort}/img/1.png`);
+    // a literal names only itself (the URL's own text), never anything resolved
+    expect(byAddress.message).toBe(`127.0.0.1:${otherPort} is not an allowed address`);
+    const byName = await forbidden(`http://localhost:${otherPort}/img/1.png`);
+    expect(byName.message).toBe(
+      `localhost:${otherPort} resolves to an address that is not allowed`,
+    );
+    expect(byName.message).not.toMatch(/127\.0\.0\.1|::1/);
+    expect(other.hits.get('/img/1.png') ?? 0).toBe(before);
+  });
+
+  it('refuses a redirect from the listed host to another private port', async () => {
+    for (const target of [
+      `http://127.0.0.1:${otherPort}/img/3.png`,
+      `http://localhost:${otherPort}/img/3.png`,
+      `http://127.0.0.2:${port}/img/3.png`, // another private address on the listed port
+    ])
+      await forbidden(`${img.url}/redirect/1?to=${encodeURIComponent(target)}`);
+    expect(other.hits.get('/img/3.png')).toBeUndefined();
+    // a redirect between listed destinations is followed
+    const ok = encodeURIComponent(`http://localhost:${port}/img/3.png`);
+    expect((await f.fetch(`${img.url}/redirect/1?to=${ok}`)).length).toBeGreaterThan(0);
+  });
+
+  it('does not open a listed port to other names resolving to the same address (DNS rebinding)', async () => {
+    // every name resolves to 127.0.0.1, as a rebinding attacker's name would
+    const resolve: Resolve = async () => [{ address: '127.0.0.1', family: 4 }];
+    const g = new HttpImageFetcher(
+      allowListed([{ host: 'images.internal', port: Number(port) }]),
+      limits,
+      resolve,
+    );
+    try {
+      expect((await g.fetch(`http://images.internal:${port}/img/4.png`)).length).toBeGreaterThan(0);
+      for (const url of [
+        `http://rebind.attacker.test:${port}/img/4.png`, // the listed port, another name
+        `http://images.internal:${otherPort}/img/4.png`, // the listed name, another port
+      ])
+        expect(await failure(g, url)).toMatchObject({ code: 'forbidden_address' });
+      const hop = encodeURIComponent(`http://rebind.attacker.test:${otherPort}/img/4.png`);
+      expect(await failure(g, `http://images.internal:${port}/redirect/1?to=${hop}`)).toMatchObject(
+        { code: 'forbidden_address' },
+      );
+      expect(other.hits.get('/img/4.png')).toBeUndefined();
+    } finally {
+      await g.close();
     }
   });
 });

@@ -66,3 +66,34 @@ test('settings the configuration does not use are named, with the reason (contra
   ).toEqual(['DATA_DIR (with SEARCH_BACKEND=elasticsearch every piece of state is shared)']);
   expect(loadConfig({}).ignored).toEqual([]);
 });
+
+test('IMAGE_FETCH_ALLOW_HOSTS takes exact host:port entries, normalised like URLs', () => {
+  expect(loadConfig({}).IMAGE_FETCH_ALLOW_HOSTS).toEqual([]);
+  expect(
+    loadConfig({ IMAGE_FETCH_ALLOW_HOSTS: ' 127.0.0.1:5123 ,, LocalHost:5123,[::1]:80' })
+      .IMAGE_FETCH_ALLOW_HOSTS,
+  ).toEqual([
+    { host: '127.0.0.1', port: 5123 },
+    { host: 'localhost', port: 5123 },
+    { host: '::1', port: 80 },
+  ]);
+  for (const bad of [
+    'localhost', // no port: every port would be open
+    '127.0.0.1:0',
+    '127.0.0.1:65536',
+    '*:5123',
+    '10.0.0.0/8:80',
+    'http://localhost:5123',
+    'localhost:5123/img',
+    '::1:5123', // IPv6 needs brackets
+    'user@localhost:5123',
+    'localhost:*',
+  ])
+    expect(problems({ IMAGE_FETCH_ALLOW_HOSTS: `127.0.0.1:5123,${bad}` })).toEqual([
+      `IMAGE_FETCH_ALLOW_HOSTS=${JSON.stringify(`127.0.0.1:5123,${bad}`)}: expected a comma list of exact host:port entries (e.g. 127.0.0.1:5123, localhost:5123, [::1]:5123); not ${JSON.stringify(bad)}`,
+    ]);
+  expect(
+    loadConfig({ IMAGE_FETCH_ALLOW_PRIVATE: 'true', IMAGE_FETCH_ALLOW_HOSTS: 'localhost:5123' })
+      .ignored,
+  ).toEqual(['IMAGE_FETCH_ALLOW_HOSTS (IMAGE_FETCH_ALLOW_PRIVATE=true allows every address)']);
+});

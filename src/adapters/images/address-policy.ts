@@ -1,7 +1,19 @@
 import ipaddr from 'ipaddr.js';
 
-/** Decides whether the fetcher may connect to an IP address. */
-export type AddressPolicy = (ip: string) => boolean;
+/**
+ * Where a connection goes: the host the URL names (as the WHATWG URL parser writes it:
+ * lowercase, IPv6 without brackets) and the port it names (80/443 when it names none).
+ */
+export interface Destination {
+  host: string;
+  port: number;
+}
+
+/**
+ * Decides whether the fetcher may connect to the IP address `ip`, which is what the URL's host
+ * resolved to (or the host itself, for a literal address), on the destination's port.
+ */
+export type AddressPolicy = (ip: string, to: Destination) => boolean;
 
 /** IANA's global unicast space: nothing outside it is a public host today. */
 const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
@@ -35,7 +47,7 @@ function embeddedIPv4(a: ipaddr.IPv6): ipaddr.IPv4 | undefined {
  * unique-local, multicast, unspecified, CGNAT, documentation, benchmarking and other reserved
  * ranges are refused, and so is every IPv6 form that can reach such an IPv4 address.
  */
-export const publicOnly: AddressPolicy = (ip) => {
+export const publicOnly = (ip: string): boolean => {
   if (!ipaddr.isValid(ip) || IPV4_COMPATIBLE_TEXT.test(ip)) return false;
   const addr = ipaddr.parse(ip);
   if (addr.kind() === 'ipv4') return addr.range() === 'unicast';
@@ -46,3 +58,24 @@ export const publicOnly: AddressPolicy = (ip) => {
 };
 
 export const allowAll: AddressPolicy = () => true;
+
+/** How a destination is written in `IMAGE_FETCH_ALLOW_HOSTS` and compared: `host:port`, `[v6]:port`. */
+export const destinationKey = (to: Destination): string =>
+  `${to.host.includes(':') ? `[${to.host}]` : to.host}:${to.port}`;
+
+/**
+ * `publicOnly`, plus every address for exactly the listed destinations (`IMAGE_FETCH_ALLOW_HOSTS`:
+ * e.g. a local image server on 127.0.0.1:5123). The exception is keyed on the host *and* port the
+ * URL names, and the fetcher connects to the port it names, so a listed name opens one port on
+ * whatever that name resolves to and nothing else: another name resolving to the same private
+ * address (DNS rebinding), the same host on another port, and a redirect to any other private
+ * destination all stay refused.
+ */
+export function allowListed(
+  listed: readonly Destination[],
+  base: AddressPolicy = publicOnly,
+): AddressPolicy {
+  if (listed.length === 0) return base;
+  const keys = new Set(listed.map(destinationKey));
+  return (ip, to) => keys.has(destinationKey(to)) || base(ip, to);
+}

@@ -1,10 +1,10 @@
 import dns from 'node:dns';
 import net from 'node:net';
-import { Agent, request } from 'undici';
+import { Agent, buildConnector, request } from 'undici';
 import { LIMITS } from '../../domain/limits';
 import { ImageError } from '../../domain/processing';
 import type { ImageFetcher } from '../../ports/image-fetcher';
-import type { AddressPolicy } from './address-policy';
+import { destinationKey, type AddressPolicy, type Destination } from './address-policy';
 
 export interface FetchLimits {
   deadlineMs: number;
@@ -69,21 +69,24 @@ type LookupCallback = (
 ) => void;
 
 /**
- * A DNS lookup that hands the socket only addresses the policy allows, so the check applies to
- * the address actually connected to (no window for DNS rebinding between check and connect).
- * Its errors name the host, never the addresses it resolved to: those describe the network the
- * service runs in, which is none of the client's business.
+ * A DNS lookup for connections to `to` that hands the socket only addresses the policy allows
+ * there, so the check applies to the address actually connected to (no window for DNS
+ * rebinding between check and connect). Its errors name the host, never the addresses it
+ * resolved to: those describe the network the service runs in, which is none of the client's
+ * business.
  */
-function guardedLookup(policy: AddressPolicy, resolve: Resolve) {
+function guardedLookup(policy: AddressPolicy, resolve: Resolve, to: Destination) {
   return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
     resolve(hostname, options.family).then(
       (addresses) => {
         if (addresses.length === 0)
           return callback(new DnsFailure(hostname, { code: 'ENOTFOUND' }), []);
-        const allowed = addresses.filter((a) => policy(a.address));
+        const allowed = addresses.filter((a) => policy(a.address, to));
         if (allowed.length === 0)
           return callback(
-            new ForbiddenAddress(`${hostname} resolves to an address that is not allowed`),
+            new ForbiddenAddress(
+              `${destinationKey(to)} resolves to an address that is not allowed`,
+            ),
             [],
           );
         if (options.all) callback(null, allowed);
@@ -91,6 +94,55 @@ function guardedLookup(policy: AddressPolicy, resolve: Resolve) {
       },
       (err: unknown) => callback(new DnsFailure(hostname, err), []),
     );
+  };
+}
+
+const defaultPort = (protocol: string): number => (protocol === 'https:' ? 443 : 80);
+
+/** The destination a URL names. */
+function destinationOf(u: URL): Destination {
+  return {
+    host: u.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(u.port) || defaultPort(u.protocol),
+  };
+}
+
+/** Connectors kept, one per destination (each holds that destination's TLS sessions). */
+const MAX_CONNECTORS = 256;
+
+/**
+ * Every socket the fetcher opens goes through here, for the first URL and every redirect. The
+ * policy is asked about (address, the host and port the URL names), and the socket is opened
+ * to that very port: undici hands a connector the origin's own host and port, and the lookup
+ * built for this destination only ever feeds its addresses to a socket bound for it. A listed
+ * `host:port` (contract §9) therefore opens that one port of whatever the host resolves to;
+ * the same address reached under another name or on another port is judged on its own.
+ * Node's `lookup` hook is not told the port, hence one connector per destination.
+ */
+function guardedConnector(
+  policy: AddressPolicy,
+  resolve: Resolve,
+  timeout: number,
+): buildConnector.connector {
+  const connectors = new Map<string, buildConnector.connector>();
+  return (options, callback) => {
+    const to: Destination = {
+      host: options.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(options.port) || defaultPort(options.protocol),
+    };
+    // Literal addresses never reach the lookup.
+    if (net.isIP(to.host) && !policy(to.host, to))
+      return callback(
+        new ForbiddenAddress(`${destinationKey(to)} is not an allowed address`),
+        null,
+      );
+    const key = `${options.protocol}//${destinationKey(to)}`;
+    let connect = connectors.get(key);
+    if (connect) connectors.delete(key);
+    else connect = buildConnector({ lookup: guardedLookup(policy, resolve, to) as never, timeout });
+    connectors.set(key, connect); // most recently used last
+    if (connectors.size > MAX_CONNECTORS) connectors.delete(connectors.keys().next().value!);
+    connect(options, callback);
   };
 }
 
@@ -147,7 +199,7 @@ export class HttpImageFetcher implements ImageFetcher {
     resolve: Resolve = systemResolve,
   ) {
     this.agent = new Agent({
-      connect: { lookup: guardedLookup(policy, resolve) as never, timeout: limits.deadlineMs },
+      connect: guardedConnector(policy, resolve, limits.deadlineMs),
       headersTimeout: limits.deadlineMs,
       bodyTimeout: limits.deadlineMs,
     });
@@ -201,10 +253,11 @@ export class HttpImageFetcher implements ImageFetcher {
         'forbidden_address',
         `scheme ${u.protocol} is not allowed (http, https)`,
       );
-    // Literal IPs never reach the DNS lookup, so they are checked here.
-    const host = u.hostname.replace(/^\[|\]$/g, '');
-    if (net.isIP(host) && !this.policy(host))
-      throw new ImageError('forbidden_address', `${host} is not a public address`);
+    // Literal IPs never reach the DNS lookup: refused here before any connection is attempted
+    // (the connector checks them again, as it does every socket).
+    const to = destinationOf(u);
+    if (net.isIP(to.host) && !this.policy(to.host, to))
+      throw new ImageError('forbidden_address', `${destinationKey(to)} is not an allowed address`);
   }
 
   private async readBody(
