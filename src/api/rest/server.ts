@@ -11,6 +11,7 @@ import { answerClientError, answerUnrouted } from './client-errors';
 import { sendError } from './errors';
 import { registerRateLimits } from './rate-limit';
 import { requestIdFrom } from './request-id';
+import { consoleRoutes } from './routes/console';
 import { contentRoutes } from './routes/content';
 import { datasetRoutes } from './routes/datasets';
 import { healthRoutes } from './routes/health';
@@ -91,5 +92,6 @@ export async function buildRestServer(c: Container): Promise<FastifyInstance> {
   await app.register(contentRoutes(c));
   await app.register(visionRoutes(c));
   await registerGraphql(app, c);
+  await app.register(consoleRoutes(c));
   return app;
 }

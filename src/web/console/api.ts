@@ -1,0 +1,354 @@
+/**
+ * The console's client of the public API (contract.md): REST for everything, GraphQL only for
+ * `viewer`, the one public way to learn which organisation (and dataset) a token belongs to.
+ */
+
+export interface ErrorDetail {
+  param?: string;
+  /** 0-based character position in `q` (contract §2, §5). */
+  position?: number;
+  field?: string;
+  value?: string;
+  id?: string;
+  index?: number;
+  message: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+    readonly requestId?: string,
+  ) {
+    super(message);
+  }
+}
+
+export type Scalar = string | number | boolean;
+export type Metadata = Record<string, Scalar | Scalar[] | undefined>;
+
+export interface ResultEntry {
+  id: string;
+  explore_url: string;
+  metadata: Metadata;
+  /** Similarity results only: 0–1, higher is more similar. */
+  score?: number;
+}
+
+export interface FacetFigure {
+  buckets: { value: string; count: number }[];
+  other: number;
+  missing: number;
+}
+export interface StatsFigure {
+  count: number;
+  min: number | null;
+  max: number | null;
+  avg: number | null;
+  sum: number;
+}
+export interface HistogramBucket {
+  from: number;
+  to: number;
+  count: number;
+}
+
+export interface SearchPage {
+  results: ResultEntry[];
+  total_results: number;
+  facets?: Record<string, FacetFigure>;
+  stats?: Record<string, StatsFigure>;
+  histograms?: Record<string, HistogramBucket[]>;
+}
+
+export interface Counts {
+  items: number;
+  processed: number;
+  pending: number;
+  errors: number;
+}
+
+export interface Dataset {
+  name: string;
+  browse_token: string;
+  content_url: string;
+  processing_errors_url: string;
+  settings: { fields: Record<string, string[]>; version: number };
+  status: 'pending' | 'published';
+  created_at: string;
+  counts: Counts;
+}
+
+export interface ProcessingError {
+  id: string;
+  url: string;
+  code: string;
+  message: string;
+  attempts: number;
+  occurred_at: string;
+}
+
+export interface UsageEntry {
+  type: string;
+  requests: number;
+  credits: number;
+}
+export interface Usage {
+  credits: {
+    limitType: 'fixed' | 'unlimited';
+    limit?: number;
+    remaining?: number;
+    used: number;
+    month: number;
+    year: number;
+  };
+  images: {
+    limitType: 'fixed' | 'unlimited';
+    limit?: number;
+    remaining?: number;
+    processed: number;
+    total: number;
+    year: number;
+  };
+  datasets: Record<string, { images: number; usage: UsageEntry[]; deleted?: boolean }>;
+  lastUpdated: string | null;
+  requestCredits: Record<string, number>;
+}
+
+export interface AnalyticsInterval {
+  from: string;
+  to: string;
+  requests: Record<string, number>;
+  events: Record<string, number>;
+  searches: number;
+  zero_result_searches: number;
+}
+export interface AnalyticsReport {
+  from: string;
+  to: string;
+  interval: string;
+  intervals: AnalyticsInterval[];
+  searches: { count: number; zero_results: number; zero_result_share: number | null };
+}
+
+export interface Viewer {
+  kind: 'OPERATOR' | 'ORGANISATION' | 'DATASET';
+  organisation: string | null;
+  dataset: string | null;
+}
+
+const V2 = 'application/vnd.service.v2+json';
+const enc = encodeURIComponent;
+
+type Query = Record<string, string | number | undefined>;
+
+function queryString(q: Query = {}): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') p.set(k, String(v));
+  const s = p.toString().replace(/\+/g, '%20');
+  return s ? `?${s}` : '';
+}
+
+/** One token, one client. Every call goes to the origin that served the page. */
+export class Api {
+  constructor(readonly token: string) {}
+
+  async request<T>(method: string, path: string, body?: unknown, accept = V2): Promise<T> {
+    const headers: Record<string, string> = { authorization: `token ${this.token}`, accept };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let res: Response;
+    try {
+      res = await fetch(path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        credentials: 'omit',
+        cache: 'no-store',
+      });
+    } catch {
+      throw new ApiError(0, 'network', 'the service cannot be reached');
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : {};
+    } catch {
+      json = undefined;
+    }
+    if (!res.ok) {
+      const e = (json as { error?: Partial<ApiError> & { request_id?: string } } | undefined)
+        ?.error;
+      throw new ApiError(
+        res.status,
+        e?.code ?? 'http_error',
+        e?.message ?? `HTTP ${res.status}`,
+        e?.details ?? [],
+        e?.request_id ?? res.headers.get('x-request-id') ?? undefined,
+      );
+    }
+    return json as T;
+  }
+
+  /**
+   * A GraphQL operation; its first error becomes an ApiError with the code and status the
+   * REST API would give (the service puts them in `extensions`).
+   */
+  async graphql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+    const r = await this.request<{
+      data?: T | null;
+      errors?: {
+        message: string;
+        extensions?: { code?: string; status?: number; details?: ErrorDetail[] };
+      }[];
+    }>(
+      'POST',
+      '/graphql',
+      { query, variables },
+      // GraphQL answers application/json, not the REST vendor type.
+      'application/json',
+    );
+    const err = r.errors?.[0];
+    if (err || !r.data) {
+      const x = err?.extensions ?? {};
+      throw new ApiError(
+        x.status ?? 400,
+        x.code ?? 'graphql',
+        err?.message ?? 'no data',
+        x.details ?? [],
+      );
+    }
+    return r.data;
+  }
+
+  /** What the token is (GraphQL `viewer`: REST has no "who am I" endpoint). */
+  viewer = () =>
+    this.graphql<{ viewer: Viewer }>(
+      'query ConsoleViewer { viewer { kind organisation dataset } }',
+    ).then((d) => d.viewer);
+}
+
+/** The admin API of one organisation (organisation token). */
+export class OrgApi {
+  constructor(
+    readonly api: Api,
+    readonly org: string,
+  ) {}
+
+  private ds = (name: string) => `/orgs/${enc(this.org)}/datasets/${enc(name)}`;
+
+  listDatasets = () =>
+    this.api
+      .request<{ datasets: Dataset[] }>('GET', `/orgs/${enc(this.org)}/datasets`)
+      .then((r) => r.datasets);
+  createDataset = (name: string) =>
+    this.api
+      .request<{ dataset: Dataset }>('POST', `/orgs/${enc(this.org)}/datasets`, { name })
+      .then((r) => r.dataset);
+  rotateBrowseToken = (name: string) =>
+    this.api
+      .request<{ dataset: Dataset }>('POST', `${this.ds(name)}/browse_token`)
+      .then((r) => r.dataset);
+  setFields = (name: string, fields: Record<string, string[]>) =>
+    this.api
+      .request<{ dataset: Dataset }>('PUT', `${this.ds(name)}/settings/fields`, { fields })
+      .then((r) => r.dataset);
+  errors = (name: string, limit = 50, offset = 0) =>
+    this.api.request<{ errors: ProcessingError[]; total_results: number }>(
+      'GET',
+      `${this.ds(name)}/errors${queryString({ limit, offset })}`,
+    );
+  usage = () =>
+    this.api.request<{ usage: Usage }>('GET', `/orgs/${enc(this.org)}/usage`).then((r) => r.usage);
+  analytics = (name: string, from: Date, interval: 'hour' | 'day') =>
+    this.api
+      .request<{
+        analytics: AnalyticsReport;
+      }>('GET', `${this.ds(name)}/analytics${queryString({ from: from.toISOString(), interval })}`)
+      .then((r) => r.analytics);
+}
+
+export interface SearchParams {
+  page?: number;
+  limit?: number;
+  sort?: string;
+  order?: 'asc' | 'desc';
+  q?: string;
+  fields?: string;
+  facets?: string;
+  disjunctive?: string;
+  facet_size?: number;
+  stats?: string;
+  histogram?: string;
+}
+
+/** The Vision API of one dataset (its browse token). */
+export class VisionApi {
+  readonly base: string;
+  constructor(
+    readonly api: Api,
+    readonly org: string,
+    readonly dataset: string,
+  ) {
+    this.base = `/orgs/${enc(org)}/datasets/${enc(dataset)}`;
+  }
+
+  /**
+   * Facets and stats of `fields` over the whole dataset (`limit: 0`, one billable search), for
+   * the sidebar to learn which fields hold numbers and which hold values worth listing; with no
+   * field, whether the dataset answers at all. Asked through GraphQL, whose `dataset_not_ready`
+   * (fewer than 200 processed items) comes in a 200 response: polling a pending dataset does not
+   * fill the browser console with failed requests.
+   */
+  figures = async (fields: string[]) => {
+    type Figures = {
+      facets: ({ field: string } & FacetFigure)[] | null;
+      stats: ({ field: string } & StatsFigure)[] | null;
+    };
+    const d = await this.api.graphql<{ vision: { search: Figures } }>(
+      `query ConsoleFigures($o: String!, $d: String!, $limit: Int!, $facets: [FacetInput!], $stats: [String!]) {
+        vision(organisation: $o, dataset: $d) {
+          search(limit: $limit, facets: $facets, facetSize: 10, stats: $stats) {
+            facets { field buckets { value count } other missing }
+            stats { field count min max avg sum }
+          }
+        }
+      }`,
+      {
+        o: this.org,
+        d: this.dataset,
+        limit: fields.length ? 0 : 2,
+        facets: fields.length ? fields.map((field) => ({ field })) : null,
+        stats: fields.length ? fields : null,
+      },
+    );
+    const { facets, stats } = d.vision.search;
+    return {
+      facets: Object.fromEntries((facets ?? []).map(({ field, ...f }) => [field, f])),
+      stats: Object.fromEntries((stats ?? []).map(({ field, ...f }) => [field, f])),
+    } as { facets: Record<string, FacetFigure>; stats: Record<string, StatsFigure> };
+  };
+  fieldNames = () =>
+    this.api
+      .request<{ fields: string[] }>('GET', `${this.base}/content/fields?fields=*`)
+      .then((r) => r.fields);
+  search = (p: SearchParams) =>
+    this.api.request<SearchPage>('GET', `${this.base}/search${queryString({ ...p })}`);
+  similar = (id: string, p: { limit?: number; fields?: string; q?: string } = {}) =>
+    this.api.request<SearchPage>('GET', `${this.base}/similar${queryString({ id, ...p })}`);
+  lens = (image: string, p: { limit?: number; fields?: string; q?: string } = {}) =>
+    this.api.request<SearchPage>('POST', `${this.base}/search${queryString(p)}`, { image });
+  /**
+   * Follows a result's `explore_url` (it carries the journey so far in `path`). Only its path
+   * and query are used: the page talks to its own origin whatever PUBLIC_BASE_URL says.
+   */
+  explore = (exploreUrl: string, set: { limit?: number; fields?: string } = {}) => {
+    const u = new URL(exploreUrl, location.origin);
+    if (u.pathname !== `${this.base}/explore`)
+      return Promise.reject(new ApiError(0, 'client', 'not an explore link of this dataset'));
+    for (const [k, v] of Object.entries(set)) if (v !== undefined) u.searchParams.set(k, String(v));
+    // URLSearchParams writes a space as '+'; %20 reads the same to every server.
+    return this.api.request<SearchPage>('GET', u.pathname + u.search.replace(/\+/g, '%20'));
+  };
+}

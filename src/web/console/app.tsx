@@ -1,0 +1,170 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { Api, ApiError, OrgApi, VisionApi, type Dataset } from './api';
+import { clearSession, loadSession, saveSession, takeFragment, type Session } from './session';
+import { Catalogue } from './views/catalogue';
+import { OrgView } from './views/org-view';
+import { SignIn } from './views/sign-in';
+
+type Who =
+  | { kind: 'org'; org: string }
+  | { kind: 'dataset'; org: string; dataset: string }
+  | { kind: 'operator' };
+
+/**
+ * What a token can do is asked of the API: GraphQL `viewer` names the organisation (and, for a
+ * dataset token, the dataset). The link hints (`#…&org=…&dataset=…`) are used only when the
+ * API cannot answer that question.
+ */
+async function identify(s: Session): Promise<Who> {
+  try {
+    const v = await new Api(s.token).viewer();
+    if (v.kind === 'ORGANISATION' && v.organisation) return { kind: 'org', org: v.organisation };
+    if (v.kind === 'DATASET' && v.organisation && v.dataset)
+      return { kind: 'dataset', org: v.organisation, dataset: v.dataset };
+    if (v.kind === 'OPERATOR') return { kind: 'operator' };
+    throw new ApiError(404, 'not_found', 'this token has no dataset any more');
+  } catch (e) {
+    const refused = e instanceof ApiError && (e.status === 401 || e.code === 'unauthorized');
+    if (!refused && s.org && s.dataset) return { kind: 'dataset', org: s.org, dataset: s.dataset };
+    if (!refused && s.org) return { kind: 'org', org: s.org };
+    throw e;
+  }
+}
+
+export function App() {
+  const [session, setSession] = useState<Session | undefined>(() => {
+    const fromLink = takeFragment();
+    if (fromLink) saveSession(fromLink);
+    return fromLink ?? loadSession();
+  });
+  const [who, setWho] = useState<Who>();
+  const [error, setError] = useState<unknown>();
+  const [checking, setChecking] = useState(!!session);
+  /** A dataset an organisation user opened to browse (with its browse token). */
+  const [browsing, setBrowsing] = useState<Dataset>();
+
+  // A `#token=` link opened in a tab already on the console changes only the fragment.
+  useEffect(() => {
+    const onHash = () => {
+      const fromLink = takeFragment();
+      if (!fromLink) return;
+      setWho(undefined);
+      setBrowsing(undefined);
+      setSession(fromLink);
+    };
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+
+  useEffect(() => {
+    if (!session) return;
+    let live = true;
+    setChecking(true);
+    identify(session)
+      .then((w) => {
+        if (!live) return;
+        setWho(w);
+        setError(undefined);
+        saveSession(session);
+      })
+      .catch((e: unknown) => {
+        if (!live) return;
+        clearSession();
+        setSession(undefined);
+        setError(
+          e instanceof ApiError && e.status === 401
+            ? new Error('This token is not accepted (unknown or revoked).')
+            : e,
+        );
+      })
+      .finally(() => live && setChecking(false));
+    return () => {
+      live = false;
+    };
+  }, [session]);
+
+  const api = useMemo(() => (session ? new Api(session.token) : undefined), [session]);
+  const orgApi = useMemo(
+    () => (api && who?.kind === 'org' ? new OrgApi(api, who.org) : undefined),
+    [api, who],
+  );
+  const vision = useMemo(() => {
+    if (browsing && orgApi)
+      return new VisionApi(new Api(browsing.browse_token), orgApi.org, browsing.name);
+    if (api && who?.kind === 'dataset') return new VisionApi(api, who.org, who.dataset);
+    return undefined;
+  }, [api, who, orgApi, browsing]);
+
+  const signOut = () => {
+    clearSession();
+    setSession(undefined);
+    setWho(undefined);
+    setBrowsing(undefined);
+    setError(undefined);
+  };
+
+  let body;
+  if (!session || !who)
+    body = checking ? (
+      <p class="muted" role="status">
+        Checking the token…
+      </p>
+    ) : (
+      <SignIn
+        busy={checking}
+        error={error}
+        onToken={(token) => {
+          setError(undefined);
+          setSession({ token });
+        }}
+      />
+    );
+  else if (vision)
+    body = (
+      <Catalogue
+        key={`${vision.org}/${vision.dataset}/${vision.api.token}`}
+        vision={vision}
+        onBack={browsing ? () => setBrowsing(undefined) : undefined}
+      />
+    );
+  else if (orgApi) body = <OrgView orgApi={orgApi} onBrowse={setBrowsing} />;
+  else
+    body = (
+      <section class="panel">
+        <h1>Operator token</h1>
+        <p>
+          The console works with an organisation token or a dataset&apos;s browse token. With the
+          operator token, create an organisation (<code>POST /orgs</code>) and sign in with the
+          token it returns.
+        </p>
+      </section>
+    );
+
+  return (
+    <>
+      <header class="topbar">
+        <a class="brand" href="/">
+          Visual search
+        </a>
+        {who ? (
+          <span class="who" data-kind={who.kind}>
+            {who.kind === 'org'
+              ? `organisation ${who.org}`
+              : who.kind === 'dataset'
+                ? `dataset ${who.org}/${who.dataset}`
+                : 'operator'}
+          </span>
+        ) : null}
+        <nav class="topnav" aria-label="Service">
+          <a href="/graphql">GraphQL</a>
+          {session ? (
+            <button type="button" class="secondary small" onClick={signOut}>
+              Sign out
+            </button>
+          ) : null}
+        </nav>
+      </header>
+      <main id="main">{body}</main>
+    </>
+  );
+}

@@ -1,0 +1,113 @@
+import { useEffect, useRef } from 'preact/hooks';
+import type { ErrorDetail } from '../api';
+
+export interface QProblem {
+  message: string;
+  /** Problems with a position inside the typed text (contract §2: `details[].position`). */
+  details: ErrorDetail[];
+}
+
+/**
+ * The `q` filter bar. A 400 for a malformed q carries the 0-based position of each problem;
+ * the bar echoes the text it sent with the character at that position marked and a caret
+ * under it (the typed text is sent first and unchanged, so positions point into it).
+ */
+export function QBar({
+  value,
+  sent,
+  problem,
+  onInput,
+  onSubmit,
+}: {
+  value: string;
+  /** The typed text of the request that failed. */
+  sent: string;
+  problem?: QProblem;
+  onInput: (v: string) => void;
+  onSubmit: (v: string) => void;
+}) {
+  const input = useRef<HTMLInputElement>(null);
+  const positions = (problem?.details ?? [])
+    .map((d) => d.position)
+    .filter((p): p is number => typeof p === 'number' && p >= 0 && p <= sent.length);
+  const first = positions.length ? Math.min(...positions) : undefined;
+
+  // Put the cursor on the problem, as an editor would.
+  useEffect(() => {
+    if (first === undefined || !input.current) return;
+    input.current.focus();
+    input.current.setSelectionRange(first, Math.min(first + 1, sent.length));
+  }, [problem, first, sent]);
+
+  return (
+    <form
+      class="q-bar"
+      role="search"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onSubmit(value);
+      }}
+    >
+      <label for="q-input">Filter</label>
+      <div class="q-row">
+        <input
+          id="q-input"
+          ref={input}
+          class="mono"
+          type="text"
+          value={value}
+          placeholder="colour:red|blue,price:10:50,text:leather"
+          spellcheck={false}
+          autocomplete="off"
+          aria-invalid={problem ? 'true' : undefined}
+          aria-describedby={problem ? 'q-error' : 'q-help'}
+          onInput={(e) => onInput(e.currentTarget.value)}
+        />
+        <button type="submit">Apply</button>
+        {value || sent ? (
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              onInput('');
+              onSubmit('');
+            }}
+          >
+            Clear
+          </button>
+        ) : null}
+      </div>
+      {problem ? (
+        <div id="q-error" class="q-error" role="alert">
+          {first !== undefined ? (
+            <div class="q-echo-wrap" aria-hidden="true">
+              <pre class="q-echo mono">
+                {sent.slice(0, first)}
+                <mark class="q-mark" data-position={first}>
+                  {sent[first] ?? ' '}
+                </mark>
+                {sent.slice(first + 1)}
+              </pre>
+              <pre class="q-caret mono">{`${' '.repeat(first)}^`}</pre>
+            </div>
+          ) : null}
+          <ul>
+            {(problem.details.length ? problem.details : [{ message: problem.message }]).map(
+              (d, i) => (
+                <li key={i}>
+                  {typeof d.position === 'number' ? `at ${d.position}: ` : ''}
+                  {d.message}
+                </li>
+              ),
+            )}
+          </ul>
+        </div>
+      ) : (
+        <p id="q-help" class="hint">
+          <code>key:value</code>, <code>key:a|b</code>, <code>key:!a</code>,{' '}
+          <code>key:min:max</code>, <code>text:words</code>; join with commas.
+        </p>
+      )}
+    </form>
+  );
+}

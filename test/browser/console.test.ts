@@ -1,0 +1,430 @@
+/**
+ * The web console at `/` (issue 18) in headless Chromium, against a real server with a
+ * published dataset: sign-in from a `#token=` link, the image grid, facets, the detail panel
+ * with similar items and explore, lens from a chosen and a dropped photo, the `q` error marker,
+ * and the organisation view with live progress. No request leaves the service and the image
+ * server, and no page logs an error.
+ */
+import Fastify from 'fastify';
+import type { AddressInfo } from 'node:net';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { consoleRoutes } from '../../src/api/rest/routes/console';
+import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { makeImage, startImageServer, type ImageServer } from '../helpers/image-server';
+
+// The page functions below run in Chromium; this project's types are Node's.
+declare const document: any;
+declare const sessionStorage: any;
+declare const DataTransfer: any;
+
+const COLOURS = ['red', 'green', 'blue', 'black', 'white'];
+const N = 210;
+const docs = Array.from({ length: N }, (_, i) => ({
+  id: `p-${String(i).padStart(3, '0')}`,
+  colour: COLOURS[i % COLOURS.length],
+  price: 5 + (i % 20) * 5,
+}));
+
+let t: TestApp;
+let img: ImageServer;
+let browser: Browser;
+let ds: Awaited<ReturnType<typeof setupDataset>>;
+
+beforeAll(async () => {
+  img = await startImageServer();
+  t = await startTestApp({ WORKER_CONCURRENCY: '8' });
+  ds = await setupDataset(t, 'consoleorg', 'shop');
+  const content = [
+    ...docs.map((d, i) => ({
+      id: d.id,
+      url: `${img.url}/img/${i}.png`,
+      metadata: { colour: d.colour, price: d.price, title: `Product ${i}` },
+    })),
+    { id: 'z-broken', url: `${img.url}/missing.png`, metadata: { colour: 'red' } },
+  ];
+  const w = await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
+  expect(w.status).toBe(202);
+  await waitProcessed(t, ds.base, ds.orgToken, content.length, 90_000);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}, 150_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.stop();
+  await img?.close();
+});
+
+interface Watched {
+  page: Page;
+  /** Console errors and uncaught exceptions. */
+  errors: string[];
+  /** Requests to anywhere but the service and the image server. */
+  outside: string[];
+}
+
+async function open(path: string, width = 1280): Promise<Watched> {
+  const page = await browser.newPage({ viewport: { width, height: 900 } });
+  const errors: string[] = [];
+  const outside: string[] = [];
+  const allowed = [new URL(t.url).origin, new URL(img.url).origin];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  await page.route(
+    (url) => !allowed.includes(url.origin) && url.protocol !== 'data:',
+    (route) => {
+      outside.push(route.request().url());
+      return route.abort();
+    },
+  );
+  const res = await page.goto(t.url + path);
+  expect(res?.status()).toBe(200);
+  return { page, errors, outside };
+}
+
+/** Chromium logs every 4xx response of fetch itself; only a test that provokes one expects it. */
+const notHttp = (errors: string[], ...statuses: number[]) =>
+  errors.filter(
+    (e) => !statuses.some((s) => e.includes(`the server responded with a status of ${s}`)),
+  );
+
+const total = (page: Page) => page.locator('.results-head .total');
+const grid = (page: Page) => page.locator('ul[aria-label="Catalogue"] .tile');
+
+test('GET / serves the page with a strict CSP; assets are hashed and cached; no build → 503', async () => {
+  const res = await fetch(`${t.url}/`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toContain('text/html');
+  expect(res.headers.get('cache-control')).toBe('no-cache');
+  const csp = res.headers.get('content-security-policy') ?? '';
+  expect(csp).toContain("script-src 'self'");
+  expect(csp).toContain("connect-src 'self'");
+  expect(csp).toContain('img-src');
+  const html = await res.text();
+  const js = /\/console\/assets\/console-[\w-]+\.js/.exec(html)?.[0];
+  expect(js).toBeDefined();
+  const asset = await fetch(t.url + js);
+  expect(asset.status).toBe(200);
+  expect(asset.headers.get('content-type')).toContain('javascript');
+  expect(asset.headers.get('cache-control')).toContain('immutable');
+  const missing = await fetch(`${t.url}/console/assets/console-nope.js`);
+  expect([missing.status, ((await missing.json()) as any).error.code]).toEqual([404, 'not_found']);
+
+  // A server whose dist/web holds no console build explains itself instead of failing.
+  const bare = Fastify();
+  await bare.register(consoleRoutes({} as never, '/nonexistent/dist/web'));
+  await bare.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const { port } = bare.server.address() as AddressInfo;
+    const r = await fetch(`http://127.0.0.1:${port}/`);
+    expect(r.status).toBe(503);
+    expect(await r.text()).toContain('npm run build');
+  } finally {
+    await bare.close();
+  }
+});
+
+test('a #token= link signs in (the fragment is removed), shows the grid, and facets narrow it', async () => {
+  const { page, errors, outside } = await open(`/#token=${ds.dsToken}`);
+  await grid(page).first().waitFor();
+  expect(page.url()).toBe(`${t.url}/`);
+  expect(await page.evaluate(() => JSON.stringify(sessionStorage))).toContain(ds.dsToken);
+  await expect(page.locator('.who').innerText()).resolves.toContain('consoleorg/shop');
+  expect(await total(page).innerText()).toBe(String(N));
+  expect(await grid(page).count()).toBe(24);
+  // Images are the items' own URLs (the service keeps none).
+  const src = await grid(page).first().locator('img').getAttribute('src');
+  expect(src).toMatch(new RegExp(`^${img.url}/img/\\d+\\.png$`));
+
+  const red = page.locator('fieldset[data-field="colour"] .facet-row', { hasText: 'red' });
+  expect(await red.locator('.count').innerText()).toBe('42');
+  await red.locator('input').check();
+  await page.waitForFunction(() => document.querySelector('.total')?.textContent === '42');
+  expect(await grid(page).count()).toBe(24);
+  // Disjunctive counts: the other colours keep theirs, so a second one adds up.
+  const blue = page.locator('fieldset[data-field="colour"] .facet-row', { hasText: 'blue' });
+  expect(await blue.locator('.count').innerText()).toBe('42');
+  await blue.locator('input').check();
+  await page.waitForFunction(() => document.querySelector('.total')?.textContent === '84');
+
+  // A numeric range, typed into the price fieldset.
+  const price = page.locator('fieldset[data-field="price"]');
+  expect(await price.locator('.histogram .bar').count()).toBeGreaterThan(1);
+  await price.getByLabel('min').fill('10');
+  await price.getByLabel('max').fill('20');
+  await price.getByRole('button', { name: 'Set' }).click();
+  const expected = docs.filter(
+    (d) => ['red', 'blue'].includes(d.colour) && d.price >= 10 && d.price <= 20,
+  ).length;
+  await page.waitForFunction(
+    (n) => document.querySelector('.total')?.textContent === String(n),
+    expected,
+  );
+  const ids = await grid(page).evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
+  for (const id of ids) {
+    const d = docs.find((x) => x.id === id)!;
+    expect(['red', 'blue']).toContain(d.colour);
+    expect(d.price).toBeGreaterThanOrEqual(10);
+    expect(d.price).toBeLessThanOrEqual(20);
+  }
+
+  // Paging and sort.
+  await page.getByRole('button', { name: 'Clear all filters' }).click();
+  await page.waitForFunction((n) => document.querySelector('.total')?.textContent === String(n), N);
+  await page.selectOption('#sort', 'price');
+  await page.selectOption('#order', 'asc');
+  await page.waitForFunction(
+    () =>
+      document.querySelector('ul[aria-label="Catalogue"] .tile')?.getAttribute('data-id') ===
+      'p-000',
+  );
+  await page.getByRole('button', { name: 'Next →' }).click();
+  await page.waitForFunction(
+    () => document.querySelector('.pager span')?.textContent === 'Page 2 of 9',
+  );
+
+  expect(outside).toEqual([]);
+  expect(errors).toEqual([]);
+  await page.close();
+}, 60_000);
+
+test('an item opens its details with similar items; explore goes on; Escape closes', async () => {
+  const { page, errors } = await open(`/#token=${ds.dsToken}`);
+  await grid(page).first().waitFor();
+  const first = grid(page).first();
+  const id = await first.getAttribute('data-id');
+  await first.click();
+  const panel = page.getByRole('dialog');
+  await expect(panel.locator('h2').innerText()).resolves.toBe(id);
+  const similar = panel.locator('ul[aria-label^="Items similar to"] .tile');
+  await similar.first().waitFor();
+  expect(await similar.count()).toBe(12);
+  expect(
+    await similar.evaluateAll((els) => els.map((e) => e.getAttribute('data-id'))),
+  ).not.toContain(id);
+  await expect(panel.locator('table.meta').innerText()).resolves.toContain('colour');
+
+  await panel.getByRole('button', { name: 'Explore from here' }).click();
+  const journey = panel.locator('ul[aria-label="Next step of the journey"] .tile');
+  await journey.first().waitFor();
+  const next = await journey.first().getAttribute('data-id');
+  await journey.first().click();
+  await page.waitForFunction(() => document.querySelectorAll('.journey-steps li').length === 2);
+  await expect(panel.locator('.journey-steps').innerText()).resolves.toContain(next!);
+
+  // A similar item replaces the shown one.
+  const other = await similar.first().getAttribute('data-id');
+  await similar.first().click();
+  await expect(panel.locator('h2').innerText()).resolves.toBe(other);
+
+  await page.keyboard.press('Escape');
+  await expect(panel.waitFor({ state: 'detached' })).resolves.toBeUndefined();
+  // Focus goes back to the tile that opened the panel.
+  expect(await page.evaluate(() => document.activeElement?.getAttribute('data-id'))).toBe(id);
+
+  // Keyboard only: Enter on the focused tile opens it again.
+  await page.keyboard.press('Enter');
+  await panel.locator('h2').waitFor();
+  await page.keyboard.press('Escape');
+  await panel.waitFor({ state: 'detached' });
+  expect(errors).toEqual([]);
+  await page.close();
+}, 60_000);
+
+test('lens: a chosen photo and a dropped photo find the item with that picture', async () => {
+  const { page, errors } = await open(`/#token=${ds.dsToken}`);
+  await grid(page).first().waitFor();
+  const results = page.locator('ul[aria-label="Items similar to the photo"] .tile');
+  const topIds = () =>
+    results.evaluateAll((els) => els.slice(0, 3).map((e) => e.getAttribute('data-id')));
+
+  await page.locator('[data-testid="lens-input"]').setInputFiles({
+    name: 'photo.png',
+    mimeType: 'image/png',
+    buffer: await makeImage(7),
+  });
+  await results.first().waitFor();
+  expect(await topIds()).toContain('p-007');
+  await page.getByRole('button', { name: 'Back to the catalogue' }).click();
+  await grid(page).first().waitFor();
+
+  // Dropped anywhere on the page (a DataTransfer holding a File, as a real drop carries).
+  const b64 = (await makeImage(42)).toString('base64');
+  const dt = await page.evaluateHandle((data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], 'dropped.png', { type: 'image/png' }));
+    return transfer;
+  }, b64);
+  await page.dispatchEvent('main', 'dragenter', { dataTransfer: dt });
+  await page.locator('.drop-overlay').waitFor();
+  await page.dispatchEvent('main', 'drop', { dataTransfer: dt });
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('ul[aria-label="Items similar to the photo"] .tile')]
+      .slice(0, 3)
+      .some((e) => e.getAttribute('data-id') === 'p-042'),
+  );
+  expect(await page.locator('.drop-overlay').count()).toBe(0);
+  expect(await page.locator('.lens-query img').getAttribute('src')).toMatch(/^data:image\/jpeg/);
+  expect(errors).toEqual([]);
+  await page.close();
+}, 60_000);
+
+test('a malformed q shows its error position under the offending character', async () => {
+  const { page, errors } = await open(`/#token=${ds.dsToken}`);
+  await grid(page).first().waitFor();
+  const q = 'colour:red,price:abc:50';
+  await page.fill('#q-input', q);
+  await page.getByRole('button', { name: 'Apply' }).click();
+  const mark = page.locator('.q-error .q-mark');
+  await mark.waitFor();
+  const pos = q.indexOf('abc');
+  expect(await mark.getAttribute('data-position')).toBe(String(pos));
+  expect(await mark.innerText()).toBe('a');
+  await expect(page.locator('.q-error').innerText()).resolves.toContain('not a number');
+  // The caret is drawn under the marked character, and the cursor is put on it.
+  const offset = await page.evaluate((p) => {
+    const caret = document.querySelector('.q-caret')!.firstChild!;
+    const r = document.createRange();
+    r.setStart(caret, p);
+    r.setEnd(caret, p + 1);
+    const m = document.querySelector('.q-mark')!.getBoundingClientRect();
+    return {
+      dx: Math.abs(r.getBoundingClientRect().left - m.left),
+      below: r.getBoundingClientRect().top >= m.bottom - 1,
+    };
+  }, pos);
+  expect(offset.dx).toBeLessThan(1.5);
+  expect(offset.below).toBe(true);
+  expect(await page.evaluate(() => document.activeElement.selectionStart)).toBe(pos);
+
+  // Fixed, the error goes and the grid follows.
+  await page.fill('#q-input', 'colour:red,price:50:');
+  await page.getByRole('button', { name: 'Apply' }).click();
+  await mark.waitFor({ state: 'detached' });
+  const expected = docs.filter((d) => d.colour === 'red' && d.price >= 50).length;
+  await page.waitForFunction(
+    (n) => document.querySelector('.total')?.textContent === String(n),
+    expected,
+  );
+  expect(notHttp(errors, 400)).toEqual([]);
+  await page.close();
+}, 60_000);
+
+test('an organisation token sees its datasets with live progress, errors and usage, and manages them', async () => {
+  const { page, errors, outside } = await open(`/#token=${ds.orgToken}`, 1280);
+  expect(page.url()).toBe(`${t.url}/`);
+  const row = page.locator('tr[data-dataset="shop"]');
+  await row.waitFor();
+  const cell = (name: string) => row.locator(`[data-count="${name}"]`);
+  expect(await cell('items').innerText()).toBe(String(N + 1));
+  expect(await cell('processed').innerText()).toBe(String(N));
+  expect(await cell('errors').innerText()).toBe('1');
+  expect(await row.locator('.badge').innerText()).toBe('published');
+
+  // Processing errors with their codes; usage; requests chart.
+  const admin = page.locator('section.admin[data-dataset="shop"]');
+  await admin.locator('table.errors').waitFor();
+  await expect(admin.locator('table.errors').innerText()).resolves.toContain('not_found');
+  await expect(admin.locator('table.errors').innerText()).resolves.toContain('z-broken');
+  await page.locator('#usage-title').waitFor();
+  await page.locator('.meter').first().waitFor();
+  await admin.locator('.chart svg[role="img"]').waitFor();
+  expect(await admin.locator('.chart rect').count()).toBeGreaterThan(0);
+
+  // Live: items pushed now show up without a reload.
+  const more = [0, 1, 2].map((k) => ({ id: `q-${k}`, url: `${img.url}/img/${300 + k}.png` }));
+  await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content: more } });
+  await page.waitForFunction(
+    (n) =>
+      document.querySelector('tr[data-dataset="shop"] [data-count="items"]')?.textContent ===
+      String(n),
+    N + 4,
+    { timeout: 15_000 },
+  );
+  await page.waitForFunction(
+    (n) =>
+      document.querySelector('tr[data-dataset="shop"] [data-count="processed"]')?.textContent ===
+      String(n),
+    N + 3,
+    { timeout: 30_000 },
+  );
+
+  // A new dataset: created, selected; fields enabled; browse token rotated.
+  await page.fill('#new-dataset', 'fresh');
+  await page.getByRole('button', { name: 'Create' }).click();
+  const fresh = page.locator('section.admin[data-dataset="fresh"]');
+  await fresh.waitFor();
+  await page.locator('tr[data-dataset="fresh"] .badge', { hasText: 'pending' }).waitFor();
+  await fresh.locator('textarea').fill('{ "tags": ["*"] }');
+  await fresh.getByRole('button', { name: 'Save fields' }).click();
+  await fresh.getByText('Saved (version 2).').waitFor();
+  const before = (await t.call('GET', '/orgs/consoleorg/datasets/fresh', { token: ds.orgToken }))
+    .body.dataset.browse_token;
+  await fresh.getByRole('button', { name: 'Rotate browse token…' }).click();
+  await fresh.getByRole('button', { name: 'Rotate now' }).click();
+  await fresh.getByText('New browse token issued').waitFor();
+  const after = (await t.call('GET', '/orgs/consoleorg/datasets/fresh', { token: ds.orgToken }))
+    .body.dataset;
+  expect(after.browse_token).not.toBe(before);
+  expect(after.settings.fields).toEqual({ tags: ['*'] });
+  expect(await fresh.locator('[data-testid="browse-token"]').inputValue()).toBe(after.browse_token);
+
+  // A dataset below 200 processed items: the catalogue says so and waits (asking through
+  // GraphQL, so no failed request shows up in the browser console).
+  await page.locator('tr[data-dataset="fresh"]').getByRole('button', { name: 'Browse' }).click();
+  await page.locator('.notice', { hasText: 'Search opens once' }).waitFor();
+  await page.getByRole('button', { name: '← Datasets' }).click();
+
+  // Browse opens the catalogue with the dataset's browse token.
+  await row.getByRole('button', { name: 'Browse' }).click();
+  await grid(page).first().waitFor();
+  expect(await total(page).innerText()).toBe(String(N + 3));
+  await page.getByRole('button', { name: '← Datasets' }).click();
+  await row.waitFor();
+
+  expect(outside).toEqual([]);
+  expect(errors).toEqual([]);
+  await page.close();
+}, 90_000);
+
+test('phone width: the grid, the filters behind a toggle and the detail panel fit 375 px', async () => {
+  const { page, errors } = await open(`/#token=${ds.dsToken}`, 375);
+  await grid(page).first().waitFor();
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+  const toggle = page.getByRole('button', { name: /^Filters/ });
+  expect(await page.locator('fieldset[data-field="colour"]').isVisible()).toBe(false);
+  await toggle.click();
+  expect(await page.locator('fieldset[data-field="colour"]').isVisible()).toBe(true);
+  await grid(page).first().click();
+  const panel = page.getByRole('dialog');
+  await panel.locator('ul[aria-label^="Items similar to"] .tile').first().waitFor();
+  const box = await panel.boundingBox();
+  expect(box?.width).toBeLessThanOrEqual(375);
+  await panel.getByRole('button', { name: 'Close details' }).click();
+  await panel.waitFor({ state: 'detached' });
+  expect(errors).toEqual([]);
+  await page.close();
+
+  const org = await open(`/#token=${ds.orgToken}`, 375);
+  await org.page.locator('tr[data-dataset="shop"]').getByRole('button', { name: 'shop' }).click();
+  await org.page.locator('table.errors').waitFor();
+  await org.page.locator('.meter').first().waitFor();
+  expect(await org.page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+    375,
+  );
+  expect(org.errors).toEqual([]);
+  await org.page.close();
+}, 60_000);
