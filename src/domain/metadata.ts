@@ -51,7 +51,8 @@ export function metadataProblems(
   return problems;
 }
 
-function valueProblem(v: unknown, allowNull: boolean): string | undefined {
+/** Why one metadata value is not allowed, or undefined (REST's body schema words it so too). */
+export function valueProblem(v: unknown, allowNull: boolean): string | undefined {
   if (v === null)
     return allowNull ? undefined : 'null is not allowed (string, number, boolean or array)';
   switch (typeof v) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { imageUrlProblem, itemIdProblem } from '../../../domain/content';
 import { LIMITS } from '../../../domain/limits';
-import { metadataProblems } from '../../../domain/metadata';
+import { metadataProblems, valueProblem } from '../../../domain/metadata';
 import { DATASET_NAME, ORG_NAME } from '../../../domain/names';
 import { REQUEST_TYPES } from '../../../domain/plan';
 
@@ -28,7 +28,6 @@ const imageUrl = z.string().superRefine(by(imageUrlProblem)).meta({
   maxLength: LIMITS.urlMaxLength,
 });
 
-const TYPES = 'string, number, boolean, or an array of all strings or all numbers';
 const scalarsOrArrays = [
   z.string(),
   z.number(),
@@ -39,9 +38,11 @@ const scalarsOrArrays = [
 
 /** Metadata: the value types here, the lengths and reserved names by the domain rule. */
 function metadata(field: 'metadata' | 'privateMetadata', patch: boolean) {
+  // Worded by the domain rule, so REST and GraphQL refuse a value with the same words.
+  const error = (issue: { input?: unknown }) => valueProblem(issue.input, patch);
   const value = patch
-    ? z.union([...scalarsOrArrays, z.null()], { error: `${TYPES}, or null to remove the key` })
-    : z.union(scalarsOrArrays, { error: TYPES });
+    ? z.union([...scalarsOrArrays, z.null()], { error })
+    : z.union(scalarsOrArrays, { error });
   return z
     .record(z.string(), value)
     .superRefine((m, ctx) => {
