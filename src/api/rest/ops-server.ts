@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Container } from '../../app/container';
 import { AppError } from '../../domain/errors';
 import { sendError } from './errors';
@@ -15,7 +15,7 @@ export async function buildOpsServer(c: Container): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: c.log as FastifyBaseLogger,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   });
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   app.setNotFoundHandler((req, reply) =>
