@@ -54,6 +54,7 @@ module.exports = {
         '**/e2e/ports.test.ts',
         '**/e2e/http-edges.test.ts',
         '**/e2e/graphql-hardening.test.ts',
+        '**/e2e/openapi.test.ts',
         '**/contract/*.test.ts',
         '**/production/*.test.ts',
         '**/faults/*.test.ts',
