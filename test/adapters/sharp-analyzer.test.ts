@@ -115,12 +115,20 @@ describe('SharpImageAnalyzer', () => {
     expect(budget.peakBytes).toBeLessThanOrEqual(weight * 2.5);
     expect(budget.peakRunning).toBeLessThanOrEqual(2);
     expect(budget.inUse).toBe(0);
+  });
 
-    const tight = new WatchedBudget(weight / 2);
-    const alone = new SharpImageAnalyzer(new DescriptorEmbedder(), tight);
-    const vectors = await Promise.all(Array.from({ length: 3 }, () => alone.analyze(jpeg)));
-    expect(tight.peakRunning).toBe(1);
-    expect(vectors[0]!.vector).toEqual(all[0]!.vector);
+  it('refuses an image whose decode alone needs more than the whole budget, and says why', async () => {
+    const jpeg = await progressiveCmyk(1000, 800);
+    const weight = decodeFootprint(await sharp(jpeg).metadata());
+    const tight = new WatchedBudget(weight - 1);
+    const refusing = new SharpImageAnalyzer(new DescriptorEmbedder(), tight);
+    const e = (await refusing.analyze(jpeg).catch((x: unknown) => x)) as ImageError;
+    expect(e.code).toBe('too_large');
+    expect(e.message).toMatch(/needs about \d+ MiB .*progressive.*at most \d+ MiB per image/);
+    expect(tight.peakRunning).toBe(0);
+    // the same image fits a budget of its own size
+    const exact = new SharpImageAnalyzer(new DescriptorEmbedder(), new WatchedBudget(weight));
+    expect((await exact.analyze(jpeg)).width).toBe(1000);
   });
 });
 

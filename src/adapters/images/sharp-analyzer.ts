@@ -19,13 +19,27 @@ sharp.concurrency(1);
 /**
  * One per process, so worker jobs and lens requests share it whatever builds the analyzers:
  * LIMITS.decodeBudgetBytes of decodes in flight. The issue's goal is 300 MB (286 MiB) above idle; the rest is
- * left for request bodies, JSON and the V8 heap. A single decode may exceed it and then runs
- * alone (a 40 MP progressive CMYK JPEG holds 310 MiB by itself). The bound holds only if freed
+ * left for request bodies, JSON and the V8 heap. A single decode above it is refused with
+ * `too_large` (a 40 MP progressive CMYK JPEG holds 310 MiB by itself). The bound holds only if freed
  * decoder memory goes back to the system: glibc's adaptive thresholds keep blocks of up to
  * 32 MiB in per-thread arenas, 200–320 MiB more under bench:memory, unless the process starts
  * with MALLOC_TRIM_THRESHOLD_ set (bench/results/memory.json compares both).
  */
 export const processDecodeBudget = new DecodeBudget(LIMITS.decodeBudgetBytes);
+
+const mib = (bytes: number): number => Math.ceil(bytes / 2 ** 20);
+
+/**
+ * A decode that alone needs more than the whole budget is refused, not run alone: one 40 MP
+ * progressive CMYK JPEG holds 310 MiB, which would take the process past the memory goal by
+ * itself, whatever else waits. The image is within the pixel limit, so the message says why.
+ */
+function tooCostly(weight: number, capacity: number): ImageError {
+  return new ImageError(
+    'too_large',
+    `decoding this image needs about ${mib(weight)} MiB (a progressive JPEG keeps every coefficient until its last scan); at most ${mib(capacity)} MiB per image: a baseline JPEG or fewer pixels decode within it`,
+  );
+}
 
 /** The format is decided from the bytes, never from the URL or Content-Type. */
 export function sniffFormat(b: Uint8Array): 'jpeg' | 'png' | string {
@@ -71,6 +85,7 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
         'too_large',
         `image is ${width}×${height} (${((width * height) / 1e6).toFixed(1)} MP); at most ${LIMITS.imageMaxPixels / 1e6} MP`,
       );
+    if (weight > this.budget.capacity) throw tooCostly(weight, this.budget.capacity);
     let pixels: Buffer;
     const size = this.embedder.inputSize;
     try {
