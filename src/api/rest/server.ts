@@ -40,12 +40,22 @@ declare module 'fastify' {
   }
 }
 
-/** The release /openapi.json names (src/ and dist/ sit at the same depth below the root). */
-const VERSION = (
-  JSON.parse(readFileSync(path.join(__dirname, '../../../package.json'), 'utf8')) as {
-    version: string;
+/**
+ * The release /openapi.json names: the nearest package.json above this file (src/, dist/ and the
+ * benchmarks' bench/dist/src/ sit at different depths below the root).
+ */
+function releaseVersion(): string {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    try {
+      return (
+        JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }
+      ).version;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || dir === path.dirname(dir)) throw e;
+    }
   }
-).version;
+}
+const VERSION = releaseVersion();
 
 export async function buildRestServer(c: Container): Promise<FastifyInstance> {
   const app = Fastify({
