@@ -46,8 +46,11 @@ test('images counted before per-processing keys keep counting once after the mig
   const file = path.join(tempDir('vss-ledger-'), 'old.db');
   const old = openDb(file);
   old.pragma('user_version = 5');
+  // Undo what the later migrations made, so each of them runs again as on a real old store.
   old.exec(
-    `DROP TABLE image_counts; DROP TABLE events; ALTER TABLE items DROP COLUMN image_processed_at;`,
+    `DROP TABLE image_counts; DROP TABLE events; ALTER TABLE items DROP COLUMN image_processed_at;
+     DROP TABLE item_changes; DROP TABLE change_heads;
+     DROP INDEX it_item_term; CREATE INDEX it_item ON item_terms(item_pk);`,
   );
   old
     .prepare(

@@ -14,6 +14,9 @@ import type { ContentStore, StoredEmbedding } from '../../ports/content-store';
 import type { FieldCatalogue } from '../../query/resolve';
 import { blobVector, vectorBlob } from './vectors';
 import { guarded, type Db, stmt } from './db';
+import { ChangeLog } from './change-log';
+import { count } from './bitset';
+import { MemoryIndexes } from './index-sync';
 import { itemTerms, kindEntries, valueRows, type Scope } from '../value-index';
 
 export interface ItemRow {
@@ -70,8 +73,10 @@ const chunks = <T>(xs: T[], n: number): T[][] =>
 
 export class EmbeddedContentStore implements ContentStore {
   private readonly st;
+  private readonly changes: ChangeLog;
 
   constructor(private readonly db: Db) {
+    this.changes = new ChangeLog(db);
     this.st = {
       byId: db.prepare('SELECT * FROM items WHERE dataset_id = ? AND id = ?'),
       insert: db.prepare(
@@ -159,6 +164,7 @@ export class EmbeddedContentStore implements ContentStore {
     return guarded(() =>
       this.db.transaction(() => {
         const jobs = new Map<string, ProcessingJob>();
+        const touched: number[] = [];
         for (const w of writes) {
           const row = this.st.byId.get(datasetId, w.id) as ItemRow | undefined;
           const old = row && toStoredItem(row);
@@ -176,8 +182,10 @@ export class EmbeddedContentStore implements ContentStore {
               now,
               now,
             ) as { pk: number };
+            touched.push(pk);
             this.indexMetadata(pk, datasetId, item.metadata, item.privateMetadata);
           } else {
+            touched.push(row.pk);
             const clear = out.urlChanged ? 1 : 0;
             this.st.update.run(
               item.url,
@@ -205,6 +213,7 @@ export class EmbeddedContentStore implements ContentStore {
           else jobs.delete(w.id);
         }
         this.st.kindPrune.run(datasetId);
+        this.changes.stamp(datasetId, touched, false);
         return [...jobs.values()];
       })(),
     );
@@ -214,6 +223,7 @@ export class EmbeddedContentStore implements ContentStore {
     return guarded(() =>
       this.db.transaction(() => {
         let n = 0;
+        const gone: number[] = [];
         for (const id of ids) {
           const old = this.st.byId.get(datasetId, id) as ItemRow | undefined;
           if (!old) continue;
@@ -227,9 +237,11 @@ export class EmbeddedContentStore implements ContentStore {
           if (this.st.delVector.run(old.pk).changes) this.st.bumpVectors.run(datasetId);
           this.st.delError.run(datasetId, id);
           this.st.delItem.run(old.pk);
+          gone.push(old.pk);
           n++;
         }
         this.st.kindPrune.run(datasetId);
+        this.changes.stamp(datasetId, gone, true);
         return n;
       })(),
     );
@@ -248,6 +260,7 @@ export class EmbeddedContentStore implements ContentStore {
           'items',
         ])
           stmt(this.db, `DELETE FROM ${t} WHERE dataset_id = ?`).run(datasetId);
+        this.changes.dropped(datasetId);
       })();
     });
   }
@@ -279,16 +292,26 @@ export class EmbeddedContentStore implements ContentStore {
 
   counts(datasetId: string): Promise<DatasetCounts> {
     return guarded(() => {
-      const rows = stmt(
-        this.db,
-        'SELECT state, COUNT(*) AS n FROM items WHERE dataset_id = ? GROUP BY state',
-      ).all(datasetId) as { state: string; n: number }[];
-      const by = Object.fromEntries(rows.map((r) => [r.state, r.n])) as Record<string, number>;
       const errors = (
         stmt(this.db, 'SELECT COUNT(*) AS n FROM processing_errors WHERE dataset_id = ?').get(
           datasetId,
         ) as { n: number }
       ).n;
+      // Every Vision request checks the processed count: counting 100,000 index entries in
+      // SQL is most of a search's time, while the search index (when in memory) knows.
+      const ix = MemoryIndexes.of(this.db).peek(datasetId);
+      if (ix)
+        return {
+          items: ix.slotOfPk.size,
+          processed: count(ix.processed),
+          pending: count(ix.pending),
+          errors,
+        };
+      const rows = stmt(
+        this.db,
+        'SELECT state, COUNT(*) AS n FROM items WHERE dataset_id = ? GROUP BY state',
+      ).all(datasetId) as { state: string; n: number }[];
+      const by = Object.fromEntries(rows.map((r) => [r.state, r.n])) as Record<string, number>;
       return {
         items: rows.reduce((s, r) => s + r.n, 0),
         processed: by.processed ?? 0,
@@ -337,6 +360,7 @@ export class EmbeddedContentStore implements ContentStore {
         ).get(f.width, f.height, now, job.datasetId, job.itemId, job.url) as
           { pk: number } | undefined;
         if (!row) return false;
+        this.changes.stamp(job.datasetId, [row.pk], false);
         this.st.delError.run(job.datasetId, job.itemId);
         this.st.delValues.run(row.pk, 'gen', 'gen');
         this.st.putVector.run(row.pk, job.datasetId, f.embedder, vectorBlob(f.vector));
@@ -380,11 +404,13 @@ export class EmbeddedContentStore implements ContentStore {
   markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
     return guarded(() =>
       this.db.transaction(() => {
-        const changed = stmt(
+        const row = stmt(
           this.db,
-          `UPDATE items SET state = 'failed' WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'`,
-        ).run(job.datasetId, job.itemId, job.url).changes;
-        if (!changed) return false;
+          `UPDATE items SET state = 'failed' WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'pending'
+           RETURNING pk`,
+        ).get(job.datasetId, job.itemId, job.url) as { pk: number } | undefined;
+        if (!row) return false;
+        this.changes.stamp(job.datasetId, [row.pk], false);
         this.putError(job, failure, now);
         return true;
       })(),

@@ -142,6 +142,24 @@ const MIGRATIONS: string[] = [
   ALTER TABLE events ADD COLUMN item_id TEXT;
   CREATE INDEX events_page_view ON events(dataset_id, page_view_id) WHERE page_view_id IS NOT NULL;
   `,
+  // Change tracking for the in-memory search index (memory-index.ts). Every write transaction
+  // bumps its dataset's head and stamps each item it touched (deletes included) with the new
+  // head, so an index in any process catches up by re-reading only the items stamped after the
+  // head it last saw. Rows of deleted items are pruned now and then; floor says up to where,
+  // and an index that saw less than the floor rebuilds.
+  `
+  CREATE TABLE item_changes (
+    dataset_id TEXT NOT NULL, item_pk INTEGER NOT NULL, seq INTEGER NOT NULL, gone INTEGER NOT NULL,
+    PRIMARY KEY (dataset_id, item_pk)
+  ) WITHOUT ROWID;
+  CREATE INDEX item_changes_seq ON item_changes(dataset_id, seq);
+  CREATE TABLE change_heads (
+    dataset_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, floor INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  -- Building the index reads each item's words by pk range: covered, no table reads.
+  CREATE INDEX it_item_term ON item_terms(item_pk, term);
+  DROP INDEX it_item;
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

@@ -8,55 +8,92 @@ import type {
   SearchRequest,
   SimilarRequest,
 } from '../../ports/search-engine';
-import { VectorCache, topK } from './vector-cache';
-import { cosineScore } from './vectors';
+import { count, has, slotsOf } from './bitset';
 import type { ItemRow } from './content-store';
 import { toStoredItem } from './content-store';
 import { guarded, type Db, stmt } from './db';
-import { QUERYABLE, sortSql, whereClause } from './sql-query';
-import { embeddedAnalytics } from './analytics';
+import { indexAnalytics, indexFacets } from './index-analytics';
+import { matching } from './index-conditions';
+import { pageOf } from './index-sort';
+import { MemoryIndexes } from './index-sync';
+import type { DatasetIndex } from './memory-index';
+import { SqlSearchEngine } from './sql-search-engine';
+import { VectorCache, topK, type Matrix } from './vector-cache';
+import { cosineScore } from './vectors';
 
-const MAX_FACET_VALUES = 1000;
+/** The stored items of these pks, by pk (a pk no longer there is left out). */
+function itemsByPk(db: Db, pks: number[]): Map<number, StoredItem> {
+  if (!pks.length) return new Map();
+  const rows = stmt(db, `SELECT * FROM items WHERE pk IN (${pks.map(() => '?').join(',')})`).all(
+    ...pks,
+  ) as ItemRow[];
+  return new Map(rows.map((r) => [r.pk, toStoredItem(r)]));
+}
 
+/**
+ * The embedded engine: SQLite keeps the data, and queries are answered from an in-memory index
+ * per dataset (memory-index.ts), caught up with every committed write before each query
+ * (index-sync.ts). Filters are sets of item slots (index-conditions.ts), pages come from a
+ * per-field sort order (index-sort.ts), figures from per-value counts (index-analytics.ts), and
+ * similarity scans the contiguous vector matrix with the filter applied inside the scan.
+ */
 export class EmbeddedSearchEngine implements SearchEngine {
+  private readonly indexes: MemoryIndexes;
+  private readonly vectors: VectorCache;
+  private readonly sql: SqlSearchEngine;
+  private readonly rowSlots = new WeakMap<
+    Matrix,
+    { ix: DatasetIndex; slotVersion: number; slots: Int32Array }
+  >();
+
   constructor(private readonly db: Db) {
+    this.indexes = MemoryIndexes.of(db);
     this.vectors = new VectorCache(db);
+    this.sql = new SqlSearchEngine(db);
+  }
+
+  /** The index of a dataset as of now (tests and the bench read its size and build time). */
+  index(datasetId: string): DatasetIndex {
+    return this.indexes.get(datasetId);
+  }
+
+  get lastBuild() {
+    return this.indexes.lastBuild;
   }
 
   search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
     return guarded(() => {
-      const where = whereClause(datasetId, req.conditions);
-      const sort = sortSql(req.sort);
-      // One pass computes the page and the total (the filter is the expensive part).
-      const rows = stmt(
-        this.db,
-        `SELECT i.*${sort.columns}, COUNT(*) OVER () AS total_rows FROM items i
-           WHERE ${where.sql} ${sort.order} LIMIT ? OFFSET ?`,
-      ).all(...sort.columnParams, ...where.params, req.limit, req.offset) as Array<
-        ItemRow & { total_rows: number }
-      >;
-      // A page past the end has no row to carry the total.
-      const total = rows.length
-        ? rows[0]!.total_rows
-        : (
-            stmt(this.db, `SELECT COUNT(*) AS n FROM items i WHERE ${where.sql}`).get(
-              ...where.params,
-            ) as { n: number }
-          ).n;
-      return { items: rows.map(toStoredItem), total };
+      const ix = this.indexes.get(datasetId);
+      const m = matching(ix, req.conditions);
+      const total = count(m);
+      const pks = pageOf(ix, m, total, req.sort, req.offset, req.limit).map((s) => ix.pks[s]!);
+      const items = itemsByPk(this.db, pks);
+      return { items: pks.flatMap((pk) => items.get(pk) ?? []), total };
     });
   }
 
-  private readonly vectors: VectorCache;
+  /** Per vector-matrix row, the item's slot in the index (-1: unknown to it). */
+  private slotsOfRows(ix: DatasetIndex, m: Matrix): Int32Array {
+    // Keyed by the matrix itself: a reloaded matrix may order its rows differently.
+    const had = this.rowSlots.get(m);
+    if (had && had.ix === ix && had.slotVersion === ix.slotVersion) return had.slots;
+    const slots = Int32Array.from(m.pks, (pk) => ix.slotOfPk.get(pk) ?? -1);
+    this.rowSlots.set(m, { ix, slotVersion: ix.slotVersion, slots });
+    return slots;
+  }
 
   /**
-   * Exact search: every matching vector is compared (the catalogues this engine is for are
-   * small enough). Vectors come from an in-memory matrix; q narrows the rows through SQL.
+   * Exact search: every vector of a matching item is compared. The filter is a set of slots,
+   * tested row by row while scanning the contiguous matrix (vector-cache.ts).
    */
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
     return guarded(() => {
+      if (req.limit <= 0) return [];
+      const ix = this.indexes.get(datasetId);
       const m = this.vectors.get(datasetId, req.embedder);
-      if (!m.pks.length || req.limit <= 0) return [];
+      if (!m.pks.length) return [];
+      const slots = this.slotsOfRows(ix, m);
+      const filter = matching(ix, req.conditions);
       const skip = new Set<number>();
       if (req.excludeIds.length) {
         const excluded = stmt(
@@ -68,26 +105,15 @@ export class EmbeddedSearchEngine implements SearchEngine {
           if (row !== undefined) skip.add(row);
         }
       }
-      let rows: number[] | undefined;
-      if (req.conditions.length) {
-        const where = whereClause(datasetId, req.conditions);
-        rows = [];
-        for (const r of stmt(this.db, `SELECT i.pk FROM items i WHERE ${where.sql}`)
-          .pluck()
-          .iterate(...where.params) as Iterable<number>) {
-          const row = m.rowOf.get(r);
-          if (row !== undefined) rows.push(row);
-        }
+      const rows: number[] = [];
+      for (let r = 0; r < slots.length; r++) {
+        const s = slots[r]!;
+        if (s >= 0 && has(filter, s)) rows.push(r);
       }
       const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
-      if (!top.length) return [];
-      const pks = top.map((t) => m.pks[t.row]!);
-      const items = new Map(
-        (
-          stmt(this.db, `SELECT * FROM items WHERE pk IN (${pks.map(() => '?').join(',')})`).all(
-            ...pks,
-          ) as ItemRow[]
-        ).map((r) => [r.pk, toStoredItem(r)]),
+      const items = itemsByPk(
+        this.db,
+        top.map((t) => m.pks[t.row]!),
       );
       return top.flatMap((t) => {
         const item = items.get(m.pks[t.row]!);
@@ -112,48 +138,34 @@ export class EmbeddedSearchEngine implements SearchEngine {
     seed: number,
   ): Promise<StoredItem[]> {
     return guarded(() => {
-      const where = whereClause(datasetId, conditions);
-      // A seeded hash order (pk XOR seed, then Knuth's multiplicative hash): random per request,
-      // reproducible for a given seed.
-      const rows = stmt(
-        this.db,
-        `SELECT i.* FROM items i WHERE ${where.sql}
-           ORDER BY ((((i.pk | ?) - (i.pk & ?)) * 2654435761) % 4294967296) LIMIT ?`,
-      ).all(...where.params, seed, seed, limit) as ItemRow[];
-      return rows.map(toStoredItem);
+      const ix = this.indexes.get(datasetId);
+      const m = matching(ix, conditions);
+      // The SQL order (sql-search-engine.ts): (pk XOR seed) * 2654435761 mod 2^32, ascending.
+      // With pk and seed below 2^31 the product is exact in SQLite and its low 32 bits are
+      // Math.imul's; an odd multiplier maps distinct pks to distinct keys, so there are no ties.
+      if (
+        seed < 0 ||
+        seed >= 2 ** 31 ||
+        (ix.size && ix.pks.subarray(0, ix.size).some((pk) => pk >= 2 ** 31))
+      )
+        return this.sql.sampleNow(datasetId, conditions, limit, seed);
+      const picked = Array.from(slotsOf(m), (s) => {
+        const pk = ix.pks[s]!;
+        return { pk, key: Math.imul(pk ^ seed, 2654435761 | 0) >>> 0 };
+      })
+        .sort((a, b) => a.key - b.key)
+        .slice(0, Math.max(0, limit))
+        .map((p) => p.pk);
+      const items = itemsByPk(this.db, picked);
+      return picked.flatMap((pk) => items.get(pk) ?? []);
     });
   }
 
   facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
-    return guarded(() => {
-      const where = whereClause(datasetId, conditions);
-      const byValue = stmt(
-        this.db,
-        `SELECT v.vtype, v.sval, v.nval, COUNT(DISTINCT v.item_pk) AS n
-         FROM item_values v JOIN items i ON i.pk = v.item_pk
-         WHERE v.dataset_id = ? AND v.field = ? AND v.${QUERYABLE} AND ${where.sql}
-         GROUP BY v.vtype, v.sval, v.nval ORDER BY n DESC, v.sval, v.nval LIMIT ${MAX_FACET_VALUES}`,
-      );
-      const out: Facets = {};
-      for (const field of fields) {
-        const rows = byValue.all(datasetId, field, ...where.params) as {
-          vtype: string;
-          sval: string | null;
-          nval: number | null;
-          n: number;
-        }[];
-        const counts: Record<string, number> = {};
-        for (const r of rows) {
-          const key = r.vtype === 'n' ? String(r.nval) : (r.sval ?? '');
-          counts[key] = (counts[key] ?? 0) + r.n;
-        }
-        out[field] = counts;
-      }
-      return out;
-    });
+    return guarded(() => indexFacets(this.indexes.get(datasetId), conditions, fields));
   }
 
   analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures> {
-    return guarded(() => embeddedAnalytics(this.db, datasetId, conditions, spec));
+    return guarded(() => indexAnalytics(this.indexes.get(datasetId), conditions, spec));
   }
 }

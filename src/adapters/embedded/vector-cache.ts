@@ -1,7 +1,7 @@
 import { stmt, type Db } from './db';
 import { blobVector } from './vectors';
 
-interface Matrix {
+export interface Matrix {
   version: number;
   embedder: string;
   dims: number;

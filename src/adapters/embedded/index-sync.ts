@@ -1,0 +1,151 @@
+import { changedSince, changeHead } from './change-log';
+import { stmt, type Db } from './db';
+import { DatasetIndex, type ValueRow } from './memory-index';
+import { QUERYABLE } from './sql-query';
+
+/** Datasets whose index is kept at once (least recently used goes first). */
+const MAX_DATASETS = 8;
+/** Items read per round trip while building. */
+const CHUNK = 2000;
+
+type ItemTuple = [pk: number, id: string, state: string, created: number, updated: number];
+type ValueTuple = [
+  pk: number,
+  field: string,
+  isArray: number,
+  vtype: ValueRow['vtype'],
+  sval: string | null,
+  nval: number | null,
+];
+
+/** Reads the items in `items` (sorted by pk) with their values and words into the index. */
+function load(db: Db, datasetId: string, ix: DatasetIndex, items: ItemTuple[]): void {
+  for (let k = 0; k < items.length; k += CHUNK) {
+    const part = items.slice(k, k + CHUNK);
+    const lo = part[0]![0];
+    const hi = part[part.length - 1]![0];
+    // iv_item_field and it_item_term lead with item_pk and cover every column read, so a pk
+    // range is one index walk, grouped by item. Rows of other datasets' items interleaved in
+    // the range are skipped by the merge below (their pks are not in `part`); filtering on
+    // dataset_id in SQL would instead cost a table read per row.
+    const values = stmt(
+      db,
+      `SELECT item_pk, field, is_array, vtype, sval, nval FROM item_values INDEXED BY iv_item_field
+       WHERE item_pk BETWEEN ? AND ? AND ${QUERYABLE} ORDER BY item_pk`,
+    )
+      .raw()
+      .all(lo, hi) as ValueTuple[];
+    const terms = stmt(
+      db,
+      `SELECT item_pk, term FROM item_terms INDEXED BY it_item_term
+       WHERE item_pk BETWEEN ? AND ? ORDER BY item_pk`,
+    )
+      .raw()
+      .all(lo, hi) as Array<[number, string]>;
+    let v = 0;
+    let t = 0;
+    for (const [pk, id, state, created, updated] of part) {
+      while (v < values.length && values[v]![0] < pk) v++;
+      const rows: ValueRow[] = [];
+      for (; v < values.length && values[v]![0] === pk; v++) {
+        const [, field, isArray, vtype, sval, nval] = values[v]!;
+        rows.push({ field, isArray, vtype, sval, nval });
+      }
+      while (t < terms.length && terms[t]![0] < pk) t++;
+      const words: string[] = [];
+      for (; t < terms.length && terms[t]![0] === pk; t++) words.push(terms[t]![1]);
+      ix.put(
+        pk,
+        {
+          id,
+          processed: state === 'processed',
+          pending: state === 'pending',
+          createdAt: created,
+          updatedAt: updated,
+        },
+        rows,
+        words,
+      );
+    }
+  }
+}
+
+export interface BuildReport {
+  datasetId: string;
+  items: number;
+  ms: number;
+  bytes?: number;
+}
+
+/**
+ * The in-memory indexes of one SQLite file, one per dataset, built on first use and caught up
+ * with the change log (change-log.ts) before every read: a write committed by this process or
+ * any other is visible to the next query, and when nothing changed the check is one point read.
+ */
+export class MemoryIndexes {
+  private readonly indexes = new Map<string, DatasetIndex>();
+  /** The last full build, for the bench and logs. */
+  lastBuild: BuildReport | undefined;
+
+  private static readonly byDb = new WeakMap<Db, MemoryIndexes>();
+
+  /** One set of indexes per connection: the engine and the content store share them. */
+  static of(db: Db): MemoryIndexes {
+    let m = MemoryIndexes.byDb.get(db);
+    if (!m) MemoryIndexes.byDb.set(db, (m = new MemoryIndexes(db)));
+    return m;
+  }
+
+  private constructor(private readonly db: Db) {}
+
+  /** The dataset's index caught up, if it is in memory already (never builds one). */
+  peek(datasetId: string): DatasetIndex | undefined {
+    return this.indexes.has(datasetId) ? this.get(datasetId) : undefined;
+  }
+
+  /** The dataset's index as of now (read in one snapshot, so head and rows agree). */
+  get(datasetId: string): DatasetIndex {
+    const ix = this.db.transaction(() => this.current(datasetId))();
+    this.indexes.delete(datasetId);
+    this.indexes.set(datasetId, ix);
+    while (this.indexes.size > MAX_DATASETS) this.indexes.delete(this.indexes.keys().next().value!);
+    return ix;
+  }
+
+  private current(datasetId: string): DatasetIndex {
+    const head = changeHead(this.db, datasetId);
+    const ix = this.indexes.get(datasetId);
+    if (!ix || ix.seen < head.floor) return this.build(datasetId, head.seq);
+    if (ix.seen === head.seq) return ix;
+    const pks = changedSince(this.db, datasetId, ix.seen);
+    // Past a quarter of the dataset, reading it all in order is faster than item by item.
+    if (pks.length > 5000 && pks.length > ix.slotOfPk.size / 4)
+      return this.build(datasetId, head.seq);
+    const one = stmt(
+      this.db,
+      'SELECT pk, id, state, created_at, updated_at FROM items WHERE pk = ? AND dataset_id = ?',
+    ).raw();
+    for (const pk of pks) {
+      const item = one.get(pk, datasetId) as ItemTuple | undefined;
+      if (item) load(this.db, datasetId, ix, [item]);
+      else ix.remove(pk);
+    }
+    ix.seen = head.seq;
+    return ix;
+  }
+
+  private build(datasetId: string, seq: number): DatasetIndex {
+    const t0 = performance.now();
+    const ix = new DatasetIndex();
+    const items = stmt(
+      this.db,
+      'SELECT pk, id, state, created_at, updated_at FROM items WHERE dataset_id = ? ORDER BY pk',
+    )
+      .raw()
+      .all(datasetId) as ItemTuple[];
+    load(this.db, datasetId, ix, items);
+    ix.seen = seq;
+    this.lastBuild = { datasetId, items: items.length, ms: performance.now() - t0 };
+    return ix;
+  }
+}

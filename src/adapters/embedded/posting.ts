@@ -1,0 +1,118 @@
+import { type Bits, clear, countAnd, grown, has, orInPlace, set, wordsFor } from './bitset';
+
+/**
+ * The slots holding one value (or one term, or any value of a field). Rare values keep a
+ * small unordered list (4 bytes a slot; removal swaps with the last); once the list would be
+ * larger than a bitset over all slots, it becomes that bitset (1 bit a slot). Order never
+ * matters: postings are only ever ORed into, or counted against, a dense filter set.
+ * Callers add a slot at most once (memory-index.ts removes an item's slots before re-adding).
+ */
+export class Posting {
+  private list: Int32Array | null = new Int32Array(4);
+  private bits: Bits | null = null;
+  size = 0;
+
+  add(slot: number): void {
+    if (this.bits) {
+      this.bits = grown(this.bits, wordsFor(slot + 1));
+      if (!has(this.bits, slot)) {
+        set(this.bits, slot);
+        this.size++;
+      }
+      return;
+    }
+    let list = this.list!;
+    // A bitset over the slots seen so far is smaller than the list: switch.
+    if (this.size >= 64 && this.size >= wordsFor(slot + 1)) {
+      const bits = new Uint32Array(wordsFor(slot + 1) * 2);
+      for (let i = 0; i < this.size; i++) set(bits, list[i]!);
+      set(bits, slot);
+      this.bits = bits;
+      this.list = null;
+      this.size++;
+      return;
+    }
+    if (this.size === list.length) {
+      const more = new Int32Array(list.length * 2);
+      more.set(list);
+      this.list = list = more;
+    }
+    list[this.size++] = slot;
+  }
+
+  remove(slot: number): void {
+    if (this.bits) {
+      if (has(this.bits, slot)) {
+        clear(this.bits, slot);
+        this.size--;
+      }
+      return;
+    }
+    const list = this.list!;
+    for (let i = 0; i < this.size; i++)
+      if (list[i] === slot) {
+        list[i] = list[--this.size]!;
+        return;
+      }
+  }
+
+  /** target |= this */
+  orInto(target: Bits): void {
+    if (this.bits) {
+      orInPlace(target, this.bits);
+      return;
+    }
+    const list = this.list!;
+    for (let i = 0; i < this.size; i++) set(target, list[i]!);
+  }
+
+  /** |this ∩ filter| */
+  countIn(filter: Bits): number {
+    if (this.bits) return countAnd(this.bits, filter);
+    const list = this.list!;
+    let n = 0;
+    for (let i = 0; i < this.size; i++) if (has(filter, list[i]!)) n++;
+    return n;
+  }
+
+  /** Every slot, in no particular order. */
+  forEach(fn: (slot: number) => void): void {
+    if (this.bits) {
+      const b = this.bits;
+      for (let i = 0; i < b.length; i++) {
+        let w = b[i]!;
+        while (w) {
+          const t = w & -w;
+          fn((i << 5) + (31 - Math.clz32(t)));
+          w ^= t;
+        }
+      }
+      return;
+    }
+    const list = this.list!;
+    for (let i = 0; i < this.size; i++) fn(list[i]!);
+  }
+
+  /** The slots also in `filter`, in no particular order. */
+  forEachIn(filter: Bits, fn: (slot: number) => void): void {
+    if (this.bits) {
+      const b = this.bits;
+      const n = Math.min(b.length, filter.length);
+      for (let i = 0; i < n; i++) {
+        let w = b[i]! & filter[i]!;
+        while (w) {
+          const t = w & -w;
+          fn((i << 5) + (31 - Math.clz32(t)));
+          w ^= t;
+        }
+      }
+      return;
+    }
+    const list = this.list!;
+    for (let i = 0; i < this.size; i++) if (has(filter, list[i]!)) fn(list[i]!);
+  }
+
+  bytes(): number {
+    return (this.bits ?? this.list!).byteLength + 48;
+  }
+}

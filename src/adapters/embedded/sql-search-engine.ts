@@ -1,0 +1,167 @@
+import type { AnalyticsSpec, Figures } from '../../domain/analytics';
+import type { StoredItem } from '../../domain/item';
+import type { Condition } from '../../query/ast';
+import type {
+  Facets,
+  ScoredItem,
+  SearchEngine,
+  SearchRequest,
+  SimilarRequest,
+} from '../../ports/search-engine';
+import { VectorCache, topK } from './vector-cache';
+import { cosineScore } from './vectors';
+import type { ItemRow } from './content-store';
+import { toStoredItem } from './content-store';
+import { guarded, type Db, stmt } from './db';
+import { QUERYABLE, sortSql, whereClause } from './sql-query';
+import { embeddedAnalytics } from './analytics';
+
+const MAX_FACET_VALUES = 1000;
+
+/**
+ * The embedded engine as it ran before the in-memory index: every query is SQL over the value
+ * tables. Kept as the reference the index is tested against (test/unit/embedded-index-*.ts)
+ * and for explore's random sample, whose order is defined in SQL.
+ */
+export class SqlSearchEngine implements SearchEngine {
+  constructor(private readonly db: Db) {
+    this.vectors = new VectorCache(db);
+  }
+
+  search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
+    return guarded(() => {
+      const where = whereClause(datasetId, req.conditions);
+      const sort = sortSql(req.sort);
+      // One pass computes the page and the total (the filter is the expensive part).
+      const rows = stmt(
+        this.db,
+        `SELECT i.*${sort.columns}, COUNT(*) OVER () AS total_rows FROM items i
+           WHERE ${where.sql} ${sort.order} LIMIT ? OFFSET ?`,
+      ).all(...sort.columnParams, ...where.params, req.limit, req.offset) as Array<
+        ItemRow & { total_rows: number }
+      >;
+      // A page past the end has no row to carry the total.
+      const total = rows.length
+        ? rows[0]!.total_rows
+        : (
+            stmt(this.db, `SELECT COUNT(*) AS n FROM items i WHERE ${where.sql}`).get(
+              ...where.params,
+            ) as { n: number }
+          ).n;
+      return { items: rows.map(toStoredItem), total };
+    });
+  }
+
+  private readonly vectors: VectorCache;
+
+  /**
+   * Exact search: every matching vector is compared (the catalogues this engine is for are
+   * small enough). Vectors come from an in-memory matrix; q narrows the rows through SQL.
+   */
+  similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
+    return guarded(() => {
+      const m = this.vectors.get(datasetId, req.embedder);
+      if (!m.pks.length || req.limit <= 0) return [];
+      const skip = new Set<number>();
+      if (req.excludeIds.length) {
+        const excluded = stmt(
+          this.db,
+          `SELECT pk FROM items WHERE dataset_id = ? AND id IN (${req.excludeIds.map(() => '?').join(',')})`,
+        ).all(datasetId, ...req.excludeIds) as Array<{ pk: number }>;
+        for (const e of excluded) {
+          const row = m.rowOf.get(e.pk);
+          if (row !== undefined) skip.add(row);
+        }
+      }
+      let rows: number[] | undefined;
+      if (req.conditions.length) {
+        const where = whereClause(datasetId, req.conditions);
+        rows = [];
+        for (const r of stmt(this.db, `SELECT i.pk FROM items i WHERE ${where.sql}`)
+          .pluck()
+          .iterate(...where.params) as Iterable<number>) {
+          const row = m.rowOf.get(r);
+          if (row !== undefined) rows.push(row);
+        }
+      }
+      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
+      if (!top.length) return [];
+      const pks = top.map((t) => m.pks[t.row]!);
+      const items = new Map(
+        (
+          stmt(this.db, `SELECT * FROM items WHERE pk IN (${pks.map(() => '?').join(',')})`).all(
+            ...pks,
+          ) as ItemRow[]
+        ).map((r) => [r.pk, toStoredItem(r)]),
+      );
+      return top.flatMap((t) => {
+        const item = items.get(m.pks[t.row]!);
+        if (!item || item.state !== 'processed') return [];
+        return [
+          {
+            item,
+            score: cosineScore(t.d),
+            ...(req.includeVectors
+              ? { vector: Array.from(m.data.subarray(t.row * m.dims, (t.row + 1) * m.dims)) }
+              : {}),
+          },
+        ];
+      });
+    });
+  }
+
+  sample(
+    datasetId: string,
+    conditions: Condition[],
+    limit: number,
+    seed: number,
+  ): Promise<StoredItem[]> {
+    return guarded(() => this.sampleNow(datasetId, conditions, limit, seed));
+  }
+
+  /** sample, synchronously (the in-memory engine falls back to it outside 31-bit keys). */
+  sampleNow(datasetId: string, conditions: Condition[], limit: number, seed: number): StoredItem[] {
+    const where = whereClause(datasetId, conditions);
+    // A seeded hash order (pk XOR seed, then Knuth's multiplicative hash): random per request,
+    // reproducible for a given seed.
+    const rows = stmt(
+      this.db,
+      `SELECT i.* FROM items i WHERE ${where.sql}
+         ORDER BY ((((i.pk | ?) - (i.pk & ?)) * 2654435761) % 4294967296) LIMIT ?`,
+    ).all(...where.params, seed, seed, limit) as ItemRow[];
+    return rows.map(toStoredItem);
+  }
+
+  facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
+    return guarded(() => {
+      const where = whereClause(datasetId, conditions);
+      const byValue = stmt(
+        this.db,
+        `SELECT v.vtype, v.sval, v.nval, COUNT(DISTINCT v.item_pk) AS n
+         FROM item_values v JOIN items i ON i.pk = v.item_pk
+         WHERE v.dataset_id = ? AND v.field = ? AND v.${QUERYABLE} AND ${where.sql}
+         GROUP BY v.vtype, v.sval, v.nval ORDER BY n DESC, v.sval, v.nval LIMIT ${MAX_FACET_VALUES}`,
+      );
+      const out: Facets = {};
+      for (const field of fields) {
+        const rows = byValue.all(datasetId, field, ...where.params) as {
+          vtype: string;
+          sval: string | null;
+          nval: number | null;
+          n: number;
+        }[];
+        const counts: Record<string, number> = {};
+        for (const r of rows) {
+          const key = r.vtype === 'n' ? String(r.nval) : (r.sval ?? '');
+          counts[key] = (counts[key] ?? 0) + r.n;
+        }
+        out[field] = counts;
+      }
+      return out;
+    });
+  }
+
+  analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures> {
+    return guarded(() => embeddedAnalytics(this.db, datasetId, conditions, spec));
+  }
+}
