@@ -10,6 +10,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { EmbeddedContentStore } from '../src/adapters/embedded/content-store';
 import { openDb } from '../src/adapters/embedded/db';
+import { EmbeddedSearchEngine } from '../src/adapters/embedded/search-engine';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { searchBody } from '../src/adapters/elasticsearch/dsl';
 import { EsIndices } from '../src/adapters/elasticsearch/indices';
 import type { RunningApp } from '../src/app/start';
@@ -92,6 +95,78 @@ function seedEmbedded(app: RunningApp, datasetId: string): void {
   db.close();
 }
 
+/**
+ * The embedded engine on a connection of its own, as at start: how long building the
+ * dataset's in-memory index takes, how much memory it holds (heap and typed arrays around a
+ * forced collection), and the engine's own time for the gateway's queries (the gateway adds
+ * HTTP, auth and the metering write, which SQLite fsyncs per request).
+ */
+async function measureEngine(
+  app: RunningApp,
+  datasetId: string,
+  skuOf: (i: number) => string,
+): Promise<Record<string, unknown>> {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const used = () => {
+    gc();
+    const m = process.memoryUsage();
+    return m.heapUsed + m.arrayBuffers;
+  };
+  const db = openDb(path.join(app.container.config.dataDir, 'store.db'));
+  try {
+    const engine = new EmbeddedSearchEngine(db);
+    const before = used();
+    const t0 = performance.now();
+    const ix = engine.index(datasetId);
+    const buildMs = performance.now() - t0;
+    const bytes = used() - before;
+    const cat = await app.container.content.catalogue(datasetId);
+    const conditionsOf = (q: string) =>
+      resolveFilters(parseQ(q), { enabled: {}, catalogue: cat, settingsPath: '' });
+    const search = await timeRequests(async (i) => {
+      const qy = query(i);
+      await engine.search(datasetId, {
+        conditions: conditionsOf(qy.q),
+        sort: { field: qy.sort, order: qy.order as 'asc' | 'desc' },
+        offset: (qy.page - 1) * qy.limit,
+        limit: qy.limit,
+      });
+    });
+    const facets = await timeRequests(async (i) => {
+      const lo = 20 + (i % 10) * 5;
+      await engine.analytics(datasetId, conditionsOf(`price:${lo}:${lo + 250},instock:true`), {
+        facets: ['category', 'color', 'brand'].map((field) => ({ field, disjunctive: false })),
+        facetSize: 10,
+        stats: [],
+        histograms: [],
+      });
+    });
+    const filtered = conditionsOf('category:boots,instock:true');
+    const similar = await timeRequests(async (i) => {
+      const { vector, embedder } = vectorOf(skuOf(i));
+      await engine.similar(datasetId, {
+        vector,
+        embedder,
+        conditions: filtered,
+        limit: 9,
+        excludeIds: [skuOf(i)],
+      });
+    });
+    return {
+      index_build_ms: Math.round(buildMs),
+      index_bytes: bytes,
+      index_bytes_per_100k_items: Math.round((bytes / ITEMS) * 100_000),
+      index_estimated_bytes: ix.bytes(),
+      engine_search_ms: summarize(search),
+      engine_facets_ms: summarize(facets),
+      engine_similar_filtered_ms: summarize(similar),
+    };
+  } finally {
+    db.close();
+  }
+}
+
 async function timeRequests(run: (i: number) => Promise<void>): Promise<number[]> {
   for (let i = 0; i < WARMUP; i++) await run(i);
   const ms: number[] = [];
@@ -137,6 +212,8 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
   const prefix = `bench${Date.now().toString(36)}-`;
   const app = await startService({
     APP_ROLES: 'api',
+    // The seeded vectors are the descriptor embedder's (seed-items.ts): similar compares them.
+    ...(engine === 'embedded' ? { EMBEDDER: 'descriptor' } : {}),
     ...(engine === 'elasticsearch'
       ? { SEARCH_BACKEND: 'elasticsearch', ELASTICSEARCH_URL: ES_URL, ES_INDEX_PREFIX: prefix }
       : {}),
@@ -154,6 +231,9 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
     else seedEmbedded(app, datasetId);
     const loadS = (Date.now() - t0) / 1000;
     process.stderr.write(`[${engine}] loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`);
+    // Seeding blocks the event loop for minutes: let the server's overdue keep-alive timers
+    // close the idle sockets now, or the first request races them and gets ECONNRESET.
+    await new Promise((r) => setTimeout(r, 500));
 
     let total = -1;
     const gateway = await timeRequests(async (i) => {
@@ -180,6 +260,21 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
         if (r.status !== 200 || body.results.length !== 10)
           throw new Error(`similar: ${JSON.stringify(body).slice(0, 300)}`);
       });
+    // Analytics facets (contract §10) on three fields over all matches of a varying q.
+    const facets = await timeRequests(async (i) => {
+      const lo = 20 + (i % 10) * 5;
+      const p = new URLSearchParams({
+        q: `price:${lo}:${lo + 250},instock:true`,
+        facets: 'category,color,brand',
+        limit: '0',
+      });
+      const r = await fetch(`${app.url}/orgs/bench/datasets/shoes/search?${p}`, {
+        headers: { accept: V2, authorization: `token ${dsToken}` },
+      });
+      const body = (await r.json()) as { facets?: Record<string, unknown> };
+      if (r.status !== 200 || Object.keys(body.facets ?? {}).length !== 3)
+        throw new Error(`facets: ${JSON.stringify(body).slice(0, 300)}`);
+    });
     const out: Record<string, unknown> = {
       engine,
       items: ITEMS,
@@ -187,9 +282,12 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
       sample_query: query(0),
       sample_total_results: total,
       gateway_ms: summarize(gateway),
+      facets_ms: summarize(facets),
+      facets_note: 'GET search?q=price:lo:hi,instock:true&facets=category,color,brand&limit=0',
       similar_ms: summarize(await similar('')),
       similar_filtered_ms: summarize(await similar('&q=category:boots,instock:true')),
       similar_note: `GET similar?id=…&limit=10 on ${DIMS}-dimension vectors; filtered adds q=category:boots,instock:true`,
+      ...(es ? {} : await measureEngine(app, datasetId, skuOf)),
     };
     if (es) out.hnsw_recall_at_10 = await hnswRecall(app.url!, dsToken);
     if (es) {
