@@ -7,6 +7,7 @@ import path from 'node:path';
 import { EmbeddedContentStore } from '../../src/adapters/embedded/content-store';
 import { openDb, type Db } from '../../src/adapters/embedded/db';
 import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
+import { SqlSearchEngine } from '../../src/adapters/embedded/sql-search-engine';
 import type { Condition } from '../../src/query/ast';
 import { tempDir } from '../helpers/app';
 
@@ -106,5 +107,55 @@ describe('embedded index keeps in step with the store', () => {
     ).floor;
     expect(floor).toBeGreaterThan(0);
     expect(await ids(engine, 'p')).toEqual({ ids: ['keep', 'late'], total: 2 });
+  });
+
+  it('builds a large dataset in the background, answering from SQLite meanwhile, and misses no write made during the build', async () => {
+    const file = path.join(tempDir('vss-index-'), 'store.db');
+    const db = openDb(file);
+    dbs.push(db);
+    const store = new EmbeddedContentStore(db);
+    const engine = new EmbeddedSearchEngine(db);
+    const N = 5000;
+    const content = Array.from({ length: N }, (_, i) => ({
+      id: `i${String(i).padStart(5, '0')}`,
+      url: `https://img.example.com/${i}.jpg`,
+      metadata: { n: i, tag: i % 2 ? 'odd' : 'even' },
+    }));
+    await store.applyWrites('big', content, 'post', T0);
+    for (const c of content)
+      await store.markProcessed(
+        { datasetId: 'big', itemId: c.id, url: c.url, attempt: 1 },
+        { width: 10, height: 10, format: 'png', vector: [1, 0], embedder: 'e' },
+        T0,
+      );
+    const odd: Condition[] = [{ kind: 'match', field: 'tag', values: ['odd'] }];
+    // The first read starts the build and is answered (correctly) from SQLite.
+    const first = await ids(engine, 'big', odd);
+    expect(first.total).toBe(N / 2);
+    const building = engine.indexSettled('big');
+    // Written while the build runs: a new item, a changed one and a deleted one.
+    await put(store, 'big', 'late', 7, true);
+    await store.applyWrites(
+      'big',
+      [{ id: 'i00001', url: content[1]!.url, metadata: { n: 1, tag: 'even' } }],
+      'post',
+      T0 + 1,
+    );
+    await store.deleteItems('big', ['i00003']);
+    await building;
+    expect(engine.lastBuild?.items).toBe(N);
+    const after = await ids(engine, 'big', odd);
+    expect(after.total).toBe(N / 2 - 2 + 1);
+    // n ties break by id: i00007 before late (both 7)
+    expect(after.ids.slice(0, 4)).toEqual(['i00005', 'i00007', 'late', 'i00009']);
+    const reference = await new SqlSearchEngine(db).search('big', {
+      conditions: odd,
+      sort,
+      offset: 0,
+      limit: 1000,
+    });
+    expect(after.ids).toEqual(reference.items.map((i) => i.id));
+    expect(after.ids).not.toContain('i00001');
+    expect(after.ids).not.toContain('i00003');
   });
 });

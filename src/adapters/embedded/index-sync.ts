@@ -77,13 +77,21 @@ export interface BuildReport {
   bytes?: number;
 }
 
+/** A dataset of up to this many items is built at once when first read (a few ms). */
+const BUILD_NOW_MAX = CHUNK;
+
 /**
  * The in-memory indexes of one SQLite file, one per dataset, built on first use and caught up
  * with the change log (change-log.ts) before every read: a write committed by this process or
  * any other is visible to the next query, and when nothing changed the check is one point read.
+ * A large dataset is built in the background, a chunk per turn of the event loop (100,000 items
+ * took 8.7 s, and better-sqlite3 is synchronous: built at once, that process would answer
+ * nothing else meanwhile); until it is ready, `ready` answers undefined and the engine reads
+ * SQLite instead.
  */
 export class MemoryIndexes {
   private readonly indexes = new Map<string, DatasetIndex>();
+  private readonly building = new Map<string, Promise<void>>();
   /** The last full build, for the bench and logs. */
   lastBuild: BuildReport | undefined;
 
@@ -103,24 +111,43 @@ export class MemoryIndexes {
     return this.indexes.has(datasetId) ? this.get(datasetId) : undefined;
   }
 
-  /** The dataset's index as of now (read in one snapshot, so head and rows agree). */
+  /** The dataset's index as of now, built at once if need be (tests and the bench). */
   get(datasetId: string): DatasetIndex {
-    const ix = this.db.transaction(() => this.current(datasetId))();
+    return this.keep(datasetId, this.db.transaction(() => this.current(datasetId, true))()!);
+  }
+
+  /**
+   * The dataset's index as of now, or undefined while a large one is being built in the
+   * background (started here when it is not): the caller answers from SQLite meanwhile.
+   */
+  ready(datasetId: string): DatasetIndex | undefined {
+    if (this.building.has(datasetId)) return undefined;
+    const ix = this.db.transaction(() => this.current(datasetId, false))();
+    if (ix) return this.keep(datasetId, ix);
+    this.buildInBackground(datasetId);
+    return undefined;
+  }
+
+  private keep(datasetId: string, ix: DatasetIndex): DatasetIndex {
     this.indexes.delete(datasetId);
     this.indexes.set(datasetId, ix);
     while (this.indexes.size > MAX_DATASETS) this.indexes.delete(this.indexes.keys().next().value!);
     return ix;
   }
 
-  private current(datasetId: string): DatasetIndex {
+  /** Undefined when a full build is needed and `now` is false (and the dataset is large). */
+  private current(datasetId: string, now: boolean): DatasetIndex | undefined {
     const head = changeHead(this.db, datasetId);
     const ix = this.indexes.get(datasetId);
-    if (!ix || ix.seen < head.floor) return this.build(datasetId, head.seq);
+    const build = () =>
+      now || this.itemCount(datasetId) <= BUILD_NOW_MAX
+        ? this.build(datasetId, head.seq)
+        : undefined;
+    if (!ix || ix.seen < head.floor) return build();
     if (ix.seen === head.seq) return ix;
     const pks = changedSince(this.db, datasetId, ix.seen);
     // Past a quarter of the dataset, reading it all in order is faster than item by item.
-    if (pks.length > 5000 && pks.length > ix.slotOfPk.size / 4)
-      return this.build(datasetId, head.seq);
+    if (pks.length > 5000 && pks.length > ix.slotOfPk.size / 4) return build();
     const one = stmt(
       this.db,
       'SELECT pk, id, state, created_at, updated_at FROM items WHERE pk = ? AND dataset_id = ?',
@@ -132,6 +159,53 @@ export class MemoryIndexes {
     }
     ix.seen = head.seq;
     return ix;
+  }
+
+  private itemCount(datasetId: string): number {
+    return (
+      stmt(this.db, 'SELECT COUNT(*) AS n FROM items WHERE dataset_id = ?').get(datasetId) as {
+        n: number;
+      }
+    ).n;
+  }
+
+  /**
+   * Builds the index a chunk per turn. Rows read in later chunks may be newer than the head
+   * noted at the start; every item written after that head is stamped after it, so the first
+   * read after the build re-reads each of them (index `seen` = that head) and the index ends as
+   * current as one built at once.
+   */
+  private buildInBackground(datasetId: string): void {
+    const run = async (): Promise<void> => {
+      const t0 = performance.now();
+      const ix = new DatasetIndex();
+      const { seq, items } = this.db.transaction(() => ({
+        seq: changeHead(this.db, datasetId).seq,
+        items: stmt(
+          this.db,
+          'SELECT pk, id, state, created_at, updated_at FROM items WHERE dataset_id = ? ORDER BY pk',
+        )
+          .raw()
+          .all(datasetId) as ItemTuple[],
+      }))();
+      for (let k = 0; k < items.length; k += CHUNK) {
+        await new Promise((r) => setImmediate(r));
+        load(this.db, datasetId, ix, items.slice(k, k + CHUNK));
+      }
+      ix.seen = seq;
+      this.keep(datasetId, ix);
+      this.lastBuild = { datasetId, items: items.length, ms: performance.now() - t0 };
+    };
+    const done = run()
+      // a failed build (the store unavailable) is tried again by the next read
+      .catch(() => undefined)
+      .finally(() => this.building.delete(datasetId));
+    this.building.set(datasetId, done);
+  }
+
+  /** Resolves when the dataset's background build (if any) has finished (tests). */
+  settled(datasetId: string): Promise<void> {
+    return this.building.get(datasetId) ?? Promise.resolve();
   }
 
   private build(datasetId: string, seq: number): DatasetIndex {

@@ -62,14 +62,17 @@ export class EmbeddedSearchEngine implements SearchEngine {
   }
 
   search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
-    return guarded(() => {
-      const ix = this.indexes.get(datasetId);
-      const m = matching(ix, req.conditions);
-      const total = count(m);
-      const pks = pageOf(ix, m, total, req.sort, req.offset, req.limit).map((s) => ix.pks[s]!);
-      const items = itemsByPk(this.db, pks);
-      return { items: pks.flatMap((pk) => items.get(pk) ?? []), total };
-    });
+    return this.withIndex(
+      datasetId,
+      () => this.sql.search(datasetId, req),
+      (ix) => {
+        const m = matching(ix, req.conditions);
+        const total = count(m);
+        const pks = pageOf(ix, m, total, req.sort, req.offset, req.limit).map((s) => ix.pks[s]!);
+        const items = itemsByPk(this.db, pks);
+        return { items: pks.flatMap((pk) => items.get(pk) ?? []), total };
+      },
+    );
   }
 
   /** Per vector-matrix row, the item's slot in the index (-1: unknown to it). */
@@ -87,48 +90,51 @@ export class EmbeddedSearchEngine implements SearchEngine {
    * tested row by row while scanning the contiguous matrix (vector-cache.ts).
    */
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
-    return guarded(() => {
-      if (req.limit <= 0) return [];
-      const ix = this.indexes.get(datasetId);
-      const m = this.vectors.get(datasetId, req.embedder);
-      if (!m.pks.length) return [];
-      const slots = this.slotsOfRows(ix, m);
-      const filter = matching(ix, req.conditions);
-      const skip = new Set<number>();
-      if (req.excludeIds.length) {
-        const excluded = stmt(
-          this.db,
-          `SELECT pk FROM items WHERE dataset_id = ? AND id IN (${req.excludeIds.map(() => '?').join(',')})`,
-        ).all(datasetId, ...req.excludeIds) as Array<{ pk: number }>;
-        for (const e of excluded) {
-          const row = m.rowOf.get(e.pk);
-          if (row !== undefined) skip.add(row);
+    return this.withIndex(
+      datasetId,
+      () => this.sql.similar(datasetId, req),
+      (ix) => {
+        if (req.limit <= 0) return [];
+        const m = this.vectors.get(datasetId, req.embedder);
+        if (!m.pks.length) return [];
+        const slots = this.slotsOfRows(ix, m);
+        const filter = matching(ix, req.conditions);
+        const skip = new Set<number>();
+        if (req.excludeIds.length) {
+          const excluded = stmt(
+            this.db,
+            `SELECT pk FROM items WHERE dataset_id = ? AND id IN (${req.excludeIds.map(() => '?').join(',')})`,
+          ).all(datasetId, ...req.excludeIds) as Array<{ pk: number }>;
+          for (const e of excluded) {
+            const row = m.rowOf.get(e.pk);
+            if (row !== undefined) skip.add(row);
+          }
         }
-      }
-      const rows: number[] = [];
-      for (let r = 0; r < slots.length; r++) {
-        const s = slots[r]!;
-        if (s >= 0 && has(filter, s)) rows.push(r);
-      }
-      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
-      const items = itemsByPk(
-        this.db,
-        top.map((t) => m.pks[t.row]!),
-      );
-      return top.flatMap((t) => {
-        const item = items.get(m.pks[t.row]!);
-        if (!item || item.state !== 'processed') return [];
-        return [
-          {
-            item,
-            score: cosineScore(t.d),
-            ...(req.includeVectors
-              ? { vector: Array.from(m.data.subarray(t.row * m.dims, (t.row + 1) * m.dims)) }
-              : {}),
-          },
-        ];
-      });
-    });
+        const rows: number[] = [];
+        for (let r = 0; r < slots.length; r++) {
+          const s = slots[r]!;
+          if (s >= 0 && has(filter, s)) rows.push(r);
+        }
+        const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
+        const items = itemsByPk(
+          this.db,
+          top.map((t) => m.pks[t.row]!),
+        );
+        return top.flatMap((t) => {
+          const item = items.get(m.pks[t.row]!);
+          if (!item || item.state !== 'processed') return [];
+          return [
+            {
+              item,
+              score: cosineScore(t.d),
+              ...(req.includeVectors
+                ? { vector: Array.from(m.data.subarray(t.row * m.dims, (t.row + 1) * m.dims)) }
+                : {}),
+            },
+          ];
+        });
+      },
+    );
   }
 
   sample(
@@ -137,8 +143,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
     limit: number,
     seed: number,
   ): Promise<StoredItem[]> {
-    return guarded(() => {
-      const ix = this.indexes.get(datasetId);
+    const fallback = () => this.sql.sample(datasetId, conditions, limit, seed);
+    return this.withIndex(datasetId, fallback, (ix) => {
       const m = matching(ix, conditions);
       // The SQL order (sql-search-engine.ts): (pk XOR seed) * 2654435761 mod 2^32, ascending.
       // With pk and seed below 2^31 the product is exact in SQLite and its low 32 bits are
@@ -162,10 +168,27 @@ export class EmbeddedSearchEngine implements SearchEngine {
   }
 
   facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
-    return guarded(() => indexFacets(this.indexes.get(datasetId), conditions, fields));
+    const fallback = () => this.sql.facets(datasetId, conditions, fields);
+    return this.withIndex(datasetId, fallback, (ix) => indexFacets(ix, conditions, fields));
   }
 
   analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures> {
-    return guarded(() => indexAnalytics(this.indexes.get(datasetId), conditions, spec));
+    const fallback = () => this.sql.analytics(datasetId, conditions, spec);
+    return this.withIndex(datasetId, fallback, (ix) => indexAnalytics(ix, conditions, spec));
+  }
+
+  /** Answers from the dataset's index, or with `fallback` (SQLite) while it is being built. */
+  private async withIndex<T>(
+    datasetId: string,
+    fallback: () => Promise<T>,
+    run: (ix: DatasetIndex) => T,
+  ): Promise<T> {
+    const ix = await guarded(() => this.indexes.ready(datasetId));
+    return ix ? guarded(() => run(ix)) : fallback();
+  }
+
+  /** Resolves when a background build of the dataset's index has finished (tests, bench). */
+  indexSettled(datasetId: string): Promise<void> {
+    return this.indexes.settled(datasetId);
   }
 }
