@@ -9,9 +9,7 @@ import type {
   SimilarRequest,
 } from '../../ports/search-engine';
 import { count, has, slotsOf } from './bitset';
-import type { ItemRow } from './content-store';
-import { toStoredItem } from './content-store';
-import { guarded, type Db, stmt } from './db';
+import { guarded, type Db } from './db';
 import { indexAnalytics, indexFacets } from './index-analytics';
 import { matching } from './index-conditions';
 import { pageOf } from './index-sort';
@@ -19,16 +17,7 @@ import { MemoryIndexes } from './index-sync';
 import type { DatasetIndex } from './memory-index';
 import { SqlSearchEngine } from './sql-search-engine';
 import { VectorCache, topK, type Matrix } from './vector-cache';
-import { cosineScore } from './vectors';
-
-/** The stored items of these pks, by pk (a pk no longer there is left out). */
-function itemsByPk(db: Db, pks: number[]): Map<number, StoredItem> {
-  if (!pks.length) return new Map();
-  const rows = stmt(db, `SELECT * FROM items WHERE pk IN (${pks.map(() => '?').join(',')})`).all(
-    ...pks,
-  ) as ItemRow[];
-  return new Map(rows.map((r) => [r.pk, toStoredItem(r)]));
-}
+import { excludedRows, itemsByPk, scoredHits } from './vector-hits';
 
 /**
  * The embedded engine: SQLite keeps the data, and queries are answered from an in-memory index
@@ -99,40 +88,14 @@ export class EmbeddedSearchEngine implements SearchEngine {
         if (!m.pks.length) return [];
         const slots = this.slotsOfRows(ix, m);
         const filter = matching(ix, req.conditions);
-        const skip = new Set<number>();
-        if (req.excludeIds.length) {
-          const excluded = stmt(
-            this.db,
-            `SELECT pk FROM items WHERE dataset_id = ? AND id IN (${req.excludeIds.map(() => '?').join(',')})`,
-          ).all(datasetId, ...req.excludeIds) as Array<{ pk: number }>;
-          for (const e of excluded) {
-            const row = m.rowOf.get(e.pk);
-            if (row !== undefined) skip.add(row);
-          }
-        }
+        const skip = excludedRows(this.db, datasetId, m, req.excludeIds);
         const rows: number[] = [];
         for (let r = 0; r < slots.length; r++) {
           const s = slots[r]!;
           if (s >= 0 && has(filter, s)) rows.push(r);
         }
         const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
-        const items = itemsByPk(
-          this.db,
-          top.map((t) => m.pks[t.row]!),
-        );
-        return top.flatMap((t) => {
-          const item = items.get(m.pks[t.row]!);
-          if (!item || item.state !== 'processed') return [];
-          return [
-            {
-              item,
-              score: cosineScore(t.d),
-              ...(req.includeVectors
-                ? { vector: Array.from(m.data.subarray(t.row * m.dims, (t.row + 1) * m.dims)) }
-                : {}),
-            },
-          ];
-        });
+        return scoredHits(this.db, m, top, req.includeVectors);
       },
     );
   }

@@ -9,7 +9,7 @@ import type {
   SimilarRequest,
 } from '../../ports/search-engine';
 import { VectorCache, topK } from './vector-cache';
-import { cosineScore } from './vectors';
+import { excludedRows, scoredHits } from './vector-hits';
 import type { ItemRow } from './content-store';
 import { toStoredItem } from './content-store';
 import { guarded, type Db, stmt } from './db';
@@ -62,17 +62,7 @@ export class SqlSearchEngine implements SearchEngine {
     return guarded(() => {
       const m = this.vectors.get(datasetId, req.embedder);
       if (!m.pks.length || req.limit <= 0) return [];
-      const skip = new Set<number>();
-      if (req.excludeIds.length) {
-        const excluded = stmt(
-          this.db,
-          `SELECT pk FROM items WHERE dataset_id = ? AND id IN (${req.excludeIds.map(() => '?').join(',')})`,
-        ).all(datasetId, ...req.excludeIds) as Array<{ pk: number }>;
-        for (const e of excluded) {
-          const row = m.rowOf.get(e.pk);
-          if (row !== undefined) skip.add(row);
-        }
-      }
+      const skip = excludedRows(this.db, datasetId, m, req.excludeIds);
       let rows: number[] | undefined;
       if (req.conditions.length) {
         const where = whereClause(datasetId, req.conditions);
@@ -85,28 +75,7 @@ export class SqlSearchEngine implements SearchEngine {
         }
       }
       const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
-      if (!top.length) return [];
-      const pks = top.map((t) => m.pks[t.row]!);
-      const items = new Map(
-        (
-          stmt(this.db, `SELECT * FROM items WHERE pk IN (${pks.map(() => '?').join(',')})`).all(
-            ...pks,
-          ) as ItemRow[]
-        ).map((r) => [r.pk, toStoredItem(r)]),
-      );
-      return top.flatMap((t) => {
-        const item = items.get(m.pks[t.row]!);
-        if (!item || item.state !== 'processed') return [];
-        return [
-          {
-            item,
-            score: cosineScore(t.d),
-            ...(req.includeVectors
-              ? { vector: Array.from(m.data.subarray(t.row * m.dims, (t.row + 1) * m.dims)) }
-              : {}),
-          },
-        ];
-      });
+      return scoredHits(this.db, m, top, req.includeVectors);
     });
   }
 
