@@ -19,8 +19,10 @@ async function main(): Promise<void> {
     lines.push(
       `visual-search-service listening on ${app.url} (roles: ${[...config.APP_ROLES].join(', ')})`,
     );
+    lines.push(`  console: ${app.url}/ (sign in with an organisation or dataset token)`);
     lines.push(`  health:  ${app.url}/healthz`);
     lines.push(`  GraphQL: ${app.url}/graphql (open it in a browser for GraphiQL)`);
+    lines.push(`  OpenAPI: ${app.url}/openapi.json`);
   } else {
     lines.push(`visual-search-service worker running (roles: ${[...config.APP_ROLES].join(', ')})`);
     lines.push(`  health:  ${app.healthUrl}/healthz`);
@@ -50,7 +52,8 @@ async function main(): Promise<void> {
     lines.push('  Next: create an organisation with the operator token:');
     lines.push(`    curl -X POST ${app.url}/orgs -H 'Authorization: token <OPERATOR_TOKEN>' \\`);
     lines.push(`         -H 'Content-Type: application/json' -d '{"name":"acme"}'`);
-    lines.push('  Then see README.md ("Quick start") for datasets, content and search.');
+    lines.push('  Then see README.md ("Quick start") for datasets, content and search,');
+    lines.push('  or stop this and run `npm run demo` to see a real catalogue in the console.');
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 
