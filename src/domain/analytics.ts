@@ -244,6 +244,12 @@ export function calendarKey(ms: number, unit: CalendarInterval): number {
   }
 }
 
+/**
+ * The width the engines first group times by for a calendar unit: hours for `hour`, days for
+ * the rest (weeks and months start on a day), before calendarKey places each group.
+ */
+export const calendarGrain = (unit: CalendarInterval): number => (unit === 'hour' ? HOUR : DAY);
+
 export function calendarNext(start: number, unit: CalendarInterval): number {
   if (unit === 'month') {
     const d = new Date(start);

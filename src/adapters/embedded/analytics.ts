@@ -1,4 +1,5 @@
 import {
+  calendarGrain,
   calendarKey,
   facetFigure,
   histogram,
@@ -14,9 +15,6 @@ import {
 import type { Condition } from '../../query/ast';
 import { type Db, stmt } from './db';
 import { QUERYABLE, whereClause } from './sql-query';
-
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 
 /**
  * Contract §10 on SQLite: every figure is one GROUP BY over the value index (item_values) or
@@ -122,7 +120,7 @@ function histogramOf(
   const add = (key: number, n: number) => counts.set(key, (counts.get(key) ?? 0) + n);
   if ('calendar' in h) {
     const col = h.field === 'service_created_at' ? 'created_at' : 'updated_at';
-    const base = h.calendar === 'hour' ? HOUR : DAY;
+    const base = calendarGrain(h.calendar);
     // Grouped by hour or day in SQL, then by week or month here (those start on a day).
     const rows = stmt(
       db,

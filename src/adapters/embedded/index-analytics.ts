@@ -1,4 +1,5 @@
 import {
+  calendarGrain,
   calendarKey,
   facetFigure,
   histogram,
@@ -18,9 +19,6 @@ import { type Bits, count, has } from './bitset';
 import { matching } from './index-conditions';
 import { compareText } from './index-sort';
 import type { DatasetIndex, FieldIndex, FieldValue } from './memory-index';
-
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 
 /** Each value of the field held by a matching item, with how many matching items hold it. */
 function valueCounts(f: FieldIndex | undefined, m: Bits): Array<{ v: FieldValue; n: number }> {
@@ -120,7 +118,7 @@ function histogramOf(ix: DatasetIndex, h: HistogramSpec, m: Bits): HistogramBuck
   const add = (key: number, n: number) => counts.set(key, (counts.get(key) ?? 0) + n);
   if ('calendar' in h) {
     const times = h.field === 'service_created_at' ? ix.created : ix.updated;
-    const base = h.calendar === 'hour' ? HOUR : DAY;
+    const base = calendarGrain(h.calendar);
     let lo: number | null = null;
     let hi: number | null = null;
     // As SQL groups them: by whole hours or days (integer division), then into the calendar.
