@@ -3,16 +3,14 @@
  * `viewer`, the one public way to learn which organisation (and dataset) a token belongs to.
  */
 
-export interface ErrorDetail {
-  param?: string;
-  /** 0-based character position in `q` (contract §2, §5). */
-  position?: number;
-  field?: string;
-  value?: string;
-  id?: string;
-  index?: number;
-  message: string;
-}
+import type { z } from 'zod';
+import type * as shape from '../../api/rest/schema/shapes';
+
+// The REST bodies as the service's own schemas describe them (src/api/rest/schema/shapes.ts,
+// the source of /openapi.json): type-only imports, so nothing of zod reaches the bundle.
+type Body<T extends z.ZodType> = z.output<T>;
+
+export type ErrorDetail = NonNullable<Body<typeof shape.errorBody>['error']['details']>[number];
 
 export class ApiError extends Error {
   constructor(
@@ -26,112 +24,29 @@ export class ApiError extends Error {
   }
 }
 
+export type ResultEntry = Body<typeof shape.resultEntry>;
+export type Metadata = ResultEntry['metadata'];
 export type Scalar = string | number | boolean;
-export type Metadata = Record<string, Scalar | Scalar[] | undefined>;
-
-export interface ResultEntry {
-  id: string;
-  explore_url: string;
-  metadata: Metadata;
-  /** Similarity results only: 0–1, higher is more similar. */
-  score?: number;
-}
-
-export interface FacetFigure {
-  buckets: { value: string; count: number }[];
-  other: number;
-  missing: number;
-}
-export interface StatsFigure {
-  count: number;
-  min: number | null;
-  max: number | null;
-  avg: number | null;
-  sum: number;
-}
-export interface HistogramBucket {
+export type SearchPage = Body<typeof shape.searchPage>;
+export type FacetFigure = NonNullable<SearchPage['facets']>[string];
+export type StatsFigure = NonNullable<SearchPage['stats']>[string];
+export type HistogramBucket = NonNullable<SearchPage['histograms']>[string][number];
+/** A bucket of a numeric field (the service time fields' have ISO 8601 bounds instead). */
+export interface NumericBucket {
   from: number;
   to: number;
   count: number;
 }
-
-export interface SearchPage {
-  results: ResultEntry[];
-  total_results: number;
-  facets?: Record<string, FacetFigure>;
-  stats?: Record<string, StatsFigure>;
-  histograms?: Record<string, HistogramBucket[]>;
-}
-
-export interface Counts {
-  items: number;
-  processed: number;
-  pending: number;
-  errors: number;
-}
-
-export interface Dataset {
-  name: string;
-  browse_token: string;
-  content_url: string;
-  processing_errors_url: string;
-  settings: { fields: Record<string, string[]>; version: number };
-  status: 'pending' | 'published';
-  created_at: string;
-  counts: Counts;
-}
-
-export interface ProcessingError {
-  id: string;
-  url: string;
-  code: string;
-  message: string;
-  attempts: number;
-  occurred_at: string;
-}
-
-export interface UsageEntry {
-  type: string;
-  requests: number;
-  credits: number;
-}
-export interface Usage {
-  credits: {
-    limitType: 'fixed' | 'unlimited';
-    limit?: number;
-    remaining?: number;
-    used: number;
-    month: number;
-    year: number;
-  };
-  images: {
-    limitType: 'fixed' | 'unlimited';
-    limit?: number;
-    remaining?: number;
-    processed: number;
-    total: number;
-    year: number;
-  };
-  datasets: Record<string, { images: number; usage: UsageEntry[]; deleted?: boolean }>;
-  lastUpdated: string | null;
-  requestCredits: Record<string, number>;
-}
-
-export interface AnalyticsInterval {
-  from: string;
-  to: string;
-  requests: Record<string, number>;
-  events: Record<string, number>;
-  searches: number;
-  zero_result_searches: number;
-}
-export interface AnalyticsReport {
-  from: string;
-  to: string;
-  interval: string;
-  intervals: AnalyticsInterval[];
-  searches: { count: number; zero_results: number; zero_result_share: number | null };
-}
+/** The numeric buckets of a histogram (the console asks for numeric fields only). */
+export const numericBuckets = (buckets: HistogramBucket[] = []): NumericBucket[] =>
+  buckets.filter((b): b is NumericBucket => typeof b.from === 'number' && typeof b.to === 'number');
+export type Dataset = Body<typeof shape.dataset>;
+export type Counts = Dataset['counts'];
+export type ProcessingError = Body<typeof shape.processingError>;
+export type Usage = Body<typeof shape.usage>;
+export type UsageEntry = Usage['datasets'][string]['usage'][number];
+export type AnalyticsReport = Body<typeof shape.report>;
+export type AnalyticsInterval = AnalyticsReport['intervals'][number];
 
 export interface Viewer {
   kind: 'OPERATOR' | 'ORGANISATION' | 'DATASET';

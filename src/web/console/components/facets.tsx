@@ -1,5 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { FacetFigure, HistogramBucket, StatsFigure } from '../api';
+import {
+  numericBuckets,
+  type FacetFigure,
+  type HistogramBucket,
+  type NumericBucket,
+  type StatsFigure,
+} from '../api';
 import { formatNumber, type Filters, type Range } from '../lib/q';
 
 /**
@@ -71,7 +77,7 @@ export function FacetSidebar({
             key={field}
             field={field}
             stats={stats[field]}
-            buckets={histograms[field] ?? []}
+            buckets={numericBuckets(histograms[field])}
             range={filters.ranges[field] ?? {}}
             onRange={(r) => setRange(field, r)}
           />
@@ -148,7 +154,7 @@ function NumericRange({
 }: {
   field: string;
   stats?: StatsFigure;
-  buckets: HistogramBucket[];
+  buckets: NumericBucket[];
   range: Range;
   onRange: (r: Range) => void;
 }) {
