@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { LIMITS } from '../../domain/limits';
 import { formatOf, type Format } from './source';
 import { parseTypes, type FieldType } from './types';
-import { defaultRejectedPath, defaultStatePath } from './importer';
+import { defaultRejectedPath, defaultStatePath, type ImportOptions } from './importer';
 
 export const USAGE = `Usage: npm run import -- --org ORG --dataset DS [options] FILE
 
@@ -35,18 +35,21 @@ Options:
 Exit status: 0 every line accepted, 2 some lines rejected, 1 error, 130 interrupted.
 `;
 
-export interface CliOptions {
-  file: string;
+/** The importer's own options as the command line gives them, and what only main() reads. */
+export interface CliOptions extends Pick<
+  ImportOptions,
+  | 'file'
+  | 'org'
+  | 'dataset'
+  | 'baseUrl'
+  | 'token'
+  | 'types'
+  | 'statePath'
+  | 'rejectedPath'
+  | 'restart'
+  | 'concurrency'
+> {
   format: Format;
-  org: string;
-  dataset: string;
-  baseUrl: string;
-  token: string;
-  types: Map<string, FieldType>;
-  statePath: string;
-  rejectedPath: string;
-  restart: boolean;
-  concurrency: number;
   batchItems: number;
   batchBytes: number;
   wait: boolean;
