@@ -53,25 +53,22 @@ export interface Input<Q extends Shape> {
   body: unknown;
 }
 
-/** The key of a query parameter that was given more than once. */
-function repeated(query: Record<string, unknown>, shape: Shape): AppErrorOrUndefined {
+/** Refuses a declared query parameter given more than once (Fastify reads it as an array). */
+function refuseRepeated(query: Record<string, unknown>, shape: Shape): void {
   for (const name of Object.keys(shape.shape)) {
     const v = query[name];
     if (Array.isArray(v))
-      return invalid(`${name} is given ${v.length} times; give it once`, [
+      throw invalid(`${name} is given ${v.length} times; give it once`, [
         { param: name, message: 'repeated' },
       ]);
   }
-  return undefined;
 }
-type AppErrorOrUndefined = ReturnType<typeof invalid> | undefined;
 
 /** Query parameters through their schema; the first problem names the parameter and value. */
 export function parseQuery<Q extends Shape>(shape: Q | undefined, raw: unknown): z.output<Q> {
   const query = (raw ?? {}) as Record<string, unknown>;
   if (!shape) return {} as z.output<Q>;
-  const twice = repeated(query, shape);
-  if (twice) throw twice;
+  refuseRepeated(query, shape);
   const r = shape.safeParse(query);
   if (r.success) return r.data;
   const issue = r.error.issues[0];
