@@ -207,7 +207,7 @@ test('an item opens its details with similar items; explore goes on; Escape clos
   const id = await first.getAttribute('data-id');
   await first.click();
   const panel = page.getByRole('dialog');
-  await expect(panel.locator('h2').innerText()).resolves.toBe(id);
+  await panel.getByRole('heading', { level: 2, name: id!, exact: true }).waitFor();
   const similar = panel.locator('ul[aria-label^="Items similar to"] .tile');
   await similar.first().waitFor();
   expect(await similar.count()).toBe(12);
@@ -227,7 +227,8 @@ test('an item opens its details with similar items; explore goes on; Escape clos
   // A similar item replaces the shown one.
   const other = await similar.first().getAttribute('data-id');
   await similar.first().click();
-  await expect(panel.locator('h2').innerText()).resolves.toBe(other);
+  // The panel re-renders once the item's details arrive; wait for it rather than read at once.
+  await panel.getByRole('heading', { level: 2, name: other!, exact: true }).waitFor();
 
   await page.keyboard.press('Escape');
   await expect(panel.waitFor({ state: 'detached' })).resolves.toBeUndefined();
