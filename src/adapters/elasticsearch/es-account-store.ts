@@ -5,6 +5,7 @@ import type { AccountStore, Organisation, TokenRecord } from '../../ports/accoun
 import { casUpdate, claimValue, createOnly, getVersioned } from './cas';
 import { guard } from './guard';
 import { isNotFound, type EsIndices } from './indices';
+import { RecentReads } from './recent-reads';
 
 interface OrgDoc {
   name: string;
@@ -64,14 +65,45 @@ const goneDataset = (): AppError => new AppError('not_found', 'dataset not found
 /** Control-plane lists are small; one page holds them all. */
 const MAX_LIST = 10_000;
 
+/** Half the 2 s in which a revocation must reach every host (contract §12). */
+const RECENT_MS = 1000;
+
 /**
  * Organisations, tokens and datasets in Elasticsearch, shared by every process (contract §12).
  * Reads by id are realtime, so a token or dataset made on one host is seen on another at
  * once; lists refresh before they search, so they see every write made before them.
  * Every read-modify-write carries the version it read; names are claimed create-only.
+ *
+ * The two reads of every Vision request, a token by prefix and a dataset by id, keep what they
+ * found for {@link RECENT_MS}: a revocation, a deletion or a settings change made on another host
+ * is seen here within that, and this host's own writes are seen at once.
  */
 export class EsAccountStore implements AccountStore {
-  constructor(private readonly indices: EsIndices) {}
+  private readonly recentTokens: RecentReads<TokenRecord>;
+  private readonly recentDatasets: RecentReads<Dataset>;
+
+  constructor(
+    private readonly indices: EsIndices,
+    now: () => number = Date.now,
+  ) {
+    this.recentTokens = new RecentReads(RECENT_MS, now);
+    this.recentDatasets = new RecentReads(RECENT_MS, now);
+  }
+
+  /** A write to a kept record: forgotten before (reads from now on) and after (reads during). */
+  private async changing<T>(
+    recent: RecentReads<unknown>,
+    key: string | undefined,
+    write: () => Promise<T>,
+  ): Promise<T> {
+    const forget = () => (key === undefined ? recent.clear() : recent.forget(key));
+    forget();
+    try {
+      return await write();
+    } finally {
+      forget();
+    }
+  }
 
   private get client() {
     return this.indices.client;
@@ -125,6 +157,10 @@ export class EsAccountStore implements AccountStore {
   }
 
   putToken(t: TokenRecord): Promise<void> {
+    return this.changing(this.recentTokens, t.prefix, () => this.writeToken(t));
+  }
+
+  private writeToken(t: TokenRecord): Promise<void> {
     return guard(async () => {
       await this.client.index({
         index: this.indices.shared('tokens'),
@@ -141,10 +177,12 @@ export class EsAccountStore implements AccountStore {
   }
 
   findToken(prefix: string): Promise<TokenRecord | undefined> {
-    return guard(async () => {
-      const t = await this.get<TokenDoc>(this.indices.shared('tokens'), prefix);
-      return t && toToken(prefix, t);
-    });
+    return this.recentTokens.get(prefix, () =>
+      guard(async () => {
+        const t = await this.get<TokenDoc>(this.indices.shared('tokens'), prefix);
+        return t && toToken(prefix, t);
+      }),
+    );
   }
 
   listTokens(org: string): Promise<TokenRecord[]> {
@@ -160,6 +198,10 @@ export class EsAccountStore implements AccountStore {
   }
 
   deleteToken(org: string, prefix: string): Promise<boolean> {
+    return this.changing(this.recentTokens, prefix, () => this.deleteOrgToken(org, prefix));
+  }
+
+  private deleteOrgToken(org: string, prefix: string): Promise<boolean> {
     return guard(async () => {
       const index = this.indices.shared('tokens');
       const cur = await getVersioned<TokenDoc>(this.client, index, prefix);
@@ -181,12 +223,14 @@ export class EsAccountStore implements AccountStore {
   }
 
   removeToken(prefix: string): Promise<void> {
-    return guard(async () => {
-      await this.client.delete(
-        { index: this.indices.shared('tokens'), id: prefix },
-        { ignore: [404] },
-      );
-    });
+    return this.changing(this.recentTokens, prefix, () =>
+      guard(async () => {
+        await this.client.delete(
+          { index: this.indices.shared('tokens'), id: prefix },
+          { ignore: [404] },
+        );
+      }),
+    );
   }
 
   private nameId(org: string, name: string): string {
@@ -225,6 +269,10 @@ export class EsAccountStore implements AccountStore {
   }
 
   adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
+    return this.changing(this.recentDatasets, undefined, () => this.adopt(embedder));
+  }
+
+  private adopt(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
     return guard(async () => {
       const index = this.indices.shared('datasets');
       const r = await this.client.search<DatasetDoc>({
@@ -289,7 +337,7 @@ export class EsAccountStore implements AccountStore {
   }
 
   getDatasetById(id: string): Promise<Dataset | undefined> {
-    return guard(() => this.byId(id));
+    return this.recentDatasets.get(id, () => guard(() => this.byId(id)));
   }
 
   listDatasets(org: string): Promise<Dataset[]> {
@@ -327,6 +375,13 @@ export class EsAccountStore implements AccountStore {
   }
 
   markDatasetDeleted(id: string, at: string): Promise<void> {
+    // its tokens are deleted too: forget every kept token, not knowing their prefixes here
+    return this.changing(this.recentTokens, undefined, () =>
+      this.changing(this.recentDatasets, id, () => this.markDeleted(id, at)),
+    );
+  }
+
+  private markDeleted(id: string, at: string): Promise<void> {
     return guard(async () => {
       const { doc } = await casUpdate<DatasetDoc>(
         this.client,
@@ -366,6 +421,10 @@ export class EsAccountStore implements AccountStore {
   }
 
   updateEnabledFields(id: string, fields: EnabledFields): Promise<number> {
+    return this.changing(this.recentDatasets, id, () => this.writeFields(id, fields));
+  }
+
+  private writeFields(id: string, fields: EnabledFields): Promise<number> {
     return guard(async () => {
       const { doc } = await casUpdate<DatasetDoc>(
         this.client,
