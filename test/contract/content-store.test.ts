@@ -9,6 +9,7 @@ import { openDb } from '../../src/adapters/embedded/db';
 import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
 import { ElasticsearchStore } from '../../src/adapters/elasticsearch/es-store';
 import { EsIndices } from '../../src/adapters/elasticsearch/indices';
+import { itemMapping } from '../../src/adapters/elasticsearch/mapping';
 import type { ContentWrite } from '../../src/domain/content';
 import type { ProcessingJob } from '../../src/domain/item';
 import type { Condition } from '../../src/query/ast';
@@ -560,6 +561,69 @@ describe('Elasticsearch item writes', () => {
       });
       const jobs = await store.applyWrites('d', writes, 'post', T0);
       expect(jobs.map((j) => j.itemId).sort()).toEqual(['big', 'small-1', 'small-2']);
+    });
+  });
+});
+
+describe('Elasticsearch embedding storage', () => {
+  const odd = Array.from({ length: DIMS }, (_, i) => Math.fround(Math.sin(i + 1) / 3));
+  const processed = async (store: ElasticsearchStore, id: string) => {
+    const [job] = await store.applyWrites('d', [{ id, url: url(id) }], 'post', T0);
+    expect(await store.markProcessed(job!, { ...features, vector: odd }, T0 + 1)).toBe(true);
+  };
+
+  test('the stored _source keeps a compact copy, not the HNSW field; reads get the vector bit for bit', async () => {
+    await withEsStore(async ({ client, indices, store }) => {
+      await processed(store, 'a');
+      const raw = await client.get<Record<string, unknown>>({ index: indices.items('d'), id: 'a' });
+      expect(Object.keys(raw._source!).filter((k) => k.startsWith('vector_'))).toEqual([]);
+      expect(typeof raw._source!.embedding_f32).toBe('string');
+      expect((await store.getEmbedding('d', 'a', { latest: true }))?.vector).toEqual(odd);
+      // a re-post of the same url keeps the embedding through the read-modify-write
+      await store.applyWrites('d', [{ id: 'a', url: url('a'), metadata: { k: 1 } }], 'post', T0);
+      expect((await store.getEmbedding('d', 'a', { latest: true }))?.vector).toEqual(odd);
+    });
+  });
+
+  test('an index made before the compact copy: its vectors are read, and it takes the field at start', async () => {
+    await withEsStore(async ({ client, indices, store }) => {
+      // the previous layout: no _source excludes, no embedding_f32 field, the vector in _source
+      const index = indices.items('d');
+      const { _source: _dropped, ...current } = itemMapping(DIMS) as {
+        _source: unknown;
+        properties: Record<string, unknown>;
+      };
+      const { embedding_f32: _absent, ...properties } = current.properties;
+      await client.indices.create({ index, mappings: { ...current, properties } as never });
+      await client.index({
+        index,
+        id: 'old',
+        refresh: true,
+        document: {
+          dataset: 'd',
+          id: 'old',
+          url: url('old'),
+          state: 'processed',
+          created_at: T0,
+          updated_at: T0,
+          metadata: {},
+          private_metadata: {},
+          image: { width: 1, height: 1, url: url('old') },
+          error: null,
+          has_error: false,
+          terms: [],
+          attrs: [],
+          embedder: features.embedder,
+          [`vector_${DIMS}`]: odd,
+        },
+      });
+      expect((await store.getEmbedding('d', 'old'))?.vector).toEqual(odd);
+      // before the start-up step, a write carrying the embedding is refused by the strict mapping
+      const repost = () => store.applyWrites('d', [{ id: 'old', url: url('old') }], 'post', T0);
+      await expect(repost()).rejects.toBeDefined();
+      await indices.ensureItemTemplate(DIMS);
+      await repost();
+      expect((await store.getEmbedding('d', 'old', { latest: true }))?.vector).toEqual(odd);
     });
   });
 });

@@ -28,9 +28,33 @@ export interface ItemDoc {
   attrs: Attr[];
   /** The embedder that made the item's embedding (set without a vector when it failed). */
   embedder?: string | null;
-  /** The embedding, in the field for its length (see vectorField). */
+  /**
+   * The embedding for the HNSW index, in the field for its length (see vectorField). The item
+   * mapping leaves it out of the stored `_source` (indices made before that keep it there).
+   */
   [vector: `vector_${number}`]: number[] | null | undefined;
+  /** The same embedding as stored: float32 bytes, base64 (see EMBEDDING_SOURCE). */
+  embedding_f32?: string | null;
 }
+
+/**
+ * Where an item's embedding is kept for reading back (similar by id, explore, and every
+ * read-modify-write of the item, which must carry it over): a base64 string of float32 bytes.
+ * 1,420 floats as JSON numbers are ~25 KB of text that every search parses to filter out of each
+ * hit's `_source`; as one string they are 7.6 KB, read back bit for bit.
+ */
+export const EMBEDDING_SOURCE = 'embedding_f32';
+
+const encodeVector = (v: number[]): string => {
+  const f = Float32Array.from(v);
+  return Buffer.from(f.buffer, f.byteOffset, f.byteLength).toString('base64');
+};
+
+const decodeVector = (b64: string): number[] => {
+  const bytes = Buffer.from(b64, 'base64');
+  // copied: a Buffer's offset in its pool need not be a multiple of 4
+  return Array.from(new Float32Array(Uint8Array.from(bytes).buffer));
+};
 
 /**
  * A dense_vector field has fixed dims, so vectors of each length get a field of their own:
@@ -40,6 +64,8 @@ export const vectorField = (dims: number): `vector_${number}` => `vector_${dims}
 
 /** The document's embedding, whichever field holds it. */
 export function docVector(d: ItemDoc): number[] | undefined {
+  if (d.embedding_f32) return decodeVector(d.embedding_f32);
+  // indices made before vectors left the stored _source
   for (const [k, v] of Object.entries(d))
     if (k.startsWith('vector_') && Array.isArray(v) && v.length) return v as number[];
   return undefined;
@@ -96,7 +122,12 @@ export function toDoc(
     terms: itemTerms(item.metadata),
     attrs: [...toAttrs(item.metadata, 'pub'), ...toAttrs(item.privateMetadata, 'priv'), ...gen],
     embedder: kept?.embedder ?? null,
-    ...(kept?.vector?.length ? { [vectorField(kept.vector.length)]: kept.vector } : {}),
+    ...(kept?.vector?.length
+      ? {
+          [vectorField(kept.vector.length)]: kept.vector,
+          [EMBEDDING_SOURCE]: encodeVector(kept.vector),
+        }
+      : {}),
   };
 }
 

@@ -3,7 +3,7 @@ import { isServiceTimeField } from '../../domain/limits';
 import { literalForms, type Condition } from '../../query/ast';
 import type { SearchRequest, SimilarRequest } from '../../ports/search-engine';
 import { QUERYABLE_SCOPES } from '../value-index';
-import { vectorField } from './document';
+import { EMBEDDING_SOURCE, vectorField } from './document';
 
 /** Query DSL as plain JSON: built by pure functions, pinned by golden files. */
 export type Dsl = Record<string, unknown>;
@@ -125,7 +125,7 @@ export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
 }
 
 /** Results never carry the embedding back: clients do not see it and it is the bulk of a document. */
-const NO_VECTOR = { excludes: ['vector_*'] };
+const NO_VECTOR = { excludes: ['vector_*', EMBEDDING_SOURCE] };
 
 /**
  * Filtered kNN: the q filter runs inside the HNSW search, so k results come back whenever k

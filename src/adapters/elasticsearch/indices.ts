@@ -1,5 +1,5 @@
 import { errors, type Client } from '@elastic/elasticsearch';
-import { itemMapping } from './mapping';
+import { EMBEDDING_SOURCE_MAPPING, itemMapping } from './mapping';
 
 /** Shards and replicas of every index (ELASTICSEARCH_SHARDS / ELASTICSEARCH_REPLICAS). */
 export interface IndexLayout {
@@ -170,6 +170,14 @@ export class EsIndices {
         settings: { index: this.settings(this.itemSettings) },
         mappings: itemMapping(dims) as never,
       },
+    });
+    // Indices made before the embedding had its compact stored copy take the field now, so
+    // no write of a kept embedding is refused by their strict mapping (a no-op once there).
+    await this.client.indices.putMapping({
+      index: this.allItems,
+      properties: EMBEDDING_SOURCE_MAPPING as never,
+      allow_no_indices: true,
+      ignore_unavailable: true,
     });
   }
 

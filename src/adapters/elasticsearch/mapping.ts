@@ -1,4 +1,7 @@
-import { vectorField } from './document';
+import { EMBEDDING_SOURCE, vectorField } from './document';
+
+/** Stored only (binary: neither indexed nor in doc values). */
+export const EMBEDDING_SOURCE_MAPPING = { [EMBEDDING_SOURCE]: { type: 'binary' } } as const;
 
 /**
  * One index per dataset, with a fixed mapping: metadata never becomes mapped fields of its own
@@ -8,6 +11,9 @@ import { vectorField } from './document';
  */
 const BASE_MAPPING = {
   dynamic: 'strict',
+  // The HNSW field is indexed from the written document but not stored twice: the embedding is
+  // read back from EMBEDDING_SOURCE (document.ts), a compact copy.
+  _source: { excludes: ['vector_*'] },
   properties: {
     dataset: { type: 'keyword' },
     id: { type: 'keyword' },
@@ -33,6 +39,7 @@ const BASE_MAPPING = {
       },
     },
     embedder: { type: 'keyword' },
+    ...EMBEDDING_SOURCE_MAPPING,
   },
 } as const;
 
