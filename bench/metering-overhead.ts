@@ -22,7 +22,7 @@ import { EsIndices } from '../src/adapters/elasticsearch/indices';
 import type { RunningApp } from '../src/app/start';
 import type { UsageLedger } from '../src/ports/usage-ledger';
 import { MeteringService } from '../src/services/metering';
-import { seedElasticsearch } from './seed-items';
+import { DESCRIPTOR_VECTORS, seedElasticsearch } from './seed-items';
 import {
   AMQP_URL,
   ES_URL,
@@ -317,6 +317,7 @@ async function main(): Promise<void> {
   const queuePrefix = `bench.${tag}.`;
   const env = {
     APP_ROLES: 'api',
+    EMBEDDER: 'descriptor',
     SEARCH_BACKEND: 'elasticsearch',
     ELASTICSEARCH_URL: ES_URL,
     ELASTICSEARCH_REPLICAS: '0',
@@ -344,6 +345,8 @@ async function main(): Promise<void> {
       new EsIndices(es, prefix, { shards: 1, replicas: 0 }),
       datasetId,
       ITEMS,
+      // searches only: the vectors' length does not matter here
+      DESCRIPTOR_VECTORS,
     );
     const loadS = (Date.now() - t0) / 1000;
     process.stderr.write(`loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`);

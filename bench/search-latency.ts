@@ -1,9 +1,12 @@
 /**
- * Search latency on 100,000 processed items, on both engines: a q filter + sort + page through
- * the REST gateway, and (on Elasticsearch) the same compiled query sent straight to
- * Elasticsearch, so the gateway's own cost shows as a ratio.
+ * Search latency on 100,000 processed items, on both engines and with both embedders' vector
+ * lengths (the default hybrid's 1,420 and the descriptor's 140): a q filter + sort + page
+ * through the REST gateway, facets, similar; on Elasticsearch also the same question as a
+ * careful hand-written client would send it straight to Elasticsearch, interleaved with the
+ * gateway's requests, so the gateway's own cost (auth, rate limiting, metering, mapping) shows
+ * as a ratio.
  *
- *   npm run bench:search            (BENCH_ITEMS, BENCH_REQUESTS, BENCH_ENGINES to change)
+ *   npm run bench:search   (BENCH_ITEMS, BENCH_REQUESTS, BENCH_ENGINES, BENCH_EMBEDDERS to change)
  */
 import { Client } from '@elastic/elasticsearch';
 import fs from 'node:fs';
@@ -20,7 +23,14 @@ import type { StoredItem } from '../src/domain/item';
 import { parseQ } from '../src/query/parse';
 import { resolveFilters } from '../src/query/resolve';
 import { catalogue } from './catalogue';
-import { DIMS, seedElasticsearch, vectorOf } from './seed-items';
+import {
+  DESCRIPTOR_VECTORS,
+  HYBRID_VECTORS,
+  seedElasticsearch,
+  seedOf,
+  vectorOf,
+  type BenchVectors,
+} from './seed-items';
 import {
   ES_URL,
   V2,
@@ -35,12 +45,15 @@ import {
   type Engine,
 } from './common';
 
-const seedOf = (id: string) => Number(id.replace(/\D/g, '')) + 1;
-
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 400);
 const WARMUP = 40;
 const ENGINES = (process.env.BENCH_ENGINES ?? 'embedded,elasticsearch').split(',') as Engine[];
+const EMBEDDERS = (process.env.BENCH_EMBEDDERS ?? 'hybrid,descriptor')
+  .split(',')
+  .map((k) => (k === 'descriptor' ? DESCRIPTOR_VECTORS : HYBRID_VECTORS));
+/** On as in production, high enough that one client's sequential requests never meet it. */
+const RATE_LIMIT_PER_MINUTE = '1000000';
 
 /** A realistic listing query; the page and price window vary so no single result is cached. */
 function query(i: number): { q: string; sort: string; order: string; page: number; limit: number } {
@@ -54,7 +67,7 @@ function query(i: number): { q: string; sort: string; order: string; page: numbe
   };
 }
 
-function seedEmbedded(app: RunningApp, datasetId: string): void {
+function seedEmbedded(app: RunningApp, datasetId: string, vectors: BenchVectors): void {
   // A second connection to the same file, in one transaction: the measured path is search,
   // not 100,000 separate fsyncs.
   const db = openDb(path.join(app.container.config.dataDir, 'store.db'));
@@ -80,7 +93,7 @@ function seedEmbedded(app: RunningApp, datasetId: string): void {
           width: it.image!.width,
           height: it.image!.height,
           format: 'jpeg',
-          ...vectorOf(it.id),
+          ...vectorOf(vectors, it.id),
         },
         it.updatedAt,
       );
@@ -105,6 +118,7 @@ async function measureEngine(
   app: RunningApp,
   datasetId: string,
   skuOf: (i: number) => string,
+  vectors: BenchVectors,
 ): Promise<Record<string, unknown>> {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
@@ -144,7 +158,7 @@ async function measureEngine(
     });
     const filtered = conditionsOf('category:boots,instock:true');
     const similar = await timeRequests(async (i) => {
-      const { vector, embedder } = vectorOf(skuOf(i));
+      const { vector, embedder } = vectorOf(vectors, skuOf(i));
       await engine.similar(datasetId, {
         vector,
         embedder,
@@ -167,6 +181,38 @@ async function measureEngine(
   }
 }
 
+/** Two ways of asking the same question, timed in alternating order; their answers must agree. */
+async function interleaved(
+  a: (i: number) => Promise<number>,
+  b: (i: number) => Promise<number>,
+  c: (i: number) => Promise<number>,
+): Promise<{ gateway: number[]; directMs: number[]; ownDslMs: number[] }> {
+  const timed = async (f: (i: number) => Promise<number>, i: number) => {
+    const t = process.hrtime.bigint();
+    const answer = await f(i);
+    return { answer, ms: Number(process.hrtime.bigint() - t) / 1e6 };
+  };
+  const gateway: number[] = [];
+  const directMs: number[] = [];
+  const ownDslMs: number[] = [];
+  for (let i = -WARMUP; i < REQUESTS; i++) {
+    const k = Math.abs(i);
+    const first = i % 2 ? await timed(a, k) : await timed(b, k);
+    const second = i % 2 ? await timed(b, k) : await timed(a, k);
+    const [ga, gb] = i % 2 ? [first, second] : [second, first];
+    const gc = await timed(c, k);
+    if (ga.answer !== gb.answer || gc.answer !== gb.answer)
+      throw new Error(
+        `round ${i}: the gateway found ${ga.answer}, the direct query ${gb.answer}, the gateway's DSL ${gc.answer}`,
+      );
+    if (i < 0) continue;
+    gateway.push(ga.ms);
+    directMs.push(gb.ms);
+    ownDslMs.push(gc.ms);
+  }
+  return { gateway, directMs, ownDslMs };
+}
+
 async function timeRequests(run: (i: number) => Promise<void>): Promise<number[]> {
   for (let i = 0; i < WARMUP; i++) await run(i);
   const ms: number[] = [];
@@ -182,7 +228,8 @@ async function timeRequests(run: (i: number) => Promise<void>): Promise<number[]
  * kNN recall@10 of the HNSW index against exact search, over the same random vectors (a hard
  * case: random high-dimensional vectors have no cluster structure to exploit).
  */
-async function hnswRecall(url: string, dsToken: string): Promise<number> {
+async function hnswRecall(url: string, dsToken: string, vectors: BenchVectors): Promise<number> {
+  const DIMS = vectors.dimensions;
   const ids = Array.from({ length: ITEMS }, (_, i) => `sku-${String(i).padStart(7, '0')}`);
   const vecs = ids.map((id) => Float32Array.from(unitVector(DIMS, seedOf(id))));
   const QUERIES = 50;
@@ -208,12 +255,55 @@ async function hnswRecall(url: string, dsToken: string): Promise<number> {
   return Math.round((hits / (QUERIES * 10)) * 1000) / 1000;
 }
 
-async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
+/**
+ * The listing question as a careful client would write it by hand against the item index
+ * (one nested clause per typed field, the price sort on the numeric value), not the gateway's
+ * generic translation, which also checks scopes and a field's other types.
+ */
+function handWritten(i: number): Record<string, unknown> {
+  const qy = query(i);
+  const lo = 20 + (i % 10) * 5;
+  const attr = (f: string, ...filter: object[]) => ({
+    nested: { path: 'attrs', query: { bool: { filter: [{ term: { 'attrs.f': f } }, ...filter] } } },
+  });
+  return {
+    _source: { excludes: ['vector_*'] },
+    query: {
+      bool: {
+        filter: [
+          { term: { state: 'processed' } },
+          attr('category', { terms: { 'attrs.s': ['boots', 'sneakers', 'loafers'] } }),
+          attr('price', { range: { 'attrs.n': { gte: lo, lte: lo + 250 } } }),
+          attr('instock', { term: { 'attrs.t': 'b' } }, { term: { 'attrs.s': 'true' } }),
+        ],
+        must_not: [attr('color', { term: { 'attrs.s': 'pink' } })],
+      },
+    },
+    sort: [
+      {
+        'attrs.n': {
+          order: qy.order,
+          nested: { path: 'attrs', filter: { term: { 'attrs.f': 'price' } } },
+        },
+      },
+      { id: 'asc' },
+    ],
+    from: (qy.page - 1) * qy.limit,
+    size: qy.limit,
+    track_total_hits: true,
+  };
+}
+
+async function benchEngine(
+  engine: Engine,
+  vectors: BenchVectors,
+): Promise<Record<string, unknown>> {
   const prefix = `bench${Date.now().toString(36)}-`;
   const app = await startService({
     APP_ROLES: 'api',
-    // The seeded vectors are the descriptor embedder's (seed-items.ts): similar compares them.
-    ...(engine === 'embedded' ? { EMBEDDER: 'descriptor' } : {}),
+    RATE_LIMIT_PER_MINUTE,
+    // similar compares the seeded vectors (seed-items.ts) with the service's embedder's
+    EMBEDDER: vectors.kind,
     ...(engine === 'elasticsearch'
       ? { SEARCH_BACKEND: 'elasticsearch', ELASTICSEARCH_URL: ES_URL, ES_INDEX_PREFIX: prefix }
       : {}),
@@ -227,16 +317,19 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
         new EsIndices(es, prefix, { shards: 1, replicas: 0 }),
         datasetId,
         ITEMS,
+        vectors,
       );
-    else seedEmbedded(app, datasetId);
+    else seedEmbedded(app, datasetId, vectors);
     const loadS = (Date.now() - t0) / 1000;
-    process.stderr.write(`[${engine}] loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`);
+    process.stderr.write(
+      `[${engine}, ${vectors.kind}] loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`,
+    );
     // Seeding blocks the event loop for minutes: let the server's overdue keep-alive timers
     // close the idle sockets now, or the first request races them and gets ECONNRESET.
     await new Promise((r) => setTimeout(r, 500));
 
     let total = -1;
-    const gateway = await timeRequests(async (i) => {
+    const viaGateway = async (i: number): Promise<number> => {
       const p = new URLSearchParams(
         Object.entries(query(i)).map(([k, v]): [string, string] => [k, String(v)]),
       );
@@ -247,7 +340,42 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
       if (r.status !== 200 || body.results.length === 0)
         throw new Error(`search: ${JSON.stringify(body)}`);
       if (i === 0) total = body.total_results;
-    });
+      return body.total_results;
+    };
+    const index = `${prefix}items-${datasetId}`;
+    const direct = async (i: number): Promise<number> => {
+      const r = await es!.search({ index, ...handWritten(i) });
+      return (r.hits.total as { value: number }).value;
+    };
+    // On Elasticsearch, each round asks both ways, in alternating order, so the two series
+    // share the machine's state; the totals must agree or the comparison is void.
+    // The gateway's own translation sent straight, to split its overhead into query and HTTP.
+    const cat = await app.container.content.catalogue(datasetId);
+    const ownDsl = async (i: number): Promise<number> => {
+      const qy = query(i);
+      const conditions = resolveFilters(parseQ(qy.q), {
+        enabled: {},
+        catalogue: cat,
+        settingsPath: '',
+      });
+      const r = await es!.search({
+        index,
+        ...searchBody({
+          conditions,
+          sort: { field: qy.sort, order: qy.order as 'asc' | 'desc' },
+          offset: (qy.page - 1) * qy.limit,
+          limit: qy.limit,
+        }),
+      } as never);
+      return (r.hits.total as { value: number }).value;
+    };
+    const { gateway, directMs, ownDslMs } = es
+      ? await interleaved(viaGateway, direct, ownDsl)
+      : {
+          gateway: await timeRequests(async (i) => void (await viaGateway(i))),
+          directMs: [],
+          ownDslMs: [],
+        };
     // similar-by-id: the item plus its 9 nearest, unfiltered and with a q filter
     const skuOf = (i: number) => `sku-${String((i * 7919) % ITEMS).padStart(7, '0')}`;
     const similar = (q: string) =>
@@ -277,6 +405,9 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
     });
     const out: Record<string, unknown> = {
       engine,
+      date: new Date().toISOString(),
+      embedder: vectors.id,
+      dimensions: vectors.dimensions,
       items: ITEMS,
       load_seconds: loadS,
       sample_query: query(0),
@@ -286,34 +417,22 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
       facets_note: 'GET search?q=price:lo:hi,instock:true&facets=category,color,brand&limit=0',
       similar_ms: summarize(await similar('')),
       similar_filtered_ms: summarize(await similar('&q=category:boots,instock:true')),
-      similar_note: `GET similar?id=…&limit=10 on ${DIMS}-dimension vectors; filtered adds q=category:boots,instock:true`,
-      ...(es ? {} : await measureEngine(app, datasetId, skuOf)),
+      similar_note: `GET similar?id=…&limit=10 on ${vectors.dimensions}-dimension random unit vectors; filtered adds q=category:boots,instock:true`,
+      ...(es ? {} : await measureEngine(app, datasetId, skuOf, vectors)),
     };
-    if (es) out.hnsw_recall_at_10 = await hnswRecall(app.url!, dsToken);
     if (es) {
-      const cat = await app.container.content.catalogue(datasetId);
-      const index = `${prefix}items-${datasetId}`;
-      const direct = await timeRequests(async (i) => {
-        const qy = query(i);
-        const conditions = resolveFilters(parseQ(qy.q), {
-          enabled: {},
-          catalogue: cat,
-          settingsPath: '',
-        });
-        await es.search({
-          index,
-          ...searchBody({
-            conditions,
-            sort: { field: qy.sort, order: qy.order as 'asc' | 'desc' },
-            offset: (qy.page - 1) * qy.limit,
-            limit: qy.limit,
-          }),
-        } as never);
-      });
-      const d = summarize(direct);
+      out.hnsw_recall_at_10 = await hnswRecall(app.url!, dsToken, vectors);
+      const d = summarize(directMs);
       out.direct_elasticsearch_ms = d;
+      out.direct_note =
+        'the same question written by hand (handWritten()), interleaved with the gateway';
+      out.gateway_dsl_direct_ms = summarize(ownDslMs);
       out.overhead_ratio_p50 = Math.round((summarize(gateway).p50 / d.p50) * 100) / 100;
       out.overhead_ratio_p95 = Math.round((summarize(gateway).p95 / d.p95) * 100) / 100;
+      const stats = await es.indices.stats({ index, metric: 'store' });
+      const bytes = stats._all.primaries?.store?.size_in_bytes ?? 0;
+      out.index_store_bytes = bytes;
+      out.index_store_bytes_per_item = Math.round(bytes / ITEMS);
     }
     return out;
   } finally {
@@ -325,13 +444,16 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
 
 async function main(): Promise<void> {
   const runs: Array<Record<string, unknown>> = [];
-  for (const engine of ENGINES) runs.push(await benchEngine(engine));
-  // Measuring one engine keeps the other's last numbers.
+  for (const engine of ENGINES)
+    for (const vectors of EMBEDDERS) runs.push(await benchEngine(engine, vectors));
+  // Measuring one engine or embedder keeps the others' last numbers (each run has its date).
   const previous = path.join(RESULTS_DIR, 'search-latency.json');
+  const key = (r: Record<string, unknown>) => `${String(r.engine)} ${String(r.dimensions)}`;
+  const measured = new Set(runs.map(key));
   if (fs.existsSync(previous))
     for (const old of (JSON.parse(fs.readFileSync(previous, 'utf8')) as { runs: typeof runs }).runs)
-      if (!ENGINES.includes(old.engine as Engine)) runs.push(old);
-  runs.sort((a, b) => String(a.engine).localeCompare(String(b.engine)));
+      if (!measured.has(key(old)) && old.dimensions !== undefined) runs.push(old);
+  runs.sort((a, b) => key(a).localeCompare(key(b)));
   const result = {
     benchmark: 'search-latency',
     date: new Date().toISOString(),

@@ -2,16 +2,36 @@ import { toDoc } from '../src/adapters/elasticsearch/document';
 import { ElasticsearchStore } from '../src/adapters/elasticsearch/es-store';
 import type { EsIndices } from '../src/adapters/elasticsearch/indices';
 import { DescriptorEmbedder } from '../src/adapters/embedders/descriptor';
+import { hybridId } from '../src/adapters/embedders/index';
 import type { StoredItem } from '../src/domain/item';
 import { catalogue } from './catalogue';
 import { unitVector } from './common';
 
-export const { dimensions: DIMS, id: EMBEDDER } = new DescriptorEmbedder();
-const seedOf = (id: string) => Number(id.replace(/\D/g, '')) + 1;
+/** Whose vectors the seeded items carry: an embedder's id and length, without loading it. */
+export interface BenchVectors {
+  kind: 'descriptor' | 'hybrid';
+  id: string;
+  dimensions: number;
+}
+
+const descriptor = new DescriptorEmbedder();
+export const DESCRIPTOR_VECTORS: BenchVectors = {
+  kind: 'descriptor',
+  id: descriptor.id,
+  dimensions: descriptor.dimensions,
+};
+/** The default embedder's: the descriptor's block beside EfficientNet-Lite0's 1,280 features. */
+export const HYBRID_VECTORS: BenchVectors = {
+  kind: 'hybrid',
+  id: hybridId(),
+  dimensions: descriptor.dimensions + 1280,
+};
+
+export const seedOf = (id: string) => Number(id.replace(/\D/g, '')) + 1;
 /** A catalogue item's stand-in embedding: deterministic, one per id. */
-export const vectorOf = (id: string) => ({
-  vector: unitVector(DIMS, seedOf(id)),
-  embedder: EMBEDDER,
+export const vectorOf = (v: BenchVectors, id: string) => ({
+  vector: unitVector(v.dimensions, seedOf(id)),
+  embedder: v.id,
 });
 
 /**
@@ -23,9 +43,10 @@ export async function seedElasticsearch(
   indices: EsIndices,
   datasetId: string,
   items: number,
+  vectors: BenchVectors,
 ): Promise<void> {
   const es = indices.client;
-  const store = new ElasticsearchStore(indices, Date.now, DIMS);
+  const store = new ElasticsearchStore(indices, Date.now, vectors.dimensions);
   const first = catalogue(1).next().value as StoredItem;
   await store.applyWrites(datasetId, [{ id: first.id, url: first.url }], 'post', Date.now());
   const index = indices.items(datasetId);
@@ -37,8 +58,12 @@ export async function seedElasticsearch(
     ops = [];
   };
   for (const it of catalogue(items)) {
-    ops.push({ index: { _index: index, _id: it.id } }, toDoc(datasetId, it, null, vectorOf(it.id)));
-    if (ops.length >= 4000) await flush();
+    ops.push(
+      { index: { _index: index, _id: it.id } },
+      toDoc(datasetId, it, null, vectorOf(vectors, it.id)),
+    );
+    // about 6 MB per bulk request whatever the vectors' length
+    if (ops.length >= Math.max(200, (4000 * 140) / vectors.dimensions)) await flush();
   }
   if (ops.length) await flush();
   await es.indices.refresh({ index });
