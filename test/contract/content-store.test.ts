@@ -627,3 +627,39 @@ describe('Elasticsearch embedding storage', () => {
     });
   });
 });
+
+describe('Elasticsearch grouped results', () => {
+  test('results finished together are stored in shared requests, each settled by its own outcome', async () => {
+    await withEsStore(async ({ client, store }) => {
+      const ids = Array.from({ length: 40 }, (_, i) => `g${i}`);
+      const jobs = await store.applyWrites(
+        'd',
+        ids.map((id) => ({ id, url: url(id) })),
+        'post',
+        T0,
+      );
+      let bulks = 0;
+      client.diagnostic.on('request', (_e, r) => {
+        if (r?.meta.request.params.path.endsWith('/_bulk')) bulks++;
+      });
+      const stale = { ...jobs[0]!, url: url('g0', 2) }; // a job for a url the item no longer has
+      const results = await Promise.all([
+        ...jobs.map((j) => store.markProcessed(j, features, T0 + 1)),
+        store.markProcessed(stale, features, T0 + 1),
+        store.markProcessed(jobs[1]!, features, T0 + 2), // the same item twice: once only
+      ]);
+      expect(results.slice(0, 40)).toEqual(ids.map(() => true));
+      expect(results.slice(40)).toEqual([false, false]);
+      expect(bulks).toBeGreaterThan(0);
+      expect(bulks).toBeLessThan(10);
+      // counts read the refreshed view
+      const deadline = Date.now() + 5000;
+      while ((await store.counts('d')).processed < 40 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      expect((await store.counts('d')).processed).toBe(40);
+      expect((await store.getEmbedding('d', 'g39', { latest: true }))?.vector).toEqual(
+        features.vector,
+      );
+    });
+  });
+});

@@ -3,6 +3,7 @@ import type { ProcessingJob } from '../../domain/item';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
 import { docVector, fromDoc, toDoc, type ItemDoc } from './document';
 import { CAS_RETRIES, backoff, guard, unavailable } from './guard';
+import { GroupedCas } from './grouped-cas';
 import { isConflict, type EsIndices } from './indices';
 import { ItemIndex } from './item-index';
 import { vectorMapping } from './mapping';
@@ -32,6 +33,7 @@ const isUnmappedField = (e: unknown): boolean =>
  */
 export class ItemProcessing extends ItemIndex {
   private vectorFieldReady: Promise<void> | undefined;
+  private readonly grouped = new GroupedCas(() => this.client);
 
   constructor(
     indices: EsIndices,
@@ -107,6 +109,9 @@ export class ItemProcessing extends ItemIndex {
     job: ProcessingJob,
     change: (doc: ItemDoc) => ItemDoc | undefined,
   ): Promise<boolean> {
+    // First with whatever other results are being stored now; alone if that did not settle it.
+    const grouped = await this.grouped.submit(this.index(job.datasetId), job.itemId, change);
+    if (grouped !== 'retry') return grouped === 'written';
     let fieldAdded = false;
     for (let attempt = 0; attempt < CAS_RETRIES; attempt++) {
       if (attempt) await backoff(attempt);

@@ -1,0 +1,108 @@
+import type { Client } from '@elastic/elasticsearch';
+import type { ItemDoc } from './document';
+
+/** What became of one change in a group: written, nothing to write, or left to the caller. */
+export type GroupedOutcome = 'written' | 'unchanged' | 'retry';
+
+interface Pending {
+  index: string;
+  id: string;
+  change: (doc: ItemDoc) => ItemDoc | undefined;
+  resolve(o: GroupedOutcome): void;
+  reject(e: unknown): void;
+}
+
+/** Enough for every worker slot of a few processes; a bulk of 1,420-float items stays ~3 MB. */
+const MAX_GROUP = 128;
+
+/**
+ * Workers' item results as group commits: while one read-check-write is in flight, the results
+ * finished meanwhile queue, and go together in the next: one realtime `mget` and one `_bulk`
+ * with each document's `if_seq_no`/`if_primary_term`, instead of a GET and a PUT per image.
+ * Nothing waits for a timer (a lone result goes at once), and each caller's promise settles only
+ * once its own write is acknowledged, so a job is never acknowledged before its result is stored.
+ *
+ * Anything but a clean outcome (a conflict, a per-document error, a field the mapping lacks) is
+ * answered `retry`: the caller's own one-item loop reads again and handles it.
+ */
+export class GroupedCas {
+  private queue: Pending[] = [];
+  private busy = false;
+
+  constructor(private readonly client: () => Client) {}
+
+  submit(
+    index: string,
+    id: string,
+    change: (doc: ItemDoc) => ItemDoc | undefined,
+  ): Promise<GroupedOutcome> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ index, id, change, resolve, reject });
+      if (!this.busy) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.busy = true;
+    try {
+      while (this.queue.length) {
+        const group = this.queue.splice(0, MAX_GROUP);
+        try {
+          const outcomes = await this.commit(group);
+          group.forEach((p, i) => p.resolve(outcomes[i]!));
+        } catch (e) {
+          group.forEach((p) => p.reject(e));
+        }
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async commit(group: Pending[]): Promise<GroupedOutcome[]> {
+    const out: GroupedOutcome[] = group.map(() => 'retry');
+    // Two results for one item in one group: the second goes alone, after the first.
+    const seen = new Set<string>();
+    const unique = group.flatMap((p, i) => {
+      const key = `${p.index}\u0000${p.id}`;
+      if (seen.has(key)) return [];
+      seen.add(key);
+      return [i];
+    });
+    const { docs } = await this.client().mget<ItemDoc>({
+      docs: unique.map((i) => ({ _index: group[i]!.index, _id: group[i]!.id })),
+      realtime: true,
+    });
+    const ops: object[] = [];
+    const written: number[] = [];
+    docs.forEach((d, k) => {
+      const i = unique[k]!;
+      // per-document errors and absent documents go to the caller's loop, which tells them apart
+      if (!('found' in d) || !d.found || !d._source) return;
+      const next = group[i]!.change(d._source);
+      if (!next) {
+        out[i] = 'unchanged';
+        return;
+      }
+      ops.push(
+        {
+          index: {
+            _index: group[i]!.index,
+            _id: group[i]!.id,
+            if_seq_no: d._seq_no,
+            if_primary_term: d._primary_term,
+          },
+        },
+        next,
+      );
+      written.push(i);
+    });
+    if (!ops.length) return out;
+    const r = await this.client().bulk({ operations: ops });
+    r.items.forEach((item, k) => {
+      const status = item.index?.status ?? 500;
+      if (status >= 200 && status < 300) out[written[k]!] = 'written';
+    });
+    return out;
+  }
+}
