@@ -154,6 +154,32 @@ describe.each(ENGINES)('UsageLedger and EventLog on %s', (_name, open) => {
     expect((await a.ledger.images('o', 2026)).processed).toBe(limit);
   });
 
+  test('counts finished together (a group per write) are exact: each once, places freed', async () => {
+    const t0 = at('2026-09-01T00:00:00Z');
+    const limit = 12;
+    const k = (i: number, org = 'g') => ({
+      org,
+      datasetId: `d-${org}`,
+      itemId: `i${i}`,
+      url: `u${i}`,
+      at: t0 + i,
+    });
+    for (let i = 0; i < 10; i++) expect(await a.ledger.reserveImage(k(i), limit)).toBe(true);
+    await Promise.all([
+      ...Array.from({ length: 10 }, (_, i) => a.ledger.recordImage({ ...k(i), processedAt: 5 })),
+      // redeliveries of three of them, on the other host and on this one
+      ...[0, 1, 2].map((i) => (i % 2 ? a : b).ledger.recordImage({ ...k(i), processedAt: 5 })),
+      // another organisation's in the same moment
+      ...[0, 1].map((i) => a.ledger.recordImage({ ...k(i, 'h'), processedAt: 5 })),
+    ]);
+    expect((await b.ledger.images('g', 2026)).processed).toBe(10);
+    expect((await b.ledger.images('h', 2026)).processed).toBe(2);
+    // the ten places were given back as counts: two are left, then none
+    expect(await b.ledger.reserveImage(k(10), limit)).toBe(true);
+    expect(await a.ledger.reserveImage(k(11), limit)).toBe(true);
+    expect(await b.ledger.reserveImage(k(12), limit)).toBe(false);
+  });
+
   test('the event log keeps requests with their v, per dataset, oldest first', async () => {
     const t0 = at('2026-09-01T00:00:00Z');
     await a.events.append([

@@ -10,9 +10,13 @@ import {
   type RequestCharge,
   type UsageLedger,
 } from '../../ports/usage-ledger';
-import { casUpdate, createOnly, getVersioned, type Versioned } from './cas';
-import { guard } from './guard';
+import { casUpdate, getVersioned, type Versioned } from './cas';
+import { GroupCommit } from '../group-commit';
+import { guard, unavailable } from './guard';
 import type { EsIndices } from './indices';
+
+/** Image counts written together at most (a few hundred bytes each). */
+const IMAGE_GROUP = 500;
 
 /** Versioned-write rounds for the image holds document before a 503. */
 const HOLD_ATTEMPTS = 24;
@@ -83,6 +87,11 @@ export class EsUsageLedger implements UsageLedger {
   private readonly busy = new Set<string>();
   /** Each counter as this process last wrote it: the next write usually needs no read. */
   private readonly lastWritten = new Map<string, Versioned<CreditsDoc>>();
+
+  private readonly imageRecords = new GroupCommit(
+    (batch: ImageCount[]) => this.recordImages(batch),
+    IMAGE_GROUP,
+  );
 
   constructor(private readonly indices: EsIndices) {}
 
@@ -296,19 +305,20 @@ export class EsUsageLedger implements UsageLedger {
   }
 
   releaseImage(e: ImageKey & { org: string; at: number }): Promise<void> {
-    return guard(() => this.release(e, e.org, new Date(e.at).getUTCFullYear()));
+    return guard(() => this.release([e], e.org, new Date(e.at).getUTCFullYear()));
   }
 
-  private async release(e: ImageKey, org: string, year: number): Promise<void> {
-    const id = this.holdId(e);
+  /** Frees the places these images held in the organisation's year (no write if none did). */
+  private async release(images: ImageKey[], org: string, year: number): Promise<void> {
+    const ids = images.map((e) => this.holdId(e));
     await casUpdate<HoldsDoc>(
       this.client,
       this.indices.shared('image_holds'),
       `${org}:${year}`,
       (cur) => {
-        if (!cur || !(id in cur.holds)) return undefined;
+        if (!cur || !ids.some((id) => id in cur.holds)) return undefined;
         const holds = { ...cur.holds };
-        delete holds[id];
+        for (const id of ids) delete holds[id];
         return { ...cur, holds };
       },
       { what: 'the image allowance' },
@@ -316,24 +326,44 @@ export class EsUsageLedger implements UsageLedger {
   }
 
   recordImage(e: ImageCount): Promise<void> {
-    return guard(async () => {
-      const year = new Date(e.at).getUTCFullYear();
-      await createOnly(
-        this.client,
-        this.indices.shared('images'),
-        hash(e.datasetId, e.itemId, e.url, e.processedAt),
+    return guard(() => this.imageRecords.submit(e));
+  }
+
+  /**
+   * The counts finished together (GroupCommit): one `_bulk` of create-only documents (one that
+   * exists already is a redelivery, counted once), then each organisation's held places freed
+   * in one versioned write, instead of a create and a holds read per image.
+   */
+  private async recordImages(batch: ImageCount[]): Promise<void[]> {
+    const index = this.indices.shared('images');
+    const r = await this.client.bulk({
+      operations: batch.flatMap((e) => [
+        { create: { _index: index, _id: hash(e.datasetId, e.itemId, e.url, e.processedAt) } },
         {
           org: e.org,
-          year,
+          year: new Date(e.at).getUTCFullYear(),
           dataset_id: e.datasetId,
           item_id: e.itemId,
           url: e.url,
           at: e.at,
           hold: this.holdId(e),
         } satisfies ImageDoc,
-      );
-      await this.release(e, e.org, year);
+      ]),
     });
+    const failed = r.items.find((i) => i.create?.error && i.create.status !== 409)?.create;
+    if (failed)
+      throw unavailable(`an image count was not written (${failed.status}); try again`, 1);
+    const byHolds = new Map<string, ImageCount[]>();
+    for (const e of batch) {
+      const key = `${e.org}:${new Date(e.at).getUTCFullYear()}`;
+      byHolds.set(key, [...(byHolds.get(key) ?? []), e]);
+    }
+    await Promise.all(
+      [...byHolds.values()].map((es) =>
+        this.release(es, es[0]!.org, new Date(es[0]!.at).getUTCFullYear()),
+      ),
+    );
+    return batch.map(() => undefined);
   }
 
   images(org: string, year: number): Promise<{ processed: number; lastAt?: number }> {

@@ -1,4 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
+import { GroupCommit } from '../group-commit';
 import type { ItemDoc } from './document';
 
 /** What became of one change in a group: written, nothing to write, or left to the caller. */
@@ -8,26 +9,23 @@ interface Pending {
   index: string;
   id: string;
   change: (doc: ItemDoc) => ItemDoc | undefined;
-  resolve(o: GroupedOutcome): void;
-  reject(e: unknown): void;
 }
 
-/** Enough for every worker slot of a few processes; a bulk of 1,420-float items stays ~3 MB. */
+/** Enough for every worker slot of a few processes; a bulk of 1,420-float items stays ~5 MB. */
 const MAX_GROUP = 128;
 
 /**
- * Workers' item results as group commits: while one read-check-write is in flight, the results
- * finished meanwhile queue, and go together in the next: one realtime `mget` and one `_bulk`
+ * Workers' item results as group commits (GroupCommit): the results finished while one
+ * read-check-write is in flight go together in the next, as one realtime `mget` and one `_bulk`
  * with each document's `if_seq_no`/`if_primary_term`, instead of a GET and a PUT per image.
- * Nothing waits for a timer (a lone result goes at once), and each caller's promise settles only
- * once its own write is acknowledged, so a job is never acknowledged before its result is stored.
+ * Each caller's promise settles only once its own write is acknowledged, so a job is never
+ * acknowledged before its result is stored.
  *
  * Anything but a clean outcome (a conflict, a per-document error, a field the mapping lacks) is
  * answered `retry`: the caller's own one-item loop reads again and handles it.
  */
 export class GroupedCas {
-  private queue: Pending[] = [];
-  private busy = false;
+  private readonly group = new GroupCommit((batch: Pending[]) => this.commit(batch), MAX_GROUP);
 
   constructor(private readonly client: () => Client) {}
 
@@ -36,27 +34,7 @@ export class GroupedCas {
     id: string,
     change: (doc: ItemDoc) => ItemDoc | undefined,
   ): Promise<GroupedOutcome> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ index, id, change, resolve, reject });
-      if (!this.busy) void this.drain();
-    });
-  }
-
-  private async drain(): Promise<void> {
-    this.busy = true;
-    try {
-      while (this.queue.length) {
-        const group = this.queue.splice(0, MAX_GROUP);
-        try {
-          const outcomes = await this.commit(group);
-          group.forEach((p, i) => p.resolve(outcomes[i]!));
-        } catch (e) {
-          group.forEach((p) => p.reject(e));
-        }
-      }
-    } finally {
-      this.busy = false;
-    }
+    return this.group.submit({ index, id, change });
   }
 
   private async commit(group: Pending[]): Promise<GroupedOutcome[]> {

@@ -1,0 +1,39 @@
+import { GroupCommit } from '../../src/adapters/group-commit';
+
+test('a lone request is written at once; those arriving meanwhile go together in the next batch', async () => {
+  const batches: number[][] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const g = new GroupCommit(async (batch: number[]) => {
+    batches.push(batch);
+    if (batches.length === 1) await gate;
+    return batch.map((n) => n * 10);
+  }, 3);
+  const first = g.submit(1);
+  const rest = [2, 3, 4, 5, 6].map((n) => g.submit(n));
+  expect(batches).toEqual([[1]]);
+  release();
+  expect(await first).toBe(10);
+  expect(await Promise.all(rest)).toEqual([20, 30, 40, 50, 60]);
+  // at most three per batch, in arrival order
+  expect(batches).toEqual([[1], [2, 3, 4], [5, 6]]);
+});
+
+test('a failed batch fails its own requests only; the next batch is still written', async () => {
+  let calls = 0;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const g = new GroupCommit(async (batch: string[]) => {
+    calls++;
+    if (calls === 1) {
+      await gate;
+      throw new Error('store unreachable');
+    }
+    return batch.map((s) => s.toUpperCase());
+  }, 10);
+  const failing = g.submit('a');
+  const next = g.submit('b');
+  release();
+  await expect(failing).rejects.toThrow('store unreachable');
+  expect(await next).toBe('B');
+});
