@@ -67,5 +67,7 @@ export async function seedElasticsearch(
   }
   if (ops.length) await flush();
   await es.indices.refresh({ index });
-  await es.indices.forcemerge({ index, max_num_segments: 1 }).catch(() => undefined);
+  // Merging HNSW graphs of 1,420-d vectors takes minutes: wait for it (the client's 30 s
+  // default gave up and left the merge running under the measurements).
+  await es.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 3_600_000 });
 }
