@@ -55,6 +55,7 @@ module.exports = {
         '**/e2e/http-edges.test.ts',
         '**/e2e/graphql-hardening.test.ts',
         '**/e2e/openapi.test.ts',
+        '**/e2e/readiness.test.ts',
         '**/contract/*.test.ts',
         '**/production/*.test.ts',
         '**/faults/*.test.ts',

@@ -1,3 +1,4 @@
+import { ReadinessMemo } from '../services/readiness';
 import { esClient } from '../adapters/elasticsearch/client';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
@@ -225,7 +226,8 @@ export async function buildContainer(
     log.child({ component: 'metering' }),
     now,
   );
-  const vision = new VisionService(content, engine, auth, metering);
+  const readiness = new ReadinessMemo();
+  const vision = new VisionService(content, engine, auth, metering, readiness);
 
   return {
     config,
@@ -246,6 +248,7 @@ export async function buildContainer(
       auth,
       log.child({ component: 'content' }),
       now,
+      readiness,
     ),
     vision,
     track: new TrackService(auth, events, now),

@@ -1,3 +1,4 @@
+import type { ReadinessMemo } from './readiness';
 import type { Logger } from 'pino';
 import { invalid } from '../domain/errors';
 import { parseContentBatch, parseDeleteBody, type WriteMode } from '../domain/content';
@@ -16,6 +17,8 @@ export class ContentService {
     private readonly auth: AuthService,
     private readonly log: Logger,
     private readonly now: () => number,
+    /** Forgotten on every write here: a delete or a url change may take the dataset below it. */
+    private readonly ready?: ReadinessMemo,
   ) {}
 
   /**
@@ -48,7 +51,9 @@ export class ContentService {
     let jobs: ProcessingJob[];
     try {
       jobs = await this.store.applyWrites(ds.id, writes, mode, this.now());
+      this.ready?.forget(ds.id);
     } catch (e) {
+      this.ready?.forget(ds.id);
       if (e instanceof PartialWrite) await this.enqueue(ds.id, e.written);
       throw e;
     }
@@ -70,6 +75,7 @@ export class ContentService {
   async delete(p: Principal, org: string, name: string, body: unknown): Promise<void> {
     const ds = await this.auth.adminDataset(p, org, name);
     await this.store.deleteItems(ds.id, parseDeleteBody(body));
+    this.ready?.forget(ds.id);
   }
 
   async list(

@@ -1,3 +1,4 @@
+import { ReadinessMemo } from './readiness';
 import {
   checkAnalytics,
   hasAnalytics,
@@ -70,9 +71,6 @@ function sortProblem(field: string, catalogue: FieldCatalogue): string | undefin
   return undefined;
 }
 
-/** Within the 2 s consistency window of contract §12. */
-const READY_MEMO_MS = 1000;
-
 /** The Vision API's non-visual reads: paginated search, content/details, content/fields. */
 export class VisionService {
   constructor(
@@ -80,10 +78,8 @@ export class VisionService {
     private readonly engine: SearchEngine,
     private readonly auth: AuthService,
     private readonly metering: MeteringService,
+    private readonly ready = new ReadinessMemo(),
   ) {}
-
-  /** Datasets found ready, and until when that is taken for granted (see requireReady). */
-  private readonly readyUntil = new Map<string, number>();
 
   /** Parses and resolves q against the dataset's enabled fields and field types. */
   async conditions(
@@ -96,22 +92,16 @@ export class VisionService {
     return resolveFilters(filters, rules(ds, catalogue ?? (await this.store.catalogue(ds.id))));
   }
 
-  /**
-   * 409 until the dataset holds enough processed items for the Vision API (contract §2). On
-   * Elasticsearch the count is a search of its own, before the request's work: a dataset found
-   * ready is taken as ready for {@link READY_MEMO_MS} (a drop below the threshold by deletions
-   * shows within that; becoming ready shows at once, as "not ready" is never kept).
-   */
+  /** 409 until the dataset holds enough processed items for the Vision API (contract §2). */
   async requireReady(ds: Dataset): Promise<void> {
-    if ((this.readyUntil.get(ds.id) ?? 0) > Date.now()) return;
+    if (this.ready.isReady(ds.id)) return;
     const { processed } = await this.store.counts(ds.id);
     if (processed < LIMITS.minProcessedForVision)
       throw new AppError(
         'dataset_not_ready',
         `dataset '${ds.name}' has ${processed} processed items; the Vision API needs at least ${LIMITS.minProcessedForVision}`,
       );
-    if (this.readyUntil.size >= 10_000) this.readyUntil.clear();
-    this.readyUntil.set(ds.id, Date.now() + READY_MEMO_MS);
+    this.ready.markReady(ds.id);
   }
 
   /** Paginated search (request type `search`); REST and GraphQL shape the page their own way. */

@@ -1,0 +1,61 @@
+/**
+ * Contract §2: the Vision API needs 200 processed items. A dataset found ready is taken as ready
+ * for a moment (a count search per request is saved on Elasticsearch), but this host's own
+ * writes are seen at once: a delete or a url change that takes it below 200 answers 409 at once.
+ */
+import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { startImageServer, type ImageServer } from '../helpers/image-server';
+
+let t: TestApp;
+let img: ImageServer;
+let ds: Awaited<ReturnType<typeof setupDataset>>;
+
+const search = () => t.call('GET', `${ds.base}/search`, { token: ds.dsToken });
+const similar = () => t.call('GET', `${ds.base}/similar?id=r-001&limit=3`, { token: ds.dsToken });
+
+beforeAll(async () => {
+  img = await startImageServer();
+  t = await startTestApp({ WORKER_CONCURRENCY: '8' });
+  ds = await setupDataset(t);
+  const content = Array.from({ length: 200 }, (_, i) => ({
+    id: `r-${String(i).padStart(3, '0')}`,
+    url: `${img.url}/img/${i}.png`,
+  }));
+  const r = await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
+  expect(r.status).toBe(202);
+  await waitProcessed(t, ds.base, ds.orgToken, 200);
+}, 120_000);
+afterAll(async () => {
+  await t.stop();
+  await img.close();
+});
+
+test('a delete that leaves 199 processed items answers 409 at once; a url change too', async () => {
+  expect((await search()).status).toBe(200);
+  expect((await similar()).status).toBe(200);
+  const del = await t.call('DELETE', `${ds.base}/content`, {
+    token: ds.orgToken,
+    body: { ids: ['r-199'] },
+  });
+  expect(del.status).toBe(202);
+  for (const r of [await search(), await similar()]) {
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe('dataset_not_ready');
+  }
+  // back to 200 processed: ready again at once ("not ready" is never remembered)
+  await t.call('POST', `${ds.base}/content`, {
+    token: ds.orgToken,
+    body: { content: [{ id: 'r-199', url: `${img.url}/img/199.png` }] },
+  });
+  await waitProcessed(t, ds.base, ds.orgToken, 200);
+  expect((await search()).status).toBe(200);
+  // a url change makes an item pending again (its new image is slow to come): 199 processed
+  const put = await t.call('POST', `${ds.base}/content`, {
+    token: ds.orgToken,
+    body: { content: [{ id: 'r-000', url: `${img.url}/delayed/0.png?ms=20000` }] },
+  });
+  expect(put.status).toBe(202);
+  const r = await search();
+  expect(r.status).toBe(409);
+  expect(r.body.error.code).toBe('dataset_not_ready');
+}, 120_000);
