@@ -57,7 +57,12 @@ export class GroupedCas {
       const i = unique[k]!;
       // per-document errors and absent documents go to the caller's loop, which tells them apart
       if (!('found' in d) || !d.found || !d._source) return;
-      const next = group[i]!.change(d._source);
+      let next: ItemDoc | undefined;
+      try {
+        next = group[i]!.change(d._source);
+      } catch {
+        return; // this item's own loop meets the problem again and reports it; the group goes on
+      }
       if (!next) {
         out[i] = 'unchanged';
         return;

@@ -57,6 +57,8 @@ export function itemMapping(dims: number): Record<string, unknown> {
 /** The field for vectors of `dims` dimensions (see vectorField). */
 export function vectorMapping(dims: number): Record<string, unknown> {
   return {
+    // with its stored copy: an index made by a host of an older release gets both together
+    ...EMBEDDING_SOURCE_MAPPING,
     [vectorField(dims)]: {
       type: 'dense_vector',
       dims,
