@@ -448,7 +448,8 @@ async function main(): Promise<void> {
     for (const vectors of EMBEDDERS) runs.push(await benchEngine(engine, vectors));
   // Measuring one engine or embedder keeps the others' last numbers (each run has its date).
   const previous = path.join(RESULTS_DIR, 'search-latency.json');
-  const key = (r: Record<string, unknown>) => `${String(r.engine)} ${String(r.dimensions)}`;
+  const key = (r: Record<string, unknown>) =>
+    `${String(r.engine)} ${String(r.dimensions)} ${String(r.items)}`;
   const measured = new Set(runs.map(key));
   if (fs.existsSync(previous))
     for (const old of (JSON.parse(fs.readFileSync(previous, 'utf8')) as { runs: typeof runs }).runs)

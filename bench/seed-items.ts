@@ -67,7 +67,16 @@ export async function seedElasticsearch(
   }
   if (ops.length) await flush();
   await es.indices.refresh({ index });
-  // Merging HNSW graphs of 1,420-d vectors takes minutes: wait for it (the client's 30 s
-  // default gave up and left the merge running under the measurements).
-  await es.indices.forcemerge({ index, max_num_segments: 1 }, { requestTimeout: 3_600_000 });
+  // Merging HNSW graphs of 1,420-d vectors takes many minutes: run it as a task and wait for
+  // it (a request that waits timed out, and the merge then ran under the measurements).
+  const { task } = await es.indices.forcemerge({
+    index,
+    max_num_segments: 1,
+    wait_for_completion: false,
+  });
+  for (;;) {
+    const t = await es.tasks.get({ task_id: String(task) });
+    if (t.completed) break;
+    await new Promise((r) => setTimeout(r, 5000));
+  }
 }
