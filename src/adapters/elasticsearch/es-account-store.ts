@@ -74,20 +74,19 @@ const RECENT_MS = 1000;
  * once; lists refresh before they search, so they see every write made before them.
  * Every read-modify-write carries the version it read; names are claimed create-only.
  *
- * The two reads of every Vision request, a token by prefix and a dataset by id, keep what they
- * found for {@link RECENT_MS}: a revocation, a deletion or a settings change made on another host
- * is seen here within that, and this host's own writes are seen at once.
+ * A token read by prefix (every request's first read) keeps what it found for {@link RECENT_MS}:
+ * a revocation made on another host is seen here within that (contract §12: within 2 s), and
+ * this host's own token writes at once. Datasets are not kept: their settings must be the same on
+ * every host at once.
  */
 export class EsAccountStore implements AccountStore {
   private readonly recentTokens: RecentReads<TokenRecord>;
-  private readonly recentDatasets: RecentReads<Dataset>;
 
   constructor(
     private readonly indices: EsIndices,
     now: () => number = Date.now,
   ) {
     this.recentTokens = new RecentReads(RECENT_MS, now);
-    this.recentDatasets = new RecentReads(RECENT_MS, now);
   }
 
   /** A write to a kept record: forgotten before (reads from now on) and after (reads during). */
@@ -269,7 +268,7 @@ export class EsAccountStore implements AccountStore {
   }
 
   adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
-    return this.changing(this.recentDatasets, undefined, () => this.adopt(embedder));
+    return this.adopt(embedder);
   }
 
   private adopt(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
@@ -337,7 +336,8 @@ export class EsAccountStore implements AccountStore {
   }
 
   getDatasetById(id: string): Promise<Dataset | undefined> {
-    return this.recentDatasets.get(id, () => guard(() => this.byId(id)));
+    // Realtime, not kept: a settings change made on one host applies on every other at once.
+    return guard(() => this.byId(id));
   }
 
   listDatasets(org: string): Promise<Dataset[]> {
@@ -376,9 +376,7 @@ export class EsAccountStore implements AccountStore {
 
   markDatasetDeleted(id: string, at: string): Promise<void> {
     // its tokens are deleted too: forget every kept token, not knowing their prefixes here
-    return this.changing(this.recentTokens, undefined, () =>
-      this.changing(this.recentDatasets, id, () => this.markDeleted(id, at)),
-    );
+    return this.changing(this.recentTokens, undefined, () => this.markDeleted(id, at));
   }
 
   private markDeleted(id: string, at: string): Promise<void> {
@@ -421,7 +419,7 @@ export class EsAccountStore implements AccountStore {
   }
 
   updateEnabledFields(id: string, fields: EnabledFields): Promise<number> {
-    return this.changing(this.recentDatasets, id, () => this.writeFields(id, fields));
+    return this.writeFields(id, fields);
   }
 
   private writeFields(id: string, fields: EnabledFields): Promise<number> {

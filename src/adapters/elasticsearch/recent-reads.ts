@@ -1,6 +1,6 @@
 /**
- * What this process read by id in the last moment, so that the two lookups every Vision request
- * makes (its token, its dataset) are not two realtime round trips each time. Only found records
+ * What this process read by id in the last moment, so that the token lookup every request makes
+ * is not a realtime round trip each time. Only found records
  * are kept (a token minted on another host must work at once, contract §12), for less than the
  * 2 s in which a revocation must reach every host; this process's own writes forget the key at
  * once. Concurrent misses share one read, and a failed read is not kept.
