@@ -93,7 +93,7 @@ export async function startTestApp(
   if (!be) installations.set(dataDir, (be = backendEnv()));
   const shared = SEARCH_BACKEND === 'elasticsearch';
   const multi = shared && !env.APP_ROLES;
-  const ports = multi ? [await freePort(), await freePort()] : [0];
+  let ports = multi ? [await freePort(), await freePort()] : [0];
   const hostDir = shared ? path.join(dataDir, 'not-a-directory') : dataDir;
   if (shared)
     fs.writeFileSync(hostDir, 'no process of a production installation may use DATA_DIR\n');
@@ -118,14 +118,20 @@ export async function startTestApp(
       { log: pino({ level: 'silent' }) },
     );
   const hosts: RunningApp[] = [];
-  try {
-    if (multi) {
-      for (const port of ports) hosts.push(await start({ APP_ROLES: 'api', PORT: String(port) }));
-      for (let i = 0; i < 2; i++) hosts.push(await start({ APP_ROLES: 'worker' }));
-    } else hosts.push(await start({}));
-  } catch (e) {
-    await Promise.all(hosts.map((h) => h.stop()));
-    throw e;
+  // A port freePort() saw free can be taken by a parallel suite before the host listens on it
+  // (CI saw EADDRINUSE): start again on other ports.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      if (multi) {
+        for (const port of ports) hosts.push(await start({ APP_ROLES: 'api', PORT: String(port) }));
+        for (let i = 0; i < 2; i++) hosts.push(await start({ APP_ROLES: 'worker' }));
+      } else hosts.push(await start({}));
+      break;
+    } catch (e) {
+      await Promise.all(hosts.splice(0).map((h) => h.stop()));
+      if (!multi || attempt >= 3 || (e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
+      ports = [await freePort(), await freePort()];
+    }
   }
   const api = hosts.filter((h) => h.url);
   const url = api[0].url!;
