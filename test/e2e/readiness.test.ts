@@ -4,29 +4,17 @@
  * writes are seen at once: a delete or a url change that takes it below 200 answers 409 at once
  * on the host that made it, and within the 2 s window of contract §12 on the others.
  */
-import { V2, setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 
 let t: TestApp;
 let img: ImageServer;
 let ds: Awaited<ReturnType<typeof setupDataset>>;
 
-/** One API host, not `t.call`'s turns over the production installation's two. */
-async function at(host: number, method: string, p: string, token: string, body?: unknown) {
-  const api = t.hosts.filter((h) => h.url);
-  const r = await fetch(api[host % api.length]!.url + p, {
-    method,
-    headers: {
-      accept: V2,
-      authorization: `token ${token}`,
-      ...(body ? { 'content-type': 'application/json' } : {}),
-    },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: r.status, body: (await r.json()) as { error: { code: string } } };
-}
-const search = (host = 0) => at(host, 'GET', `${ds.base}/search`, ds.dsToken);
-const similar = (host = 0) => at(host, 'GET', `${ds.base}/similar?id=r-001&limit=3`, ds.dsToken);
+// one API host at a time, not t.call's turns over the production installation's two
+const search = (host = 0) => t.callOn(host, 'GET', `${ds.base}/search`, { token: ds.dsToken });
+const similar = (host = 0) =>
+  t.callOn(host, 'GET', `${ds.base}/similar?id=r-001&limit=3`, { token: ds.dsToken });
 
 beforeAll(async () => {
   img = await startImageServer();
@@ -51,7 +39,10 @@ test('a delete that leaves 199 processed items answers 409 at once; a url change
     expect((await search(host)).status).toBe(200);
     expect((await similar(host)).status).toBe(200);
   }
-  const del = await at(0, 'DELETE', `${ds.base}/content`, ds.orgToken, { ids: ['r-199'] });
+  const del = await t.callOn(0, 'DELETE', `${ds.base}/content`, {
+    token: ds.orgToken,
+    body: { ids: ['r-199'] },
+  });
   expect(del.status).toBe(202);
   const deletedAt = Date.now();
   for (const r of [await search(), await similar()]) {
@@ -71,8 +62,9 @@ test('a delete that leaves 199 processed items answers 409 at once; a url change
   await waitProcessed(t, ds.base, ds.orgToken, 200);
   expect((await search()).status).toBe(200);
   // a url change makes an item pending again (its new image is slow to come): 199 processed
-  const put = await at(0, 'POST', `${ds.base}/content`, ds.orgToken, {
-    content: [{ id: 'r-000', url: `${img.url}/delayed/0.png?ms=20000` }],
+  const put = await t.callOn(0, 'POST', `${ds.base}/content`, {
+    token: ds.orgToken,
+    body: { content: [{ id: 'r-000', url: `${img.url}/delayed/0.png?ms=20000` }] },
   });
   expect(put.status).toBe(202);
   const r = await search();

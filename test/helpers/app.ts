@@ -32,6 +32,8 @@ export interface TestApp {
       headers?: Record<string, string>;
     },
   ): Promise<Res<T>>;
+  /** `call` on one API host (`call` itself takes them in turns). */
+  callOn<T = any>(host: number, ...args: Parameters<TestApp['call']>): Promise<Res<T>>;
   /** Stops every process; `keep` leaves the installation's indices for a restart. */
   stop(opts?: { keep?: boolean }): Promise<void>;
 }
@@ -136,31 +138,33 @@ export async function startTestApp(
   const api = hosts.filter((h) => h.url);
   const url = api[0].url!;
   let turn = 0;
+  const callOn: TestApp['callOn'] = async (index, method, p, opts = {}) => {
+    const headers: Record<string, string> = { accept: V2, ...(opts.headers ?? {}) };
+    if (opts.token) headers.authorization = `token ${opts.token}`;
+    let body: string | Buffer | undefined;
+    if (opts.raw !== undefined) body = opts.raw;
+    else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const host = api[index % api.length].url!;
+    const r = await fetch(host + p, { method, headers, body });
+    const text = await r.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    return { status: r.status, headers: r.headers, body: parsed as never };
+  };
   return {
     url,
     app: api[0],
     hosts,
     dataDir,
-    async call(method, p, opts = {}) {
-      const headers: Record<string, string> = { accept: V2, ...(opts.headers ?? {}) };
-      if (opts.token) headers.authorization = `token ${opts.token}`;
-      let body: string | Buffer | undefined;
-      if (opts.raw !== undefined) body = opts.raw;
-      else if (opts.body !== undefined) {
-        body = JSON.stringify(opts.body);
-        headers['content-type'] ??= 'application/json';
-      }
-      const host = api[turn++ % api.length].url!;
-      const r = await fetch(host + p, { method, headers, body });
-      const text = await r.text();
-      let parsed: unknown = text;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        /* not JSON */
-      }
-      return { status: r.status, headers: r.headers, body: parsed as never };
-    },
+    call: (method, p, opts) => callOn(turn++, method, p, opts),
+    callOn,
     async stop(opts = {}) {
       await Promise.all(hosts.map((h) => h.stop()));
       if (be.ES_INDEX_PREFIX && !opts.keep) {
