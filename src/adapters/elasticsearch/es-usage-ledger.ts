@@ -60,8 +60,6 @@ interface CreditOp {
   c: RequestCharge;
   sign: 1 | -1;
   limitMicro?: number;
-  settle(admitted: boolean): void;
-  fail(e: unknown): void;
 }
 
 const hash = (...parts: Array<string | number>): string =>
@@ -83,8 +81,7 @@ const hash = (...parts: Array<string | number>): string =>
  * checked against the count of those documents in the same versioned write.
  */
 export class EsUsageLedger implements UsageLedger {
-  private readonly waiting = new Map<string, CreditOp[]>();
-  private readonly busy = new Set<string>();
+  private readonly counters = new Map<string, GroupCommit<CreditOp, boolean>>();
   /** Each counter as this process last wrote it: the next write usually needs no read. */
   private readonly lastWritten = new Map<string, Versioned<CreditsDoc>>();
 
@@ -99,48 +96,32 @@ export class EsUsageLedger implements UsageLedger {
     return this.indices.client;
   }
 
-  charge(c: RequestCharge, limitMicro: number | undefined): Promise<ChargeReceipt | undefined> {
-    return new Promise((resolve, reject) =>
-      this.submit({
-        c,
-        sign: 1,
-        ...(limitMicro !== undefined ? { limitMicro } : {}),
-        settle: (ok) => resolve(ok ? { id: crypto.randomUUID(), charge: c } : undefined),
-        fail: reject,
-      }),
-    );
+  async charge(
+    c: RequestCharge,
+    limitMicro: number | undefined,
+  ): Promise<ChargeReceipt | undefined> {
+    const ok = await this.submit({
+      c,
+      sign: 1,
+      ...(limitMicro !== undefined ? { limitMicro } : {}),
+    });
+    return ok ? { id: crypto.randomUUID(), charge: c } : undefined;
   }
 
-  refund(receipt: ChargeReceipt): Promise<void> {
-    return new Promise((resolve, reject) =>
-      this.submit({ c: receipt.charge, sign: -1, settle: () => resolve(), fail: reject }),
-    );
+  async refund(receipt: ChargeReceipt): Promise<void> {
+    await this.submit({ c: receipt.charge, sign: -1 });
   }
 
-  private submit(op: CreditOp): void {
+  /** One write in flight per counter (GroupCommit): what queues meanwhile goes in the next. */
+  private submit(op: CreditOp): Promise<boolean> {
     const key = `${op.c.org}:${ym(op.c.at)}`;
-    const queue = this.waiting.get(key);
-    if (queue) queue.push(op);
-    else this.waiting.set(key, [op]);
-    if (!this.busy.has(key)) void this.drain(key);
-  }
-
-  /** One write in flight per counter: whatever queued meanwhile goes in the next one. */
-  private async drain(key: string): Promise<void> {
-    this.busy.add(key);
-    try {
-      for (let ops = this.waiting.get(key); ops?.length; ops = this.waiting.get(key)) {
-        this.waiting.delete(key);
-        try {
-          const admitted = await this.apply(key, ops);
-          ops.forEach((op, i) => op.settle(admitted[i]));
-        } catch (e) {
-          ops.forEach((op) => op.fail(e));
-        }
-      }
-    } finally {
-      this.busy.delete(key);
+    let counter = this.counters.get(key);
+    if (!counter) {
+      if (this.counters.size > 10_000) this.counters.clear();
+      counter = new GroupCommit((ops: CreditOp[]) => this.apply(key, ops), Infinity);
+      this.counters.set(key, counter);
     }
+    return counter.submit(op);
   }
 
   private apply(key: string, ops: CreditOp[]): Promise<boolean[]> {
