@@ -27,6 +27,7 @@ import {
 import { CLASSES, labelledImages, type LabelledImage } from './labelled-images';
 import { DIGITS, mnistImages } from './mnist-images';
 import { foodImages } from './food-images';
+import { LENS_CHANGES } from './lens-changes';
 
 const PER_CLASS = Number(process.env.BENCH_PER_CLASS ?? 40);
 const K = 10;
@@ -54,33 +55,6 @@ function serve(images: LabelledImage[]): Promise<{ url: string; close(): void }>
 const mean = (xs: number[]) =>
   Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 10000) / 10000;
 
-/** Lens queries: the same real photo changed as a shopper's own photo would be. */
-const LENS_CHANGES: Record<string, (b: Buffer) => Promise<Buffer>> = {
-  mirrored: (b) => sharp(b).flop().jpeg({ quality: 90 }).toBuffer(),
-  cropped: async (b) => {
-    const m = await sharp(b).metadata();
-    const [w, h] = [m.width!, m.height!];
-    return sharp(b)
-      .extract({
-        left: Math.round(w * 0.15),
-        top: Math.round(h * 0.15),
-        width: Math.round(w * 0.7),
-        height: Math.round(h * 0.7),
-      })
-      .jpeg({ quality: 90 })
-      .toBuffer();
-  },
-  recompressed: async (b) => {
-    const m = await sharp(b).metadata();
-    return sharp(b)
-      .resize(Math.round(m.width! / 2))
-      .jpeg({ quality: 30 })
-      .toBuffer();
-  },
-  // a photo taken a little askew (a quarter turn is EXIF's job: the decoder applies it)
-  rotated: (b) => sharp(b).rotate(10, { background: '#ffffff' }).jpeg({ quality: 90 }).toBuffer(),
-};
-
 /**
  * A lens answer is right when it is the photo the query was made from: the food package uses
  * one photo for several foods (542 files, 463 distinct), and any of those ids is that photo.
@@ -105,9 +79,9 @@ class Capture implements Embedder {
   readonly id = 'capture';
   readonly dimensions = 0;
   constructor(readonly inputSize: number) {}
-  last?: Pixels;
+  seen: Pixels[] = [];
   embed(p: Pixels): Promise<Float32Array> {
-    this.last = { data: Buffer.from(p.data), size: p.size };
+    this.seen.push({ data: Buffer.from(p.data), size: p.size });
     return Promise.resolve(new Float32Array(0));
   }
 }
@@ -115,7 +89,19 @@ class Capture implements Embedder {
 async function partsOf(bytes: Buffer, cnn: Embedder): Promise<Parts> {
   const capture = new Capture(cnn.inputSize);
   await new SharpImageAnalyzer(capture).analyze(bytes);
-  const p = capture.last!;
+  return partsOfPixels(capture.seen[0]!, cnn);
+}
+
+/** A lens query's parts for each view the service searches with (queryVectors). */
+async function queryParts(bytes: Buffer, cnn: Embedder): Promise<Parts[]> {
+  const capture = new Capture(cnn.inputSize);
+  await new SharpImageAnalyzer(capture).queryVectors(bytes);
+  const out: Parts[] = [];
+  for (const p of capture.seen) out.push(await partsOfPixels(p, cnn));
+  return out;
+}
+
+async function partsOfPixels(p: Pixels, cnn: Embedder): Promise<Parts> {
   const small = await sharp(p.data, { raw: { width: p.size, height: p.size, channels: 3 } })
     .resize(64, 64, { fit: 'fill' })
     .raw()
@@ -193,14 +179,16 @@ async function exactLens(
   for (const [change, apply] of Object.entries(LENS_CHANGES)) {
     const hits = grid.map(() => 0);
     for (const img of images) {
-      const q = await partsOf(await apply(img.bytes), cnn);
-      const dq = parts.map((p) => dot(q.d, p.d));
-      const cq = parts.map((p) => dot(q.c, p.c));
+      // as the service searches: each original at its best over the query's views
+      const views = await queryParts(await apply(img.bytes), cnn);
+      const dq = views.map((q) => parts.map((p) => dot(q.d, p.d)));
+      const cq = views.map((q) => parts.map((p) => dot(q.c, p.c)));
       grid.forEach((w, gi) => {
-        let best = -1;
+        let best = -2;
         let bestAt = -1;
         for (let j = 0; j < parts.length; j++) {
-          const s = mix(w, dq[j]!, cq[j]!);
+          let s = -2;
+          for (let v = 0; v < views.length; v++) s = Math.max(s, mix(w, dq[v]![j]!, cq[v]![j]!));
           if (s > best) [best, bestAt] = [s, j];
         }
         if (same(images[bestAt]!, img)) hits[gi]!++;

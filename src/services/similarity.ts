@@ -10,7 +10,7 @@ import type { RequestType } from '../domain/plan';
 import { ImageError } from '../domain/processing';
 import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
-import type { SearchEngine } from '../ports/search-engine';
+import type { ScoredItem, SearchEngine } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import type { AuthService } from './auth';
 import type { MeteringService } from './metering';
@@ -115,7 +115,7 @@ export class SimilarityService {
       p.excludeParent && parent !== undefined && !Array.isArray(parent)
         ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
         : [];
-    const hits = await this.nearest(ds, 'similar', vars, vector, conditions, {
+    const hits = await this.nearest(ds, 'similar', vars, [vector], conditions, {
       limit: limit - 1,
       excludeIds: [item.id],
       extra,
@@ -219,15 +219,15 @@ export class SimilarityService {
       ]);
     const conditions = await this.vision.conditions(ds, p.q);
     await this.vision.requireReady(ds);
-    let vector: number[];
+    let vectors: number[][];
     try {
-      vector = (await this.analyzer.analyze(Buffer.from(m[2]!, 'base64'))).vector;
+      vectors = await this.analyzer.queryVectors(Buffer.from(m[2]!, 'base64'));
     } catch (e) {
       if (!(e instanceof ImageError)) throw e;
       const reason = e.message;
       throw invalid(`image cannot be used: ${reason}`, [{ field: 'image', message: reason }]);
     }
-    const hits = await this.nearest(ds, 'lens', vars, vector, conditions, {
+    const hits = await this.nearest(ds, 'lens', vars, vectors, conditions, {
       limit,
       excludeIds: [],
     });
@@ -274,7 +274,7 @@ export class SimilarityService {
         unknown.slice(0, 50).map((id) => ({ param: 'ids', id, message: 'not found' })),
       );
     const vector = centroid(members as number[][]);
-    const hits = await this.nearest(ds, 'collection', vars, vector, conditions, {
+    const hits = await this.nearest(ds, 'collection', vars, [vector], conditions, {
       limit,
       excludeIds: ids,
     });
@@ -283,29 +283,34 @@ export class SimilarityService {
 
   /**
    * One billed nearest-neighbour search with this service's embedder, scores as clients see
-   * them. `extra` conditions are the service's own, applied but not logged as filters.
+   * them: with several query vectors, each item scores its best over them. `extra` conditions
+   * are the service's own, applied but not logged as filters.
    */
   private async nearest(
     ds: Dataset,
     type: RequestType,
     vars: Record<string, string>,
-    vector: number[],
+    vectors: number[][],
     conditions: Condition[],
     page: { limit: number; excludeIds: string[]; extra?: Condition[] },
   ): Promise<SimilarityHit[]> {
     const { limit, excludeIds, extra = [] } = page;
+    const one = (vector: number[]) =>
+      this.engine.similar(ds.id, {
+        vector,
+        embedder: this.embedderId,
+        conditions: [...conditions, ...extra],
+        limit,
+        excludeIds,
+      });
     const hits = await this.metering.billed(
       ds,
       type,
       vars,
-      () =>
-        this.engine.similar(ds.id, {
-          vector,
-          embedder: this.embedderId,
-          conditions: [...conditions, ...extra],
-          limit,
-          excludeIds,
-        }),
+      async () =>
+        vectors.length === 1
+          ? one(vectors[0]!)
+          : bestOf(await Promise.all(vectors.map(one)), limit),
       // the report counts the client's filters, not the service's own (exclude_parent)
       (r) =>
         shownFacts(
@@ -331,4 +336,19 @@ function centroid(vectors: number[][]): number[] {
   }
   const n = Math.hypot(...sum) || 1;
   return sum.map((x) => x / n);
+}
+
+/**
+ * The `limit` best items over several searches, each item at its best score (first seen wins a
+ * tie). Each list is that vector's own top `limit`, which holds every item of the fused top
+ * `limit` that scores best with that vector, so the union holds the whole fused top.
+ */
+export function bestOf(lists: ScoredItem[][], limit: number): ScoredItem[] {
+  const best = new Map<string, ScoredItem>();
+  for (const list of lists)
+    for (const h of list) {
+      const seen = best.get(h.item.id);
+      if (!seen || h.score > seen.score) best.set(h.item.id, h);
+    }
+  return [...best.values()].sort((a, b) => b.score - a.score).slice(0, limit);
 }

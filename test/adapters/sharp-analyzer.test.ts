@@ -117,6 +117,27 @@ describe('SharpImageAnalyzer', () => {
     expect(budget.inUse).toBe(0);
   });
 
+  it('searches a lens photo as decoded and turned a little each way', async () => {
+    // a scene with colour, layout and edges in every quarter, so a turn changes the descriptor
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="300" height="300">
+      <rect width="300" height="300" fill="#f4f0e6"/>
+      <rect x="30" y="40" width="110" height="60" fill="#c0392b"/>
+      <circle cx="210" cy="90" r="45" fill="#2e86c1"/>
+      <rect x="60" y="170" width="40" height="110" fill="#27ae60"/>
+      <polygon points="170,280 280,280 225,170" fill="#8e44ad"/></svg>`;
+    const photo = await sharp(Buffer.from(svg)).jpeg({ quality: 92 }).toBuffer();
+    const askew = await sharp(photo).rotate(8, { background: '#ffffff' }).jpeg().toBuffer();
+    const original = (await analyzer.analyze(photo)).vector;
+    const views = await analyzer.queryVectors(askew);
+    expect(views).toHaveLength(3);
+    expect(views[0]).toEqual((await analyzer.analyze(askew)).vector);
+    for (const v of views) expect(dot(v, v)).toBeCloseTo(1, 5);
+    // the view turned back (−8°) is nearer the original than the photo as taken or turned on
+    const [plain, back, further] = views.map((v) => dot(v, original));
+    expect(back).toBeGreaterThan(plain!);
+    expect(back).toBeGreaterThan(further!);
+  });
+
   it('refuses an image whose decode alone needs more than the whole budget, and says why', async () => {
     const jpeg = await progressiveCmyk(1000, 800);
     const weight = decodeFootprint(await sharp(jpeg).metadata());
