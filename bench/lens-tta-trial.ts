@@ -13,17 +13,7 @@ import { SharpImageAnalyzer } from '../src/adapters/images/sharp-analyzer';
 import type { Embedder, Pixels } from '../src/ports/embedder';
 import { foodImages } from './food-images';
 import { LENS_CHANGES, rotatedBy } from './lens-changes';
-
-class Capture implements Embedder {
-  readonly id = 'capture';
-  readonly dimensions = 0;
-  constructor(readonly inputSize: number) {}
-  last?: Pixels;
-  embed(p: Pixels): Promise<Float32Array> {
-    this.last = { data: Buffer.from(p.data), size: p.size };
-    return Promise.resolve(new Float32Array(0));
-  }
-}
+import { Capture } from './capture-embedder';
 
 interface Parts {
   d: Float32Array;
@@ -43,7 +33,7 @@ async function partsOfPixels(p: Pixels, cnn: Embedder): Promise<Parts> {
 async function decode(bytes: Buffer, size: number): Promise<Pixels> {
   const capture = new Capture(size);
   await new SharpImageAnalyzer(capture).analyze(bytes);
-  return capture.last!;
+  return capture.seen[0]!;
 }
 
 /** The decoded query turned by `deg` on white; `crop` keeps the centre at the same size. */

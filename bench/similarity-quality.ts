@@ -28,6 +28,7 @@ import { CLASSES, labelledImages, type LabelledImage } from './labelled-images';
 import { DIGITS, mnistImages } from './mnist-images';
 import { foodImages } from './food-images';
 import { LENS_CHANGES } from './lens-changes';
+import { Capture } from './capture-embedder';
 
 const PER_CLASS = Number(process.env.BENCH_PER_CLASS ?? 40);
 const K = 10;
@@ -73,17 +74,6 @@ function same(a: LabelledImage, b: LabelledImage): boolean {
 interface Parts {
   d: Float32Array;
   c: Float32Array;
-}
-
-class Capture implements Embedder {
-  readonly id = 'capture';
-  readonly dimensions = 0;
-  constructor(readonly inputSize: number) {}
-  seen: Pixels[] = [];
-  embed(p: Pixels): Promise<Float32Array> {
-    this.seen.push({ data: Buffer.from(p.data), size: p.size });
-    return Promise.resolve(new Float32Array(0));
-  }
 }
 
 async function partsOf(bytes: Buffer, cnn: Embedder): Promise<Parts> {
