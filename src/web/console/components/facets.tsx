@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import {
   numericBuckets,
   type FacetFigure,
@@ -7,6 +7,7 @@ import {
   type StatsFigure,
 } from '../api';
 import { formatNumber, type Filters, type Range } from '../lib/q';
+import { useOnChange } from '../lib/hooks';
 
 /**
  * The facet sidebar (contract §10). Value lists are multi-select: a field's counts are
@@ -160,10 +161,10 @@ function NumericRange({
 }) {
   const [min, setMin] = useState(range.min === undefined ? '' : String(range.min));
   const [max, setMax] = useState(range.max === undefined ? '' : String(range.max));
-  useEffect(() => {
+  useOnChange(`${range.min}:${range.max}`, () => {
     setMin(range.min === undefined ? '' : String(range.min));
     setMax(range.max === undefined ? '' : String(range.max));
-  }, [range.min, range.max]);
+  });
   const top = Math.max(1, ...buckets.map((b) => b.count));
   const id = `range-${field}`.replace(/[^\w-]/g, '_');
   return (

@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef } from 'preact/hooks';
 
 /**
  * Calls `tick` now and then `ms` after each call finished, while the component is mounted and
@@ -32,11 +32,15 @@ export function usePolling(tick: () => Promise<void>, ms: number, deps: unknown[
   }, [ms, ...deps]);
 }
 
-/** Calls `onEscape` when Escape is pressed anywhere, while `active`. */
+/**
+ * Calls `onEscape` when Escape is pressed anywhere, while `active`. The listener is attached as
+ * the component is committed (a layout effect): a plain effect waits for the next frame, and an
+ * Escape pressed as soon as the panel shows was lost (seen in CI, a panel that never closed).
+ */
 export function useEscape(active: boolean, onEscape: () => void): void {
   const latest = useRef(onEscape);
   latest.current = onEscape;
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (!active) return;
     const key = (e: KeyboardEvent) => {
       if (e.key === 'Escape' && !e.defaultPrevented) latest.current();
@@ -44,4 +48,20 @@ export function useEscape(active: boolean, onEscape: () => void): void {
     document.addEventListener('keydown', key);
     return () => document.removeEventListener('keydown', key);
   }, [active]);
+}
+
+/**
+ * Calls `reset` when `key` changes, never on mount, as the change is committed. Resetting local
+ * state with a plain effect keyed on the props also ran on mount, a frame late: what a user typed
+ * into a freshly shown form in that frame was wiped (seen in CI, a filled textarea reset).
+ */
+export function useOnChange(key: string, reset: () => void): void {
+  const seen = useRef(key);
+  const latest = useRef(reset);
+  latest.current = reset;
+  useLayoutEffect(() => {
+    if (seen.current === key) return;
+    seen.current = key;
+    latest.current();
+  }, [key]);
 }

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { AnalyticsReport, Dataset, OrgApi, ProcessingError } from '../api';
 import { BarChart } from '../components/bar-chart';
 import { ErrorBanner } from '../components/error-banner';
-import { usePolling } from '../lib/hooks';
+import { useOnChange, usePolling } from '../lib/hooks';
 
 const DAYS = 14;
 
@@ -51,11 +51,11 @@ function BrowseToken({
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
   const [rotated, setRotated] = useState(false);
-  useEffect(() => {
+  useOnChange(dataset.name, () => {
     setConfirm(false);
     setRotated(false);
     setReveal(false);
-  }, [dataset.name]);
+  });
   const token = dataset.browse_token;
   const link = `${location.origin}/#token=${encodeURIComponent(token)}`;
   const rotate = async () => {
@@ -197,10 +197,10 @@ function FieldSettings({
   const [text, setText] = useState(saved);
   const [error, setError] = useState<unknown>();
   const [done, setDone] = useState(false);
-  useEffect(() => {
+  useOnChange(`${dataset.name}\n${dataset.settings.version}`, () => {
     setText(saved);
     setError(undefined);
-  }, [dataset.name, dataset.settings.version]);
+  });
   const save = async () => {
     setError(undefined);
     setDone(false);
