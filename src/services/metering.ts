@@ -6,6 +6,7 @@ import type { RequestType } from '../domain/plan';
 import type { AccountStore, Organisation } from '../ports/account-store';
 import type { EventLog } from '../ports/event-log';
 import type { ChargeReceipt, UsageLedger } from '../ports/usage-ledger';
+import type { Principal } from './principal';
 
 export const MICRO = 1_000_000;
 export const toMicro = (credits: number): number => Math.round(credits * MICRO);
@@ -17,6 +18,17 @@ const REFUSED_MEMORY_MS = 2000;
  * within this (the counts themselves are never cached).
  */
 const PLAN_TTL_MS = 1000;
+
+/** A request's charge, started before its dataset was read (see MeteringService.upfront). */
+export interface EarlyCharge {
+  readonly org: string;
+  readonly datasetId: string;
+  readonly type: RequestType;
+  /** Undefined when the plan has a fixed credit limit: billed() charges then, as the work starts. */
+  readonly receipt: Promise<ChargeReceipt | undefined>;
+  /** Set once billed() has used it; one left untaken when the request ends is refunded. */
+  taken: boolean;
+}
 
 /**
  * Charges Vision API requests against the organisation's plan (contract §8). Every transport
@@ -54,7 +66,7 @@ export class MeteringService {
     return read;
   }
 
-  private async charge(ds: Dataset, type: RequestType): Promise<ChargeReceipt> {
+  private async charge(ds: Pick<Dataset, 'org' | 'id'>, type: RequestType): Promise<ChargeReceipt> {
     const org = await this.organisation(ds.org);
     const at = this.now();
     const credits = org.plan.requestCredits[type];
@@ -75,12 +87,60 @@ export class MeteringService {
   }
 
   /**
+   * Runs a Vision API request with its charge started at once, before the dataset is read and
+   * the request checked: the shared counter's write (a round trip and an fsync in production,
+   * longer than the search itself) then overlaps all of that work, not only the engine's.
+   * `body` hands the charge to billed(); a request that fails before is refunded before it
+   * answers, so it never counts. Only plans without a fixed credit limit are charged this
+   * early: their charges are never refused, so a failing request's brief hold can never turn
+   * another request away, while a fixed package keeps admitting exactly R (contract §8).
+   */
+  async upfront<T>(
+    p: Principal,
+    org: string,
+    type: RequestType,
+    body: (early?: EarlyCharge) => Promise<T>,
+  ): Promise<T> {
+    // Any other caller is refused by the dataset lookup in body; nothing to start for it.
+    const early =
+      p.kind === 'dataset' && p.org === org ? this.early(org, p.datasetId, type) : undefined;
+    try {
+      return await body(early);
+    } finally {
+      if (early && !early.taken) await this.release(early);
+    }
+  }
+
+  private early(org: string, datasetId: string, type: RequestType): EarlyCharge {
+    const receipt = this.organisation(org).then((o) =>
+      o.plan.credits.limitType === 'fixed' ? undefined : this.charge({ org, id: datasetId }, type),
+    );
+    // Observed at once: body's own error is what the request answers if both fail.
+    receipt.catch(() => undefined);
+    return { org, datasetId, type, receipt, taken: false };
+  }
+
+  private async release(early: EarlyCharge): Promise<void> {
+    const receipt = await early.receipt.catch(() => undefined);
+    if (!receipt) return;
+    try {
+      await this.ledger.refund(receipt);
+    } catch (err) {
+      // The request answers its own error; the charge stays counted, and says so.
+      this.log.error(
+        { err, org: early.org, type: early.type },
+        'charge of a failed request not refunded',
+      );
+    }
+  }
+
+  /**
    * Runs a billable request: only a 2xx counts, and a 402 is answered instead of any result.
    * The charge (a shared counter, a round trip away in production) runs alongside the work,
    * so metering adds no latency; the work's result is used only once the charge is confirmed,
    * and a failed request is refunded. An organisation refused in the last moments is charged
    * first, so a spent package does not keep costing the engine work. `facts` describes the
-   * result for the analytics report.
+   * result for the analytics report; `early` is the charge upfront() started for this request.
    */
   async billed<T>(
     ds: Dataset,
@@ -88,17 +148,26 @@ export class MeteringService {
     vars: Record<string, string>,
     run: () => Promise<T>,
     facts?: (result: T) => RequestFacts,
+    early?: EarlyCharge,
   ): Promise<T> {
+    const mine =
+      early &&
+      !early.taken &&
+      early.org === ds.org &&
+      early.datasetId === ds.id &&
+      early.type === type;
+    if (mine) early.taken = true;
+    const started = mine ? early.receipt : Promise.resolve(undefined);
     let result: T;
     if ((this.refused.get(ds.org) ?? 0) > this.now()) {
-      const receipt = await this.charge(ds, type);
+      const receipt = (await started) ?? (await this.charge(ds, type));
       this.refused.delete(ds.org);
       result = await this.refundOnFailure(receipt, run());
     } else {
       const work = run();
       // Observed at once: a failure while the charge is in flight must not count as unhandled.
       work.catch(() => undefined);
-      const receipt = await this.charge(ds, type);
+      const receipt = (await started) ?? (await this.charge(ds, type));
       result = await this.refundOnFailure(receipt, work);
     }
     this.record(ds, type, vars, facts?.(result));

@@ -104,6 +104,75 @@ test('successful searches count on both transports, each GraphQL alias once; fai
   expect(Date.now() - Date.parse(u.lastUpdated)).toBeLessThan(10_000);
 });
 
+/** Every API host's dataset reads by id take `ms` longer; `log` gets when each began and ended. */
+function slowDatasetReads(ms: number, log: string[]) {
+  return t.hosts
+    .filter((h) => h.url)
+    .flatMap((h) => {
+      const { accounts, ledger } = h.container;
+      const read = accounts.getDatasetById.bind(accounts);
+      const charge = ledger.charge.bind(ledger);
+      return [
+        jest.spyOn(accounts, 'getDatasetById').mockImplementation(async (id) => {
+          log.push('read');
+          await new Promise((r) => setTimeout(r, ms));
+          log.push('read done');
+          return read(id);
+        }),
+        jest.spyOn(ledger, 'charge').mockImplementation((c, limit) => {
+          log.push(`charge ${c.type}`);
+          return charge(c, limit);
+        }),
+      ];
+    });
+}
+
+test('a charge starts before the dataset is read; a request failing after is refunded before it answers', async () => {
+  const o = await publishedOrg('meterearly');
+  const log: string[] = [];
+  const spies = slowDatasetReads(150, log);
+  try {
+    expect((await t.call('GET', `${o.base}/search`, { token: o.dsToken })).status).toBe(200);
+    // the shared counter's write overlaps the dataset read instead of following it
+    expect(log).toEqual(['read', 'charge search', 'read done']);
+    log.length = 0;
+    const similar = await t.call('GET', `${o.base}/similar?id=i1`, { token: o.dsToken });
+    expect(similar.status).toBe(200);
+    expect(log.indexOf('charge similar')).toBeLessThan(log.indexOf('read done'));
+    // charged early, then refused for a bad q, an unknown item and a bad sort: given back
+    for (const path of ['search?q=color', 'similar?id=nope', 'search?sort=nope']) {
+      const r = await t.call('GET', `${o.base}/${path}`, { token: o.dsToken });
+      expect([path, r.status]).toEqual([path, path.startsWith('similar') ? 404 : 400]);
+    }
+    expect(log.filter((x) => x.startsWith('charge'))).toHaveLength(4);
+  } finally {
+    spies.forEach((s) => s.mockRestore());
+  }
+  const u = await usage(o);
+  expect(u.credits.used).toBe(2);
+  expect(u.datasets.cat.usage).toEqual([
+    { type: 'search', requests: 1, credits: 1 },
+    { type: 'similar', requests: 1, credits: 1 },
+  ]);
+});
+
+test('a fixed package is charged only once a request is checked: a bad request never holds the last credit', async () => {
+  const o = await publishedOrg('meterfixed', { credits: { limitType: 'fixed', limit: 1 } });
+  const log: string[] = [];
+  const spies = slowDatasetReads(150, log);
+  try {
+    // the bad request arrives first; were it charged before its check, the good one would see 402
+    const bad = t.call('GET', `${o.base}/search?q=color`, { token: o.dsToken });
+    await new Promise((r) => setTimeout(r, 20));
+    const good = t.call('GET', `${o.base}/search`, { token: o.dsToken });
+    expect([(await bad).status, (await good).status]).toEqual([400, 200]);
+    expect(log.filter((x) => x.startsWith('charge'))).toEqual(['charge search']);
+  } finally {
+    spies.forEach((s) => s.mockRestore());
+  }
+  expect((await usage(o)).credits).toMatchObject({ used: 1, remaining: 0 });
+});
+
 test('a dataset still pending answers 409 and is not charged', async () => {
   const o = await t.call('POST', '/orgs', { token: OPERATOR, body: { name: 'meter2' } });
   const d = await t.call('POST', '/orgs/meter2/datasets', {
