@@ -93,8 +93,10 @@ export class Metrics {
       registers: [this.registry],
       async collect() {
         const s = await stats().catch(() => undefined);
-        // unknown (NaN), not 0, while the queue cannot be read
-        this.set(s ? (s.oldestReadyAgeMs ?? 0) / 1000 : NaN);
+        // Unknown (NaN) while the queue cannot be read or cannot tell the age (QueueStats): a 0
+        // would say that nothing waits, and hide an outage from the queue-age alerts.
+        const ms = s?.oldestReadyAgeMs;
+        this.set(ms === undefined ? NaN : ms / 1000);
       },
     });
   }

@@ -30,9 +30,11 @@ export interface QueueStats {
   running: number;
   dead: number;
   /**
-   * How long the oldest runnable job has waited, 0 when none waits. RabbitMQ cannot be read
-   * without taking a message, so there it is the wait of the last job this process was given,
-   * plus the time since (an upper bound); undefined where nothing consumes or while paused.
+   * How long the oldest runnable job has waited, 0 when none waits; it keeps growing while the
+   * consumer is paused (a job put back to wait keeps the time it became runnable). RabbitMQ
+   * cannot be read without taking a message, so there it is inferred from the jobs this process
+   * was given (an upper bound); undefined where that says nothing: nothing consumes, or nothing
+   * was given yet.
    */
   oldestReadyAgeMs?: number;
 }

@@ -44,3 +44,18 @@ export function delayOf(s: Exclude<Settlement, { kind: 'dead' }>, gated: boolean
   if (s.kind !== 'wait') return s.delayMs;
   return gated ? 0 : 1000;
 }
+
+/**
+ * When a job put back becomes runnable again (epoch ms). A job put back at once to wait for a
+ * dependency keeps `readyAt`, the time it first became runnable: it has been waiting all along,
+ * so the queue's oldest-job age keeps counting through an outage instead of starting again.
+ */
+export function readyAgainAt(
+  s: Exclude<Settlement, { kind: 'dead' }>,
+  gated: boolean,
+  readyAt: number,
+  now: number,
+): number {
+  const delay = delayOf(s, gated);
+  return s.kind === 'wait' && delay === 0 ? readyAt : now + delay;
+}

@@ -198,6 +198,46 @@ describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
     expect((await q.stats()).dead).toBe(0);
   });
 
+  test('while paused, the oldest job age counts from when the job first became runnable', async () => {
+    const q = await openQueue(adapter.newPlace());
+    const before = Date.now();
+    await q.enqueue([job(1), job(2)]);
+    const enqueued = Date.now();
+    // The jobs wait unconsumed first, so an age that restarted when they were put back would
+    // fall short of the wait.
+    await new Promise((r) => setTimeout(r, 600));
+    let down = true;
+    let calls = 0;
+    const done: string[] = [];
+    // Concurrency covers every job: each is taken, fails and is put back, none stays behind.
+    await q.consume(
+      async (j) => {
+        calls++;
+        if (down) throw new AppError('unavailable', 'the search engine is unreachable');
+        done.push(j.itemId);
+      },
+      2,
+      async () => {
+        if (down) throw new Error('still down');
+      },
+    );
+    await until(() => calls >= 2);
+    const ages: number[] = [];
+    for (const wait of [400, 600]) {
+      await new Promise((r) => setTimeout(r, wait));
+      const from = Date.now();
+      const s = await q.stats();
+      expect(s.ready).toBe(2);
+      expect(s.oldestReadyAgeMs).toBeGreaterThanOrEqual(from - enqueued);
+      expect(s.oldestReadyAgeMs).toBeLessThanOrEqual(Date.now() - before);
+      ages.push(s.oldestReadyAgeMs!);
+    }
+    expect(ages[1]! - ages[0]!).toBeGreaterThanOrEqual(550);
+    down = false;
+    await until(() => done.length === 2, 20000);
+    expect(await q.stats()).toMatchObject({ ready: 0, oldestReadyAgeMs: 0 });
+  });
+
   test('stop() waits for jobs in flight and then takes no more', async () => {
     const q = await openQueue(adapter.newPlace());
     await q.enqueue([job(1), job(2), job(3), job(4)]);

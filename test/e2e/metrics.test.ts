@@ -2,7 +2,15 @@
  * GET /metrics (contract §12) on whichever engine the project runs: every metric the contract
  * names, labels by route template and operation, never a token, organisation or dataset name.
  */
-import { OPERATOR, setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { AppError } from '../../src/domain/errors';
+import {
+  OPERATOR,
+  setupDataset,
+  startTestApp,
+  waitFor,
+  waitProcessed,
+  type TestApp,
+} from '../helpers/app';
 import { gql } from '../helpers/graphql';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 
@@ -35,9 +43,9 @@ afterAll(async () => {
 });
 
 /** The text of every process of the installation (API hosts and workers). */
-async function scrapeAll(): Promise<string[]> {
+async function scrapeAll(hosts = t.hosts): Promise<string[]> {
   return Promise.all(
-    t.hosts.map(async (h) => {
+    hosts.map(async (h) => {
       const r = await fetch(`${h.healthUrl}/metrics`, {
         headers: { authorization: `token ${OPERATOR}` },
       });
@@ -78,6 +86,51 @@ test('every metric of contract §12 is exposed, with template labels only', asyn
   for (const secret of ['metricsorg', 'secretds', ds.orgToken, ds.dsToken, OPERATOR, 'm1"'])
     expect([secret, all.includes(secret)]).toEqual([secret, false]);
 });
+
+test('while the store is down the workers pause and the oldest job age climbs, then falls to 0', async () => {
+  const workers = t.hosts.filter((h) => h.container.config.APP_ROLES.has('worker'));
+  const down = new AppError('unavailable', 'the store is unreachable', undefined, 5);
+  // The worker reads the item first, and probes the store before it takes jobs again.
+  const spies = workers.flatMap((h) => [
+    jest.spyOn(h.container.content, 'getItems').mockRejectedValue(down),
+    jest.spyOn(h.container.content, 'ping').mockRejectedValue(down),
+  ]);
+  const ages = async (): Promise<number[]> =>
+    (await scrapeAll(workers)).map((text) =>
+      Number(/^queue_oldest_job_age_seconds (\S+)$/m.exec(text)?.[1]),
+    );
+  try {
+    const before = Date.now();
+    const content = [0, 1, 2].map((i) => ({ id: `wait${i}`, url: `${img.url}/img/${40 + i}.png` }));
+    const posted = await t.call('POST', `${ds.base}/content`, {
+      token: ds.orgToken,
+      body: { content },
+    });
+    expect(posted.status).toBe(202);
+    const enqueued = Date.now();
+    // Every worker takes a job (or one another put back), finds the store down and pauses.
+    await waitFor('every worker paused with the jobs waiting', async () =>
+      (await ages()).every((a) => a >= 1),
+    );
+    const seen: number[][] = [];
+    for (let i = 0; i < 2; i++) {
+      if (i) await new Promise((r) => setTimeout(r, 1200));
+      // a scrape may show a queue read up to 1 s old (metrics.ts reads once per second)
+      const from = Date.now() - 1000;
+      seen.push(await ages());
+      for (const age of seen[i]!) {
+        expect(age).toBeGreaterThanOrEqual((from - enqueued) / 1000);
+        expect(age).toBeLessThanOrEqual((Date.now() - before) / 1000);
+      }
+    }
+    seen[1]!.forEach((age, w) => expect(age - seen[0]![w]!).toBeGreaterThanOrEqual(1));
+    expect((await scrapeAll(workers)).join('\n')).toMatch(/queue_depth\{state="ready"\} 3\n/);
+  } finally {
+    for (const s of spies) s.mockRestore();
+  }
+  await waitProcessed(t, ds.base, ds.orgToken, N + 4, 60_000);
+  await waitFor('the age back at 0', async () => (await ages()).every((a) => a === 0));
+}, 90_000);
 
 test('/metrics needs the operator token', async () => {
   const h = t.hosts[0]!;

@@ -4,7 +4,7 @@ import type { ProcessingJob } from '../../../domain/item';
 import type { JobHandler, JobQueue, QueueStats } from '../../../ports/job-queue';
 import { guarded, openDb, type Db, stmt } from '../../embedded/db';
 import { PauseGate } from '../pause-gate';
-import { delayOf, nextRun, settlementFor } from '../../../ports/retry-rule';
+import { nextRun, readyAgainAt, settlementFor } from '../../../ports/retry-rule';
 
 const POLL_MS = 1000;
 
@@ -12,6 +12,7 @@ interface JobRow {
   id: number;
   payload: string;
   attempt: number;
+  run_at: number;
 }
 
 /**
@@ -84,7 +85,7 @@ export class SqliteJobQueue implements JobQueue {
         this.db,
         `UPDATE jobs SET state = 'running' WHERE id IN (
              SELECT id FROM jobs WHERE state = 'ready' AND run_at <= ? ORDER BY run_at, id LIMIT ?
-           ) RETURNING id, payload, attempt`,
+           ) RETURNING id, payload, attempt, run_at`,
       ).all(this.now(), free) as JobRow[];
       for (const row of claimed) {
         const p = this.runOne(row, handler).finally(() => {
@@ -144,10 +145,11 @@ export class SqliteJobQueue implements JobQueue {
       else if (next.kind === 'retry' && next.unexpected)
         this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
       const again = nextRun(job, next);
+      const runAt = readyAgainAt(next, !!this.gate, row.run_at, this.now());
       stmt(
         this.db,
         `UPDATE jobs SET state = 'ready', attempt = ?, payload = ?, run_at = ? WHERE id = ?`,
-      ).run(again.attempt, JSON.stringify(again), this.now() + delayOf(next, !!this.gate), row.id);
+      ).run(again.attempt, JSON.stringify(again), runAt, row.id);
     }
   }
 

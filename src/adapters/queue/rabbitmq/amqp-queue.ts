@@ -6,7 +6,7 @@ import { AppError } from '../../../domain/errors';
 import type { ProcessingJob } from '../../../domain/item';
 import type { JobHandler, JobQueue, QueueStats } from '../../../ports/job-queue';
 import { PauseGate } from '../pause-gate';
-import { delayOf, nextRun, settlementFor } from '../../../ports/retry-rule';
+import { delayOf, nextRun, readyAgainAt, settlementFor } from '../../../ports/retry-rule';
 import {
   QuorumRefused,
   declareRetryQueue,
@@ -62,7 +62,8 @@ export class AmqpJobQueue implements JobQueue {
 
   /** The last job a consumer was given: when it became runnable. */
   private lastGiven?: { readyAt: number };
-  private consumingSince = Date.now();
+  /** While paused: when the oldest job this process put back to wait became runnable. */
+  private waitingSince?: number;
 
   constructor(
     private readonly url: string,
@@ -161,14 +162,13 @@ export class AmqpJobQueue implements JobQueue {
     await this.publish(pub, this.names.jobs, jobs);
   }
 
-  /** `delayMs`: how long the job waits in a retry queue before it can run. */
+  /** `readyAt`: when the jobs become runnable (later for a retry queue). */
   private async publish(
     pub: ConfirmChannel,
     queue: string,
     jobs: ProcessingJob[],
-    delayMs = 0,
+    readyAt = Date.now(),
   ): Promise<void> {
-    const readyAt = Date.now() + delayMs;
     // Each message's own confirmation: waitForConfirms would also fail on another caller's
     // nack on this shared channel, and a put-back would then be published twice.
     const confirmed: Array<Promise<void>> = [];
@@ -201,13 +201,13 @@ export class AmqpJobQueue implements JobQueue {
     probe?: () => Promise<void>,
   ): Promise<void> {
     this.consumeWith = { handler, concurrency };
-    this.consumingSince = Date.now();
     if (probe)
       this.gate = new PauseGate(
         probe,
         this.log,
         () => this.unsubscribe(),
         async () => {
+          this.waitingSince = undefined;
           const session = this.session;
           if (session?.consumer && !this.consumerTag)
             await this.subscribe(session, session.consumer);
@@ -279,8 +279,9 @@ export class AmqpJobQueue implements JobQueue {
     msg: ConsumeMessage,
     handler: JobHandler,
   ): Promise<void> {
-    const readyAt = Number(msg.properties.headers?.[READY_AT]);
-    this.lastGiven = { readyAt: Number.isFinite(readyAt) ? readyAt : Date.now() };
+    const header = Number(msg.properties.headers?.[READY_AT]);
+    const readyAt = Number.isFinite(header) ? header : Date.now();
+    this.lastGiven = { readyAt };
     let job: ProcessingJob;
     try {
       job = parseJob(msg.content);
@@ -302,14 +303,17 @@ export class AmqpJobQueue implements JobQueue {
       // A requeue (nack) would count towards the broker's delivery limit, so a job put back
       // is published afresh: a wait gated by a probe straight to the work queue, anything
       // else through the retry queue of its delay.
-      if (next.kind === 'wait') this.gate?.pause(next.reason);
-      else if (next.kind === 'retry' && next.unexpected)
+      if (next.kind === 'wait' && this.gate) {
+        this.waitingSince = Math.min(this.waitingSince ?? readyAt, readyAt);
+        this.gate.pause(next.reason);
+      } else if (next.kind === 'retry' && next.unexpected)
         this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
       const delay = delayOf(next, !!this.gate);
+      const again = readyAgainAt(next, !!this.gate, readyAt, Date.now());
       for (let attempt = 1; ; attempt++) {
         try {
           const queue = delay === 0 ? this.names.jobs : await this.retryQueue(session, delay);
-          await this.publish(session.pub, queue, [nextRun(job, next)], delay);
+          await this.publish(session.pub, queue, [nextRun(job, next)], again);
           this.settle(ch, msg, true);
           return;
         } catch (err) {
@@ -384,10 +388,7 @@ export class AmqpJobQueue implements JobQueue {
         delayed,
         running: this.inFlight.size,
         dead: dead.messageCount,
-        // a paused worker takes nothing, so what it last took says nothing of the queue
-        ...(this.consumeWith && !this.gate?.paused
-          ? { oldestReadyAgeMs: this.oldestAge(jobs.messageCount) }
-          : {}),
+        ...(this.consumeWith ? { oldestReadyAgeMs: this.oldestAge(jobs.messageCount) } : {}),
       };
     } finally {
       await ch.close().catch(() => undefined);
@@ -395,14 +396,19 @@ export class AmqpJobQueue implements JobQueue {
   }
 
   /**
-   * See QueueStats.oldestReadyAgeMs: the wait of the last job this process was given, plus the
-   * time since. The head of the queue came after it, so this is an upper bound, exact when one
-   * worker consumes.
+   * See QueueStats.oldestReadyAgeMs. The broker shows no message without delivering it, so the
+   * age is inferred from what this process was given: jobs queue in the order they became
+   * runnable, so the head became runnable no earlier than the last job given. A job put back to
+   * wait keeps its time (readyAgainAt) but joins the tail; while paused, it is the oldest
+   * waiting. An upper bound, exact when one worker consumes.
    */
-  private oldestAge(ready: number): number {
+  private oldestAge(ready: number): number | undefined {
     if (ready === 0) return 0;
-    const now = Date.now();
-    return this.lastGiven ? now - this.lastGiven.readyAt : now - this.consumingSince;
+    const putBack = this.gate?.paused ? this.waitingSince : undefined;
+    const since = Math.min(this.lastGiven?.readyAt ?? Infinity, putBack ?? Infinity);
+    // Given nothing yet (a moment after start): how long the head waited before is unknown,
+    // and a guess from this process's start could be far too low.
+    return since === Infinity ? undefined : Date.now() - since;
   }
 
   async ping(): Promise<void> {
