@@ -33,3 +33,20 @@ test('the embedded store keeps the cause of an unavailable database too', async 
   expect(e.message).not.toMatch(/locked/);
   expect(e.cause).toBe(busy);
 });
+
+test('an unreachable broker keeps the connect error as the cause of its 503', async () => {
+  const { AmqpJobQueue } = await import('../../src/adapters/queue/rabbitmq/amqp-queue');
+  const { freePort } = await import('../helpers/app');
+  // nothing listens there: every connect is refused until the 5 s wait for the broker ends
+  const q = new AmqpJobQueue(
+    `amqp://127.0.0.1:${await freePort()}`,
+    'test.',
+    pino({ level: 'silent' }),
+  );
+  const e = await q
+    .enqueue([{ datasetId: 'd', itemId: 'i', url: 'http://img.test/1.png', attempt: 1 }])
+    .catch((x: unknown) => x as Error & { code?: string; cause?: unknown });
+  await q.close();
+  expect(e).toMatchObject({ code: 'unavailable', message: expect.stringMatching(/unreachable/) });
+  expect(String((e.cause as Error | undefined)?.message)).toMatch(/ECONNREFUSED/);
+}, 20_000);

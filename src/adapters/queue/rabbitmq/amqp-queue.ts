@@ -146,14 +146,19 @@ export class AmqpJobQueue implements JobQueue {
     if (this.session) return this.session;
     if (this.closing) throw new AppError('unavailable', 'the job queue is shutting down');
     const deadline = Date.now() + CONNECT_WAIT_MS;
+    let cause: unknown;
     while (Date.now() < deadline) {
       try {
         return await this.connect();
-      } catch {
+      } catch (e) {
+        cause = e;
         await sleep(200);
       }
     }
-    throw new AppError('unavailable', 'the job queue (RabbitMQ) is unreachable', undefined, 5);
+    // the operator needs to know why (refused, DNS, credentials); the client never sees it
+    throw new AppError('unavailable', 'the job queue (RabbitMQ) is unreachable', undefined, 5, {
+      cause,
+    });
   }
 
   async enqueue(jobs: ProcessingJob[]): Promise<void> {
