@@ -45,8 +45,11 @@ test('an unreachable broker keeps the connect error as the cause of its 503', as
   );
   const e = await q
     .enqueue([{ datasetId: 'd', itemId: 'i', url: 'http://img.test/1.png', attempt: 1 }])
-    .catch((x: unknown) => x as Error & { code?: string; cause?: unknown });
+    .then(
+      () => undefined,
+      (x: unknown) => x as Error & { code?: string; cause?: unknown },
+    );
   await q.close();
   expect(e).toMatchObject({ code: 'unavailable', message: expect.stringMatching(/unreachable/) });
-  expect(String((e.cause as Error | undefined)?.message)).toMatch(/ECONNREFUSED/);
+  expect(String((e?.cause as Error | undefined)?.message)).toMatch(/ECONNREFUSED/);
 }, 20_000);
