@@ -15,6 +15,7 @@ import type { ProcessingJob } from '../../src/domain/item';
 import type { Condition } from '../../src/query/ast';
 import { PartialWrite, type ContentStore } from '../../src/ports/content-store';
 import type { SearchEngine } from '../../src/ports/search-engine';
+import { startAnswerDroppingProxy } from '../helpers/answer-dropping-proxy';
 import { tempDir } from '../helpers/app';
 
 const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
@@ -561,6 +562,35 @@ describe('Elasticsearch item writes', () => {
       });
       const jobs = await store.applyWrites('d', writes, 'post', T0);
       expect(jobs.map((j) => j.itemId).sort()).toEqual(['big', 'small-1', 'small-2']);
+    });
+  });
+  test('a bulk whose answer is lost still gives every item it may have written its job', async () => {
+    await withEsStore(async ({ indices }) => {
+      // every _bulk reaches Elasticsearch; its answer is cut off on the way back
+      const proxy = await startAnswerDroppingProxy(ES_URL, (_m, p) => p.includes('_bulk'));
+      const client = new Client({ node: proxy.url, maxRetries: 1 });
+      try {
+        const store = new ElasticsearchStore(
+          new EsIndices(client, indices.prefix, { shards: 1, replicas: 0 }),
+          Date.now,
+          DIMS,
+        );
+        const writes: ContentWrite[] = ['a', 'b', 'c'].map((id) => ({ id, url: url(id) }));
+        const err = await store.applyWrites('d', writes, 'post', T0).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(PartialWrite);
+        expect(proxy.dropped).toBeGreaterThan(0);
+        expect((err as PartialWrite).written.map((j) => j.itemId).sort()).toEqual(['a', 'b', 'c']);
+        // they were written: without their jobs they would wait for the next sweep
+        const direct = new ElasticsearchStore(indices, Date.now, DIMS);
+        expect([...(await direct.existingIds('d', ['a', 'b', 'c']))].sort()).toEqual([
+          'a',
+          'b',
+          'c',
+        ]);
+      } finally {
+        await client.close();
+        await proxy.close();
+      }
     });
   });
 });

@@ -39,6 +39,8 @@ export class ItemWrites extends ItemIndex {
       for (const w of writes) byId.set(w.id, [...(byId.get(w.id) ?? []), w]);
       const jobs = new Map<string, ProcessingJob>();
       const written = new Set<string>();
+      // Sent in a bulk whose answer never came (a timeout, a dropped connection): perhaps written.
+      const unknown = new Set<string>();
       let pending = [...byId.keys()];
       try {
         for (let attempt = 0; pending.length && attempt < CAS_RETRIES; attempt++) {
@@ -59,7 +61,12 @@ export class ItemWrites extends ItemIndex {
             else jobs.delete(id);
           }
           if (!ops.length) break;
-          const r = await this.client.bulk({ operations: ops as never[], refresh: 'wait_for' });
+          const r = await this.client
+            .bulk({ operations: ops as never[], refresh: 'wait_for' })
+            .catch((e: unknown) => {
+              for (const id of planned) unknown.add(id);
+              throw e;
+            });
           const results = r.items.map((it) => it.index ?? it.create);
           results.forEach((res, i) => {
             if (res && !res.error) written.add(planned[i]!);
@@ -68,9 +75,12 @@ export class ItemWrites extends ItemIndex {
         }
       } catch (e) {
         // Whatever failed (a refusal, a lost connection on a later round), what was written
-        // must still get its jobs.
-        if (!written.size) throw e;
-        const done = [...jobs.values()].filter((j) => written.has(j.itemId));
+        // must still get its jobs, and so must what may have been: a job for an item that was
+        // not written finds nothing to do.
+        if (!written.size && !unknown.size) throw e;
+        const done = [...jobs.values()].filter(
+          (j) => written.has(j.itemId) || unknown.has(j.itemId),
+        );
         throw new PartialWrite((toUnavailable(e) ?? (e as Error)).message, done);
       } finally {
         this.catalogues.invalidate(datasetId);
