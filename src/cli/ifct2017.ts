@@ -66,14 +66,22 @@ export function projectRoot(from = __dirname): string {
   }
 }
 
-/** `.cache/packages/<scope+name>@<version>` under the project root. */
-export const packageCacheDir = (p: NpmPackage, root = projectRoot()): string =>
-  path.join(
-    root,
-    '.cache',
-    'packages',
-    `${p.name.replace(/^@/, '').replace('/', '+')}@${p.version}`,
-  );
+/** Where fetched packages are kept unless told otherwise: `.cache/packages` under the project. */
+export const defaultPackagesDir = (root = projectRoot()): string =>
+  path.join(root, '.cache', 'packages');
+
+/** `<packages dir>/<scope+name>@<version>`. */
+export const packageCacheDir = (
+  p: NpmPackage,
+  root = projectRoot(),
+  packagesDir = defaultPackagesDir(root),
+): string => path.join(packagesDir, `${p.name.replace(/^@/, '').replace('/', '+')}@${p.version}`);
+
+/** `packagesDir` points a run at another cache (a test: an empty one) and leaves the project's alone. */
+export interface CacheOptions {
+  root?: string;
+  packagesDir?: string;
+}
 
 /**
  * What npm said went wrong, in a line: its error code and first message (`code ECONNREFUSED |
@@ -103,9 +111,9 @@ export function npmReason(stderr: string): string {
  */
 export function fetchPackage(
   p: NpmPackage,
-  opts: { root?: string; onFetch?: (spec: string) => void } = {},
+  opts: CacheOptions & { onFetch?: (spec: string) => void } = {},
 ): string {
-  const dir = packageCacheDir(p, opts.root);
+  const dir = packageCacheDir(p, opts.root, opts.packagesDir);
   const unpacked = path.join(dir, 'package');
   const manifest = path.join(unpacked, 'package.json');
   if (fs.existsSync(manifest)) return unpacked;
@@ -318,7 +326,7 @@ export function joinCatalogue(
 
 /** Fetches both packages (or reads them from the cache) and joins them. */
 export function foodCatalogue(
-  opts: { root?: string; onFetch?: (spec: string) => void } = {},
+  opts: CacheOptions & { onFetch?: (spec: string) => void } = {},
 ): FoodCatalogue {
   const pictures = pictureFiles(fetchPackage(PICTURES, opts));
   const rows = compositions(fetchPackage(COMPOSITIONS, opts));

