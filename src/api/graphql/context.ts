@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Container } from '../../app/container';
 import type { StoredItem } from '../../domain/item';
 import type { Principal, RequestContext } from '../../services/principal';
@@ -7,6 +7,8 @@ import type { Principal, RequestContext } from '../../services/principal';
 export interface GqlContext {
   c: Container;
   requestId: string;
+  /** The request's logger: what it logs carries the reqId of the HTTP request. */
+  log: FastifyBaseLogger;
   /** The caller, authenticated on first use: schema introspection needs no token. */
   request(): Promise<RequestContext>;
   principal(): Promise<Principal>;
@@ -24,6 +26,7 @@ export function buildContext(c: Container, req: FastifyRequest): GqlContext {
   return {
     c,
     requestId: req.id,
+    log: req.log,
     principal,
     async request() {
       return { principal: await principal(), baseUrl, requestId: req.id };

@@ -35,6 +35,9 @@ function operationLabel(name: string): string {
 
 export async function registerGraphql(app: FastifyInstance, c: Container): Promise<void> {
   const production = c.config.NODE_ENV === 'production';
+  // Apollo's formatError has no context: each error is tied to its request as it is met, so
+  // it is answered and logged with that request's id.
+  const requestOf = new WeakMap<object, GqlContext>();
   const armor = new ApolloArmor({
     maxDepth: { n: GRAPHQL_LIMITS.maxDepth, ignoreIntrospection: true },
     maxAliases: { n: GRAPHQL_LIMITS.maxAliases },
@@ -63,28 +66,31 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
       ...protection.plugins,
       ApolloServerPluginLandingPageDisabled(),
       {
-        // formatError has no context; the request id is attached per request here.
-        async requestDidStart({ contextValue }) {
+        async requestDidStart() {
           const end = c.metrics.graphqlDuration.startTimer();
           let operation = 'anonymous';
           return {
             async didResolveOperation({ operationName }) {
               if (operationName) operation = operationLabel(operationName);
             },
-            async willSendResponse({ response }) {
+            // Apollo calls this before it formats the same error objects.
+            async didEncounterErrors({ errors, contextValue }) {
+              for (const e of errors) requestOf.set(e, contextValue);
+            },
+            async willSendResponse() {
               end({ operation });
-              if (response.body.kind !== 'single') return;
-              for (const e of response.body.singleResult.errors ?? []) {
-                const ext = e.extensions as Record<string, unknown> | undefined;
-                if (ext && ext.request_id === undefined) ext.request_id = contextValue.requestId;
-              }
             },
           };
         },
       },
     ],
-    formatError: (formatted, error) =>
-      formatError(formatted, error, undefined, c.log, { hideSuggestions: production }),
+    // An error met outside a request's pipeline (e.g. a malformed HTTP request) has no context.
+    formatError: (formatted, error) => {
+      const ctx = requestOf.get(error as object);
+      return formatError(formatted, error, ctx?.requestId, ctx?.log ?? c.log, {
+        hideSuggestions: production,
+      });
+    },
   });
   await apollo.start();
   // Fastify drains HTTP connections on close; Apollo's drain plugin would call app.close() again
