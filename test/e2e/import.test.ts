@@ -256,6 +256,12 @@ it('imports 10,000 lines: every good line accepted, every bad one reported with 
   expect(r.stdout).toContain(`accepted: ${fmt(expected.good.length)}\n`);
   expect(r.stdout).toContain(`rejected: ${fmt(expected.bad.size)}\n`);
   expect(r.stdout).toMatch(/line 101: invalid JSON/); // the first rejections are listed
+  // without --wait, a snapshot of processing (this installation has no worker: all pending)
+  const good = fmt(expected.good.length);
+  expect(r.stdout).toContain(
+    `processed: 0 of ${good} items in the dataset so far, 0 with processing errors, ${good} pending\n`,
+  );
+  expect(r.stdout).toContain('--wait waits until none is pending');
   checkRejected(`${file}.rejected.jsonl`);
 
   const state = JSON.parse(fs.readFileSync(`${file}.import-state.json`, 'utf8'));
@@ -353,6 +359,7 @@ it('honours 429 Retry-After and stops at once on a refused token or an unknown d
     const r = await runMain(args(proxy.url, 'small', small, '--batch-items', '20'), orgToken);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('accepted: 50\n');
+    expect(r.stdout).toContain('processed: 0 of 50 items in the dataset so far');
     expect(r.stderr).toMatch(/HTTP 429 .*retry 1 in 1\.\d s/);
     // each of the first two batches was refused once, then sent again after Retry-After
     const statuses = proxy.seen.map((s) => s.status);
@@ -371,6 +378,7 @@ it('honours 429 Retry-After and stops at once on a refused token or an unknown d
     const r = await runMain(args(api.url, ds, small, '--restart'), token);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(message);
+    expect(r.stdout).not.toContain('processed:'); // nothing to read the counts of
   };
   await fatal('org_not-a-real-token', 'small', /answered 401: the token was refused/);
   await fatal(dsToken, 'small', /answered 403: this token may not write content/);
@@ -401,7 +409,10 @@ it('imports a CSV with quoted fields, inferred and declared types, and waits for
     );
     expect(r.code).toBe(2);
     expect(r.stdout).toContain('accepted: 3\n');
-    expect(r.stdout).toContain('processed: 3 of 3 items in the dataset, 0 with processing errors');
+    expect(r.stdout).toContain(
+      'processed: 3 of 3 items in the dataset, 0 with processing errors\n',
+    );
+    expect(r.stdout).not.toContain('so far');
     expect(readJsonl(`${csv}.rejected.jsonl`)).toEqual([
       // physical line numbers: c2's name spans two lines
       { line: 6, id: 'c4', reason: 'missing url', by: 'local' },

@@ -29,6 +29,7 @@ Options:
   --batch-items N       items per request (default 1000)
   --batch-bytes N       bytes per request body (default and maximum ${LIMITS.contentBodyBytes})
   --wait                after the import, wait until the dataset has processed every item
+                        (without it, the summary shows how far processing has got)
   --quiet               no progress display
   -h, --help            this text
 

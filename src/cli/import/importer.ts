@@ -16,14 +16,7 @@ import {
   type BatchLimits,
   type Rejection,
 } from './batcher';
-import {
-  ContentClient,
-  FatalError,
-  sleep,
-  type DatasetCounts,
-  type ErrorDetail,
-  type RetryPolicy,
-} from './client';
+import { ContentClient, FatalError, type ErrorDetail, type RetryPolicy } from './client';
 import type { Progress } from './progress';
 import { readEntries, formatOf, type Format } from './source';
 import {
@@ -317,26 +310,3 @@ const rejectionRecord = (r: Rejection) => ({
   reason: r.reason,
   by: r.by,
 });
-
-/** Polls the dataset's counts until nothing is pending (`--wait`). */
-export async function waitForProcessing(
-  o: Pick<ImportOptions, 'baseUrl' | 'org' | 'dataset' | 'token' | 'fetch' | 'retry'>,
-  signal: AbortSignal,
-  onTick: (c: DatasetCounts) => void,
-  intervalMs = 2000,
-): Promise<DatasetCounts> {
-  const client = new ContentClient({
-    baseUrl: o.baseUrl,
-    org: o.org,
-    dataset: o.dataset,
-    token: o.token,
-    ...(o.retry ? { retry: o.retry } : {}),
-    ...(o.fetch ? { fetch: o.fetch } : {}),
-  });
-  for (;;) {
-    const c = await client.counts(signal);
-    onTick(c);
-    if (c.pending === 0) return c;
-    await sleep(intervalMs, signal);
-  }
-}

@@ -4,7 +4,8 @@
  */
 import fs from 'node:fs';
 import { parseCli, USAGE, UsageError } from './args';
-import { runImport, waitForProcessing } from './importer';
+import { runImport } from './importer';
+import { processingSnapshot, waitForProcessing } from './processing';
 import { createProgress, formatSummary } from './progress';
 
 export interface MainIo {
@@ -68,21 +69,26 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
     io.stderr.write(`import: ${(e as Error).message}\n`);
     return EXIT.fatal;
   }
-  let processed;
-  if (opts.wait && result.complete) {
+  let processing;
+  let processingUnknown;
+  if (result.complete) {
+    const target = { ...opts, ...(io.fetch ? { fetch: io.fetch } : {}) };
+    const signal = io.signal ?? new AbortController().signal;
     try {
-      processed = await waitForProcessing(
-        { ...opts, ...(io.fetch ? { fetch: io.fetch } : {}) },
-        io.signal ?? new AbortController().signal,
-        (c) => {
-          if (!opts.quiet)
-            io.stderr.write(
-              `waiting: ${c.processed} processed, ${c.errors} errors, ${c.pending} pending of ${c.items}\n`,
-            );
-        },
-      );
+      processing = opts.wait
+        ? await waitForProcessing(target, signal, (c) => {
+            if (!opts.quiet)
+              io.stderr.write(
+                `waiting: ${c.processed} processed, ${c.errors} errors, ${c.pending} pending of ${c.items}\n`,
+              );
+          })
+        : await processingSnapshot(target, signal);
     } catch (e) {
-      if (!io.signal?.aborted) result.fatal = `waiting for processing: ${(e as Error).message}`;
+      const why = (e as Error).message;
+      // Waiting was asked for, so not knowing is a failure; a snapshot is only information.
+      if (io.signal?.aborted) processingUnknown = 'interrupted';
+      else if (opts.wait) result.fatal = `waiting for processing: ${why}`;
+      else processingUnknown = why;
     }
   }
   io.stdout.write(
@@ -100,7 +106,8 @@ export async function main(argv: string[], io: MainIo): Promise<number> {
       firstRejections: result.firstRejections,
       rejectedFile: opts.rejectedPath,
       ...(result.fatal !== undefined ? { fatal: result.fatal } : {}),
-      ...(processed ? { processed } : {}),
+      ...(processing ? { processing } : {}),
+      ...(processingUnknown ? { processingUnknown } : {}),
     }),
   );
   if (result.fatal !== undefined) return EXIT.fatal;

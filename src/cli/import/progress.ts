@@ -119,7 +119,10 @@ export interface Summary {
   firstRejections: Rejection[];
   rejectedFile: string;
   fatal?: string;
-  processed?: { items: number; processed: number; errors: number; pending: number };
+  /** The dataset's counts when the summary is written (after `--wait`: nothing pending). */
+  processing?: { items: number; processed: number; errors: number; pending: number };
+  /** Why the counts could not be read. */
+  processingUnknown?: string;
 }
 
 export function formatSummary(s: Summary): string {
@@ -146,10 +149,15 @@ export function formatSummary(s: Summary): string {
       out.push(`    … ${fmt(s.rejected - s.firstRejections.length)} more`);
   }
   if (s.totalRejected > 0) out.push(`  every rejected line, with its reason: ${s.rejectedFile}`);
-  if (s.processed)
+  const p = s.processing;
+  if (p) {
     out.push(
-      `  processed: ${fmt(s.processed.processed)} of ${fmt(s.processed.items)} items in the dataset, ${fmt(s.processed.errors)} with processing errors${s.processed.pending ? `, ${fmt(s.processed.pending)} pending` : ''}`,
+      `  processed: ${fmt(p.processed)} of ${fmt(p.items)} items in the dataset${p.pending ? ' so far' : ''}, ${fmt(p.errors)} with processing errors${p.pending ? `, ${fmt(p.pending)} pending` : ''}`,
     );
+    if (p.pending)
+      out.push('    (the service goes on processing them; --wait waits until none is pending)');
+  }
+  if (s.processingUnknown) out.push(`  processed: unknown (${s.processingUnknown})`);
   if (s.fatal) out.push(`  error: ${s.fatal}`);
   if (!s.complete) out.push('  re-run the same command to resume where it stopped');
   return `${out.join('\n')}\n`;
