@@ -229,8 +229,8 @@ function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof sche
     unused(['EMBEDDER_THREADS'], `EMBEDDER=${c.EMBEDDER} runs no EfficientNet session`);
   if (!c.APP_ROLES.has('worker'))
     unused(['WORKER_CONCURRENCY', 'RETRY_BASE_MS'], 'this process runs no worker');
-  if (!c.APP_ROLES.has('api'))
-    unused(['PUBLIC_BASE_URL', 'RATE_LIMIT_PER_MINUTE'], 'this process serves no API');
+  // Not RATE_LIMIT_PER_MINUTE: a worker's ops server throttles /metrics and failed logins with it.
+  if (!c.APP_ROLES.has('api')) unused(['PUBLIC_BASE_URL'], 'this process serves no API');
   return out;
 }
 
