@@ -1,15 +1,16 @@
 /**
  * The web console at `/` (issue 18) in headless Chromium, against a real server with a
- * published dataset: sign-in from a `#token=` link, the image grid, facets, the detail panel
- * with similar items and explore, lens from a chosen and a dropped photo, the `q` error marker,
- * and the organisation view with live progress. No request leaves the service and the image
- * server, and no page logs an error.
+ * published dataset: sign-in from a `#token=` link and by a token pasted into the form (keyboard
+ * only), the image grid, facets and histogram ranges, the detail panel with similar items and
+ * explore, lens from a chosen and a dropped photo, the `q` error marker, and the organisation
+ * view with live progress and its requests chart. No request leaves the service and the image
+ * server, and no page logs an error. Each test makes the state it checks, so any one runs alone.
  */
 import Fastify from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { consoleRoutes } from '../../src/api/rest/routes/console';
-import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
 import { makeImage, startImageServer, type ImageServer } from '../helpers/image-server';
 
 // The page functions below run in Chromium; this project's types are Node's.
@@ -99,6 +100,15 @@ const notHttp = (errors: string[], ...statuses: number[]) =>
   errors.filter(
     (e) => !statuses.some((s) => e.includes(`the server responded with a status of ${s}`)),
   );
+
+/** Presses Tab until the element with this id has the focus, as a keyboard user gets there. */
+async function tabTo(page: Page, id: string, most = 10): Promise<number> {
+  for (let n = 1; n <= most; n++) {
+    await page.keyboard.press('Tab');
+    if ((await page.evaluate(() => document.activeElement?.id)) === id) return n;
+  }
+  throw new Error(`#${id} not reached in ${most} presses of Tab`);
+}
 
 const total = (page: Page) => page.locator('.results-head .total');
 const grid = (page: Page) => page.locator('ul[aria-label="Catalogue"] .tile');
@@ -196,6 +206,76 @@ test('a #token= link signs in (the fragment is removed), shows the grid, and fac
   );
 
   expect(outside).toEqual([]);
+  expect(errors).toEqual([]);
+  await page.close();
+}, 60_000);
+
+test('a token pasted into the sign-in form signs in, by keyboard alone, as organisation or dataset', async () => {
+  const { page, errors, outside } = await open('/');
+  await page.locator('#sign-in-title').waitFor();
+  // A refused token says so and leaves the form to try again.
+  expect(await tabTo(page, 'token')).toBeLessThanOrEqual(3);
+  await page.keyboard.insertText('org_not-a-real-token'); // as a paste arrives: one input event
+  await page.keyboard.press('Enter');
+  await page.getByText('This token is not accepted').waitFor();
+
+  expect(await tabTo(page, 'token')).toBeLessThanOrEqual(3);
+  await page.keyboard.insertText(ds.orgToken);
+  await page.keyboard.press('Enter');
+  await page.locator('tr[data-dataset="shop"]').waitFor();
+  await expect(page.locator('.who').innerText()).resolves.toBe('organisation consoleorg');
+  expect(page.url()).toBe(`${t.url}/`);
+  expect(await page.evaluate(() => JSON.stringify(sessionStorage))).toContain(ds.orgToken);
+  expect(outside).toEqual([]);
+  expect(notHttp(errors, 401)).toEqual([]);
+  await page.close();
+
+  const dsPage = await open('/');
+  await dsPage.page.locator('#sign-in-title').waitFor();
+  expect(await tabTo(dsPage.page, 'token')).toBeLessThanOrEqual(3);
+  await dsPage.page.keyboard.insertText(ds.dsToken);
+  await dsPage.page.keyboard.press('Enter');
+  await grid(dsPage.page).first().waitFor();
+  await expect(dsPage.page.locator('.who').innerText()).resolves.toBe('dataset consoleorg/shop');
+  expect(dsPage.page.url()).toBe(`${t.url}/`);
+  expect(dsPage.outside).toEqual([]);
+  expect(dsPage.errors).toEqual([]);
+  await dsPage.page.close();
+}, 60_000);
+
+test('a histogram bar sets its range: the grid narrows to it and the q bar shows it', async () => {
+  const { page, errors } = await open(`/#token=${ds.dsToken}`);
+  await grid(page).first().waitFor();
+  const price = page.locator('fieldset[data-field="price"]');
+  const bars = price.locator('.histogram .bar');
+  expect(await bars.count()).toBeGreaterThan(2);
+  const bar = bars.nth(1);
+  const [, from, to, count] = /from ([\d.]+) to ([\d.]+): (\d+) items/
+    .exec((await bar.getAttribute('aria-label'))!)!
+    .map(Number);
+  // A bucket counts [from, to) (contract §10); the range it selects is q's inclusive from:to.
+  expect(count).toBe(docs.filter((d) => d.price >= from && d.price < to).length);
+  const inRange = docs.filter((d) => d.price >= from && d.price <= to);
+  expect(inRange.length).toBeLessThan(N);
+
+  await bar.click();
+  await page.waitForFunction(
+    (n) => document.querySelector('.total')?.textContent === String(n),
+    inRange.length,
+  );
+  const ids = await grid(page).evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
+  expect(ids.length).toBeGreaterThan(0);
+  for (const id of ids) expect(inRange.map((d) => d.id)).toContain(id);
+  await expect(page.locator('[data-testid="q-sidebar"]').innerText()).resolves.toContain(
+    `price:${from}:${to}`,
+  );
+  expect(await price.getByLabel('min').inputValue()).toBe(String(from));
+  expect(await price.getByLabel('max').inputValue()).toBe(String(to));
+
+  // "any" lifts the range again.
+  await price.getByRole('button', { name: 'any' }).click();
+  await page.waitForFunction((n) => document.querySelector('.total')?.textContent === String(n), N);
+  expect(await page.locator('[data-testid="q-sidebar"]').count()).toBe(0);
   expect(errors).toEqual([]);
   await page.close();
 }, 60_000);
@@ -325,6 +405,23 @@ test('a malformed q shows its error position under the offending character', asy
 }, 60_000);
 
 test('an organisation token sees its datasets with live progress, errors and usage, and manages them', async () => {
+  // Requests of its own for the chart: collection requests, which no other test here makes.
+  for (let k = 0; k < 3; k++) {
+    const r = await t.call('GET', `${ds.base}/collection?ids=p-001,p-002&limit=2`, {
+      token: ds.dsToken,
+    });
+    expect(r.status).toBe(200);
+  }
+  // Each API host batches its request log: the report shows them a moment later.
+  await waitFor('the collection requests in the analytics report', async () => {
+    const from = new Date(Date.now() - 86_400_000).toISOString();
+    const r = await t.call('GET', `${ds.base}/analytics?from=${from}&interval=day`, {
+      token: ds.orgToken,
+    });
+    const intervals: Array<{ requests: Record<string, number> }> = r.body.analytics.intervals;
+    return intervals.reduce((n, i) => n + (i.requests.collection ?? 0), 0) === 3;
+  });
+
   const { page, errors, outside } = await open(`/#token=${ds.orgToken}`, 1280);
   expect(page.url()).toBe(`${t.url}/`);
   const row = page.locator('tr[data-dataset="shop"]');
@@ -343,7 +440,11 @@ test('an organisation token sees its datasets with live progress, errors and usa
   await page.locator('#usage-title').waitFor();
   await page.locator('.meter').first().waitFor();
   await admin.locator('.chart svg[role="img"]').waitFor();
-  expect(await admin.locator('.chart rect').count()).toBeGreaterThan(0);
+  await admin.locator('.chart .legend li', { hasText: 'collection (3)' }).waitFor();
+  const bars = admin.locator('.chart rect title');
+  expect(await bars.evaluateAll((els) => els.map((e) => e.textContent))).toContainEqual(
+    expect.stringMatching(/ · collection: 3$/),
+  );
 
   // Live: items pushed now show up without a reload.
   const more = [0, 1, 2].map((k) => ({ id: `q-${k}`, url: `${img.url}/img/${300 + k}.png` }));

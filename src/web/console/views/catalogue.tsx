@@ -8,7 +8,7 @@ import { QBar, type QProblem } from '../components/q-bar';
 import { ResultGrid } from '../components/result-grid';
 import { discover, type Discovery } from '../lib/discover';
 import { photoDataUri } from '../lib/image';
-import { composeQ, formatNumber, noFilters, type Filters } from '../lib/q';
+import { composeQ, filterTerms, formatNumber, noFilters, type Filters } from '../lib/q';
 
 const MAX_WINDOW = 10_000; // page × limit (contract §6)
 const LENS_LIMIT = 24;
@@ -175,6 +175,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
       <QBar
         value={typed}
         sent={qProblem?.sent ?? applied}
+        sidebar={filterTerms(filters)}
         problem={qProblem?.problem}
         onInput={setTyped}
         onSubmit={(v) => {
