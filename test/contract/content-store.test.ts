@@ -8,6 +8,7 @@ import { EmbeddedContentStore } from '../../src/adapters/embedded/content-store'
 import { openDb } from '../../src/adapters/embedded/db';
 import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
 import { ElasticsearchStore } from '../../src/adapters/elasticsearch/es-store';
+import { esClient } from '../../src/adapters/elasticsearch/client';
 import { EsIndices } from '../../src/adapters/elasticsearch/indices';
 import { itemMapping } from '../../src/adapters/elasticsearch/mapping';
 import type { ContentWrite } from '../../src/domain/content';
@@ -48,7 +49,7 @@ const adapters: Array<[string, () => Engines]> = [
   [
     'Elasticsearch',
     () => {
-      const client = new Client({ node: ES_URL });
+      const client = esClient(ES_URL);
       const prefix = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
       const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
       const es = new ElasticsearchStore(indices, Date.now, DIMS);
@@ -505,7 +506,7 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
 async function withEsStore(
   fn: (es: { client: Client; indices: EsIndices; store: ElasticsearchStore }) => Promise<void>,
 ): Promise<void> {
-  const client = new Client({ node: ES_URL });
+  const client = esClient(ES_URL);
   const prefix = `e${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
   const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
   try {
@@ -528,6 +529,43 @@ describe('Elasticsearch item reads', () => {
         () => store.getEmbedding('d', 'a', { latest: true }),
       ])
         await expect(read()).rejects.toMatchObject({ code: 'unavailable' });
+    });
+  });
+});
+
+describe('Elasticsearch reads while shards are missing', () => {
+  test('a sweep, a search or a count that some shard cannot answer is a 503, never a short answer', async () => {
+    await withEsStore(async ({ client, indices, store }) => {
+      await store.applyWrites('d', [{ id: 'a', url: url('a') }], 'post', T0);
+      // another dataset's index with two primaries and room for one: half of it is missing,
+      // as while a cluster recovers
+      await client.indices.create({
+        index: indices.items('half'),
+        wait_for_active_shards: 0,
+        settings: {
+          number_of_shards: 2,
+          number_of_replicas: 0,
+          'index.routing.allocation.total_shards_per_node': 1,
+        },
+      });
+      // the sweep over every item index would find 'a' and say nothing of the rest
+      await expect(store.pendingJobs(undefined, 100)).rejects.toMatchObject({
+        code: 'unavailable',
+      });
+      await expect(store.staleEmbeddingCount('half', 'x')).rejects.toMatchObject({
+        code: 'unavailable',
+      });
+      await expect(
+        store.search('half', {
+          conditions: [],
+          sort: { field: 'id', order: 'asc' },
+          offset: 0,
+          limit: 5,
+        }),
+      ).rejects.toMatchObject({ code: 'unavailable' });
+      // once every index answers, the sweep finds the item
+      await client.indices.delete({ index: indices.items('half') });
+      expect((await store.pendingJobs(undefined, 100)).jobs.map((j) => j.itemId)).toEqual(['a']);
     });
   });
 });

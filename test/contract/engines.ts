@@ -10,6 +10,7 @@ import { openDb, type Db } from '../../src/adapters/embedded/db';
 import { SqliteEventLog } from '../../src/adapters/embedded/event-log';
 import { FileKeyStore } from '../../src/adapters/embedded/file-key-store';
 import { SqliteUsageLedger } from '../../src/adapters/embedded/usage-ledger';
+import { esClient } from '../../src/adapters/elasticsearch/client';
 import { EsAccountStore } from '../../src/adapters/elasticsearch/es-account-store';
 import { EsEventLog } from '../../src/adapters/elasticsearch/es-event-log';
 import { EsKeyStore } from '../../src/adapters/elasticsearch/es-key-store';
@@ -28,6 +29,8 @@ export interface Host {
   ledger: UsageLedger;
   events: EventLog;
   keys: KeyStore;
+  /** The Elasticsearch host's own client and index names, for a case that breaks an index. */
+  es?: { client: Client; indices: EsIndices };
 }
 
 export interface Installation {
@@ -65,7 +68,7 @@ export const ENGINES: Array<[string, () => Installation]> = [
       const clients: Client[] = [];
       return {
         async host() {
-          const client = new Client({ node: ES_URL });
+          const client = esClient(ES_URL);
           clients.push(client);
           const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
           await indices.ensureShared();
@@ -74,6 +77,7 @@ export const ENGINES: Array<[string, () => Installation]> = [
             ledger: new EsUsageLedger(indices),
             events: new EsEventLog(indices),
             keys: new EsKeyStore(indices),
+            es: { client, indices },
           };
         },
         async close() {

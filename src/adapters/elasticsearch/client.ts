@@ -1,4 +1,11 @@
-import { Client, ClusterConnectionPool } from '@elastic/elasticsearch';
+import {
+  Client,
+  ClusterConnectionPool,
+  SniffingTransport,
+  type TransportRequestOptions,
+  type TransportRequestParams,
+} from '@elastic/elasticsearch';
+import { unavailable } from './guard';
 
 /**
  * The client's default pool (WeightedConnectionPool) answers "no living connections" for
@@ -16,10 +23,46 @@ export class PromptConnectionPool extends ClusterConnectionPool {
   }
 }
 
+const SEARCH = /\/_search$/;
+const COUNT = /\/_count$/;
+
+/**
+ * Searches and counts answer from every shard they ask, or fail. Elasticsearch's default is to
+ * answer from the shards it can reach and list the others in `_shards.failed`: while a cluster
+ * recovers, the recovery sweep over every item index then found some datasets' pending items
+ * and silently not the rest, and a search or a count came back short. A search is sent with
+ * `allow_partial_search_results=false` (Elasticsearch then refuses it, 503); a count has no
+ * such switch, so its answer is checked.
+ */
+export class WholeAnswerTransport extends SniffingTransport {
+  // Widened to the base class's implementation signature; its overloads only narrow the result.
+  override async request(
+    params: TransportRequestParams,
+    options?: TransportRequestOptions,
+  ): Promise<never> {
+    const qs = params.querystring;
+    if (SEARCH.test(params.path))
+      params.querystring =
+        typeof qs === 'string'
+          ? `${qs}${qs ? '&' : ''}allow_partial_search_results=false`
+          : { allow_partial_search_results: false, ...qs };
+    const result = (await super.request(params, options as never)) as unknown;
+    if (SEARCH.test(params.path) || COUNT.test(params.path)) {
+      const body = (options?.meta ? (result as { body: unknown }).body : result) as {
+        _shards?: { failed?: number };
+      };
+      if ((body?._shards?.failed ?? 0) > 0)
+        throw unavailable('the search engine is recovering a shard; try again shortly');
+    }
+    return result as never;
+  }
+}
+
 /** The installation's Elasticsearch client. */
 export function esClient(nodes: string | string[]): Client {
   return new Client({
     nodes,
+    Transport: WholeAnswerTransport,
     ConnectionPool: PromptConnectionPool,
     requestTimeout: 30_000,
     maxRetries: 2,

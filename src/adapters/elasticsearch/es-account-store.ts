@@ -3,7 +3,7 @@ import { AppError } from '../../domain/errors';
 import type { Plan } from '../../domain/plan';
 import type { AccountStore, Organisation, TokenRecord } from '../../ports/account-store';
 import { casUpdate, claimValue, createOnly, getVersioned } from './cas';
-import { guard } from './guard';
+import { guard, unavailable } from './guard';
 import { isNotFound, type EsIndices } from './indices';
 import { RecentReads } from './recent-reads';
 
@@ -354,6 +354,13 @@ export class EsAccountStore implements AccountStore {
         index: this.indices.shared('datasets'),
         ids,
       });
+      // A record that cannot be read now (a shard recovering) is a 503, not a dataset missing
+      // from the list.
+      const unreadable = r.docs.find((d) => 'error' in d);
+      if (unreadable)
+        throw unavailable(
+          `the search engine could not read dataset '${unreadable._id}'; try again shortly`,
+        );
       return r.docs
         .flatMap((d) =>
           'found' in d && d.found && !d._source!.deleted_at ? [toDataset(d._id, d._source!)] : [],
