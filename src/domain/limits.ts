@@ -112,7 +112,7 @@ export const LIMIT_TABLE = {
   decodeBudgetBytes: {
     value: 224 * 2 ** 20,
     unit: 'bytes',
-    what: 'memory of image decodes in flight per process, workers and lens together (others wait; one image needing more is `too_large`)',
+    what: 'memory of image decodes in flight per process, workers and lens together (others wait; a large progressive JPEG is read from its DC scans in a few MB; an interlaced PNG needing more than this alone is `too_large`)',
   },
   imageAttempts: {
     value: 4,

@@ -2,6 +2,7 @@ import sharp from 'sharp';
 import { DescriptorEmbedder } from '../../src/adapters/embedders/descriptor';
 import { DecodeBudget, decodeFootprint } from '../../src/adapters/images/decode-budget';
 import { SharpImageAnalyzer } from '../../src/adapters/images/sharp-analyzer';
+import { LIMITS } from '../../src/domain/limits';
 import { ImageError } from '../../src/domain/processing';
 
 const analyzer = new SharpImageAnalyzer(new DescriptorEmbedder());
@@ -105,12 +106,13 @@ describe('SharpImageAnalyzer', () => {
   });
 
   it('holds the decodes it runs at once within the budget', async () => {
-    const jpeg = await progressiveCmyk(1000, 800);
+    // small enough to be decoded whole (a side under 8 × the embedder's input)
+    const jpeg = await progressiveCmyk(500, 400);
     const weight = decodeFootprint(await sharp(jpeg).metadata());
     const budget = new WatchedBudget(weight * 2.5);
     const shared = new SharpImageAnalyzer(new DescriptorEmbedder(), budget);
     const all = await Promise.all(Array.from({ length: 6 }, () => shared.analyze(jpeg)));
-    expect(all.map((f) => f.width)).toEqual(Array(6).fill(1000));
+    expect(all.map((f) => f.width)).toEqual(Array(6).fill(500));
     expect(budget.peakBytes).toBeGreaterThanOrEqual(weight);
     expect(budget.peakBytes).toBeLessThanOrEqual(weight * 2.5);
     expect(budget.peakRunning).toBeLessThanOrEqual(2);
@@ -138,18 +140,42 @@ describe('SharpImageAnalyzer', () => {
     expect(back).toBeGreaterThan(further!);
   });
 
-  it('refuses an image whose decode alone needs more than the whole budget, and says why', async () => {
+  it('reads a progressive jpeg too costly to decode whole from its DC scans, in a few MiB', async () => {
     const jpeg = await progressiveCmyk(1000, 800);
     const weight = decodeFootprint(await sharp(jpeg).metadata());
     const tight = new WatchedBudget(weight - 1);
+    const dcOnly = await new SharpImageAnalyzer(new DescriptorEmbedder(), tight).analyze(jpeg);
+    expect(dcOnly).toMatchObject({ width: 1000, height: 800 });
+    expect(tight.peakBytes).toBeLessThan(weight / 2);
+    // the same picture as the whole decode sees it
+    const whole = await new SharpImageAnalyzer(new DescriptorEmbedder(), new WatchedBudget(weight));
+    expect(dot(dcOnly.vector, (await whole.analyze(jpeg)).vector)).toBeGreaterThan(0.99);
+  });
+
+  it('reads a 40 MP progressive CMYK jpeg within the budget, as it would at 1/8 scale', async () => {
+    const budget = new WatchedBudget(LIMITS.decodeBudgetBytes);
+    const big = await progressiveCmyk(6300, 6300);
+    const features = await new SharpImageAnalyzer(new DescriptorEmbedder(), budget).analyze(big);
+    expect(features).toMatchObject({ width: 6300, height: 6300, format: 'jpeg' });
+    // libjpeg alone would hold 6300 × 6300 × 4 coefficients of 2 bytes: 303 MiB
+    expect(budget.peakBytes).toBeLessThan(32 * 2 ** 20);
+    const small = await analyzer.analyze(await progressiveCmyk(40, 40));
+    expect(dot(features.vector, small.vector)).toBeGreaterThan(0.99);
+  });
+
+  it('refuses an image whose decode alone needs more than the whole budget, and says why', async () => {
+    // an interlaced (Adam7) PNG is decoded whole before its first row exists
+    const png = await solid(1000, 800).png({ progressive: true }).toBuffer();
+    const weight = decodeFootprint(await sharp(png).metadata());
+    const tight = new WatchedBudget(weight - 1);
     const refusing = new SharpImageAnalyzer(new DescriptorEmbedder(), tight);
-    const e = (await refusing.analyze(jpeg).catch((x: unknown) => x)) as ImageError;
+    const e = (await refusing.analyze(png).catch((x: unknown) => x)) as ImageError;
     expect(e.code).toBe('too_large');
-    expect(e.message).toMatch(/needs about \d+ MiB .*progressive.*at most \d+ MiB per image/);
+    expect(e.message).toMatch(/needs about \d+ MiB .*interlaced.*at most \d+ MiB per image/);
     expect(tight.peakRunning).toBe(0);
     // the same image fits a budget of its own size
     const exact = new SharpImageAnalyzer(new DescriptorEmbedder(), new WatchedBudget(weight));
-    expect((await exact.analyze(jpeg)).width).toBe(1000);
+    expect((await exact.analyze(png)).width).toBe(1000);
   });
 });
 

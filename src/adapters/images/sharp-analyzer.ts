@@ -1,9 +1,11 @@
-import sharp from 'sharp';
+import sharp, { type Metadata } from 'sharp';
 import { LIMITS } from '../../domain/limits';
 import { ImageError, type ImageFeatures } from '../../domain/processing';
 import type { Embedder, Pixels } from '../../ports/embedder';
 import type { ImageAnalyzer } from '../../ports/image-analyzer';
-import { DecodeBudget, decodeFootprint } from './decode-budget';
+import { DecodeBudget, dcFootprint, decodeFootprint } from './decode-budget';
+import { decodeJpegDc } from './jpeg-dc';
+import { rawTiff } from './raw-tiff';
 
 // libvips settings are process-wide; this module is the service's only sharp user.
 // No operation cache: each image is decoded once, so it never hits, and a cached JPEG load keeps
@@ -18,9 +20,9 @@ sharp.concurrency(1);
 
 /**
  * One per process, so worker jobs and lens requests share it whatever builds the analyzers:
- * LIMITS.decodeBudgetBytes of decodes in flight. The issue's goal is 300 MB (286 MiB) above idle; the rest is
- * left for request bodies, JSON and the V8 heap. A single decode above it is refused with
- * `too_large` (a 40 MP progressive CMYK JPEG holds 310 MiB by itself). The bound holds only if freed
+ * LIMITS.decodeBudgetBytes of decodes in flight. The issue's goal is 300 MB (286 MiB) above
+ * idle; the rest is left for request bodies, JSON and the V8 heap. A single decode above it is
+ * refused with `too_large` (see tooCostly). The bound holds only if freed
  * decoder memory goes back to the system: glibc's adaptive thresholds keep blocks of up to
  * 32 MiB in per-thread arenas, 200–320 MiB more under bench:memory, unless the process starts
  * with MALLOC_TRIM_THRESHOLD_ set (bench/results/memory.json compares both).
@@ -30,15 +32,34 @@ export const processDecodeBudget = new DecodeBudget(LIMITS.decodeBudgetBytes);
 const mib = (bytes: number): number => Math.ceil(bytes / 2 ** 20);
 
 /**
- * A decode that alone needs more than the whole budget is refused, not run alone: one 40 MP
- * progressive CMYK JPEG holds 310 MiB, which would take the process past the memory goal by
- * itself, whatever else waits. The image is within the pixel limit, so the message says why.
+ * A decode that alone needs more than the whole budget is refused, not run alone: it would
+ * take the process past the memory goal by itself, whatever else waits. Since progressive
+ * JPEGs are read from their DC scans, only an interlaced PNG of tens of megapixels (decoded
+ * whole before its first row) gets here; it is within the pixel limit, so the message says why.
  */
 function tooCostly(weight: number, capacity: number): ImageError {
   return new ImageError(
     'too_large',
-    `decoding this image needs about ${mib(weight)} MiB (a progressive JPEG keeps every coefficient until its last scan); at most ${mib(capacity)} MiB per image: a baseline JPEG or fewer pixels decode within it`,
+    `decoding this image needs about ${mib(weight)} MiB at once (an interlaced PNG is decoded whole before its first row); at most ${mib(capacity)} MiB per image: a non-interlaced PNG, a JPEG or fewer pixels decode within it`,
   );
+}
+
+/**
+ * A progressive JPEG is read from its DC scans alone (jpeg-dc.ts) when libjpeg would decode it
+ * at 1/8 scale anyway (both sides at least 8 × the embedder's input: shrink-on-load then uses
+ * the DC coefficients and nothing else, so the samples are the same), or when its full
+ * decode would not fit the budget at all. Either way it costs a few MiB instead of every
+ * coefficient of the image.
+ */
+function readsDcOnly(meta: Metadata, inputSize: number, overBudget: boolean): boolean {
+  if (meta.format !== 'jpeg' || !meta.isProgressive) return false;
+  return overBudget || Math.min(meta.width ?? 0, meta.height ?? 0) >= 8 * inputSize;
+}
+
+/** The DC samples as a TIFF carrying the original's colour profile and orientation. */
+async function dcTiff(bytes: Uint8Array, meta: Metadata): Promise<Buffer> {
+  const image = await decodeJpegDc(bytes);
+  return rawTiff(image, { icc: meta.icc, orientation: meta.orientation });
 }
 
 /** The format is decided from the bytes, never from the URL or Content-Type. */
@@ -91,35 +112,35 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
         'unsupported_format',
         `image data is ${format}; only jpeg and png are accepted`,
       );
-    let width: number;
-    let height: number;
-    let weight: number;
+    let meta: Metadata;
     try {
-      const meta = await sharp(bytes, { limitInputPixels: false }).metadata();
-      weight = decodeFootprint(meta);
-      width = meta.width ?? 0;
-      height = meta.height ?? 0;
-      // EXIF orientations 5–8 rotate by 90°: report the size as displayed.
-      if ((meta.orientation ?? 1) >= 5) [width, height] = [height, width];
+      meta = await sharp(bytes, { limitInputPixels: false }).metadata();
     } catch (e) {
       throw new ImageError('invalid_image', `image cannot be read: ${(e as Error).message}`);
     }
+    let width = meta.width ?? 0;
+    let height = meta.height ?? 0;
+    // EXIF orientations 5–8 rotate by 90°: report the size as displayed.
+    if ((meta.orientation ?? 1) >= 5) [width, height] = [height, width];
     if (width * height > LIMITS.imageMaxPixels)
       throw new ImageError(
         'too_large',
         `image is ${width}×${height} (${((width * height) / 1e6).toFixed(1)} MP); at most ${LIMITS.imageMaxPixels / 1e6} MP`,
       );
+    const size = this.embedder.inputSize;
+    const full = decodeFootprint(meta);
+    const dc = readsDcOnly(meta, size, full > this.budget.capacity);
+    const weight = dc ? dcFootprint(meta) : full;
     if (weight > this.budget.capacity) throw tooCostly(weight, this.budget.capacity);
     let pixels: Buffer;
-    const size = this.embedder.inputSize;
     try {
       // Decoding the embedder's input proves the whole stream decodes (truncated files fail
       // here). Upright as displayed, transparency on white, sRGB. Keep extract, trim, rotation
       // by an angle and pipelineColourspace out of this pipeline: each turns off JPEG
       // shrink-on-load, and a baseline 40 MP JPEG, now decoded at 1/8 scale in 7 MiB, would be
       // decoded at full size (measured: 13 times slower, 168 MiB with a rotation).
-      pixels = await this.budget.run(weight, () =>
-        sharp(bytes, {
+      pixels = await this.budget.run(weight, async () =>
+        sharp(dc ? await dcTiff(bytes, meta) : bytes, {
           failOn: 'error',
           limitInputPixels: LIMITS.imageMaxPixels,
           pages: 1,
