@@ -119,6 +119,26 @@ export const LIMIT_TABLE = {
     unit: 'count',
     what: 'tries of an image that fails transiently (5xx, timeout, DNS), 1 s / 4 s / 16 s apart',
   },
+  // GraphQL operation shape (graphql-armor and graphql-js's parser), checked before anything
+  // runs. Generous for any real client (the deepest useful query is 7 levels); content batches
+  // belong in variables, which do not count as tokens.
+  graphqlMaxDepth: { value: 10, unit: 'count', what: 'GraphQL selection depth (400 above)' },
+  graphqlMaxAliases: { value: 15, unit: 'count', what: 'GraphQL aliases in one operation (400)' },
+  graphqlMaxCost: {
+    value: 5000,
+    unit: 'count',
+    what: 'GraphQL operation cost, fields weighted by depth (400 above)',
+  },
+  graphqlMaxTokens: {
+    value: 5000,
+    unit: 'count',
+    what: 'GraphQL tokens in one document, variables not counted (400 above)',
+  },
+  graphqlMaxDirectives: {
+    value: 20,
+    unit: 'count',
+    what: 'GraphQL directives in one operation (400 above)',
+  },
 } as const satisfies Record<string, Limit>;
 
 /** The values of {@link LIMIT_TABLE}. */

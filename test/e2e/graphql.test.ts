@@ -2,6 +2,7 @@
  * The GraphQL API end to end: the same services, tokens, errors and limits as REST, with typed
  * operations generated from the committed schema (codegen.yml).
  */
+import { LIMITS } from '../../src/domain/limits';
 import {
   AddContentDocument,
   ContentWithItemsDocument,
@@ -282,11 +283,24 @@ describe('hardening', () => {
         request_id: expect.any(String),
       });
     };
-    await refused(`query ${'{ __typename '.repeat(12)}${'}'.repeat(12)}`, /depth limit of 10/);
-    const aliases = Array.from({ length: 16 }, (_, i) => `v${i}: viewer { kind }`).join(' ');
-    await refused(`query { ${aliases} }`, /aliases limit of 15/i);
-    await refused(`query { viewer { ${'kind '.repeat(4000)} } }`, /cost/i);
-    await refused(`query { viewer { ${'kind '.repeat(6000)} } }`, /token/i);
+    const depth = LIMITS.graphqlMaxDepth + 2;
+    await refused(
+      `query ${'{ __typename '.repeat(depth)}${'}'.repeat(depth)}`,
+      new RegExp(`depth limit of ${LIMITS.graphqlMaxDepth}`),
+    );
+    const aliases = Array.from(
+      { length: LIMITS.graphqlMaxAliases + 1 },
+      (_, i) => `v${i}: viewer { kind }`,
+    ).join(' ');
+    await refused(
+      `query { ${aliases} }`,
+      new RegExp(`aliases limit of ${LIMITS.graphqlMaxAliases}`, 'i'),
+    );
+    // a field inside viewer costs more than 1 (weighted by depth): past the cost limit while
+    // still within the token limit
+    const costly = Math.floor(LIMITS.graphqlMaxTokens * 0.8);
+    await refused(`query { viewer { ${'kind '.repeat(costly)} } }`, /cost/i);
+    await refused(`query { viewer { ${'kind '.repeat(LIMITS.graphqlMaxTokens + 1)} } }`, /token/i);
   });
 
   test('a GET operation without a preflight header is refused (CSRF prevention)', async () => {

@@ -9,7 +9,6 @@ import { AppError } from '../../domain/errors';
 import { buildContext, type GqlContext } from './context';
 import { formatError } from './errors';
 import { CONTENT_TYPES, PAGE_CSP, graphiqlHtml, loadWebAssets } from './graphiql-page';
-import { GRAPHQL_LIMITS } from './limits';
 import { graphqlSchema } from './schema';
 import { LIMITS } from '../../domain/limits';
 
@@ -39,13 +38,13 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
   // it is answered and logged with that request's id.
   const requestOf = new WeakMap<object, GqlContext>();
   const armor = new ApolloArmor({
-    maxDepth: { n: GRAPHQL_LIMITS.maxDepth, ignoreIntrospection: true },
-    maxAliases: { n: GRAPHQL_LIMITS.maxAliases },
-    costLimit: { maxCost: GRAPHQL_LIMITS.maxCost, ignoreIntrospection: true },
+    maxDepth: { n: LIMITS.graphqlMaxDepth, ignoreIntrospection: true },
+    maxAliases: { n: LIMITS.graphqlMaxAliases },
+    costLimit: { maxCost: LIMITS.graphqlMaxCost, ignoreIntrospection: true },
     // The token limit is enforced by graphql-js's parser (parseOptions below): armor's plugin
     // throws from a hook, which Apollo reports as a 500.
     maxTokens: { enabled: false },
-    maxDirectives: { n: GRAPHQL_LIMITS.maxDirectives },
+    maxDirectives: { n: LIMITS.graphqlMaxDirectives },
     // Its mask misses graphql-js's enum-value and inline-fragment hints and leaves a stray "?";
     // formatError removes every "Did you mean …?" in production instead.
     blockFieldSuggestion: { enabled: false },
@@ -60,7 +59,7 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     allowBatchedHttpRequests: false,
-    parseOptions: { maxTokens: GRAPHQL_LIMITS.maxTokens },
+    parseOptions: { maxTokens: LIMITS.graphqlMaxTokens },
     validationRules: protection.validationRules,
     plugins: [
       ...protection.plugins,
