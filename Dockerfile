@@ -15,8 +15,10 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
-# the default embedder's model (models/efficientnet-lite0/README.md), checked against SHA256 at start
-COPY models/efficientnet-lite0/efficientnet-lite0.onnx models/efficientnet-lite0/SHA256 ./models/efficientnet-lite0/
+# the default embedder's model, checked against SHA256 at start; Apache-2.0 §4 wants its licence
+# and the "modified" notice (README.md) to travel with every copy of it, this image included
+COPY models/efficientnet-lite0/efficientnet-lite0.onnx models/efficientnet-lite0/SHA256 \
+     models/efficientnet-lite0/LICENSE models/efficientnet-lite0/README.md ./models/efficientnet-lite0/
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME /data

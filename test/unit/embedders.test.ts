@@ -20,6 +20,7 @@ import { tempDir } from '../helpers/app';
  * vectors for fixed images stay what they were (golden file; `UPDATE_GOLDEN=1` rewrites it
  * after an intended change), and the hybrid default and the descriptor are both selectable.
  */
+const REPO = path.join(__dirname, '../..');
 const GOLDEN = path.join(__dirname, '../fixtures/embeddings/efficientnet-lite0.json');
 
 /** Deterministic test images: encoded from pixels computed here (no fonts, no SVG). */
@@ -48,6 +49,51 @@ test('the committed model is the one models/efficientnet-lite0/SHA256 names', ()
   const want = fs.readFileSync(EFFICIENTNET_SHA256, 'utf8').trim().split(/\s+/)[0];
   const got = crypto.createHash('sha256').update(fs.readFileSync(EFFICIENTNET_MODEL)).digest('hex');
   expect(got).toBe(want);
+});
+
+/**
+ * The build-context files the final stage of a Dockerfile copies, by the image directory they
+ * land in: the image that ships is the last stage, and `--from` copies come from other stages.
+ */
+function imageFiles(dockerfile: string): Map<string, string[]> {
+  const lines = dockerfile.replace(/\\\r?\n/g, ' ').split(/\r?\n/);
+  const last = lines.findLastIndex((l) => /^\s*FROM\s/i.test(l));
+  const out = new Map<string, string[]>();
+  for (const line of lines.slice(last + 1)) {
+    const words = line.trim().split(/\s+/);
+    if (words[0]?.toUpperCase() !== 'COPY' || words.some((w) => w.startsWith('--from'))) continue;
+    const args = words.slice(1).filter((w) => !w.startsWith('--'));
+    const dest = args.pop()!;
+    for (const src of args) {
+      const isDir = fs.statSync(path.join(REPO, src)).isDirectory();
+      // a lone file copied to a destination without a trailing slash is renamed to it
+      const into = path.posix
+        .normalize(isDir || args.length > 1 || dest.endsWith('/') ? dest : path.posix.dirname(dest))
+        .replace(/(.)\/$/, '$1');
+      const files = isDir
+        ? fs.readdirSync(path.join(REPO, src)).map((f) => path.posix.join(src, f))
+        : [src];
+      out.set(into, [...(out.get(into) ?? []), ...files]);
+    }
+  }
+  return out;
+}
+
+test('the Docker image carries the model with its licence and modification notice (Apache-2.0 §4)', () => {
+  const copied = imageFiles(fs.readFileSync(path.join(REPO, 'Dockerfile'), 'utf8'));
+  const model = path.relative(REPO, EFFICIENTNET_MODEL).split(path.sep).join('/');
+  const dir = [...copied].find(([, files]) => files.includes(model))?.[0];
+  expect(dir).toBeDefined();
+  const beside = copied.get(dir!)!.map((f) => path.posix.basename(f));
+  expect(beside).toEqual(
+    expect.arrayContaining(['efficientnet-lite0.onnx', 'SHA256', 'LICENSE', 'README.md']),
+  );
+  expect(fs.readFileSync(path.join(path.dirname(EFFICIENTNET_MODEL), 'LICENSE'), 'utf8')).toMatch(
+    /Apache License/,
+  );
+  expect(fs.readFileSync(path.join(path.dirname(EFFICIENTNET_MODEL), 'README.md'), 'utf8')).toMatch(
+    /modified/,
+  );
 });
 
 test('a model file with other bytes is refused at start, naming the script that rebuilds it', async () => {
