@@ -10,6 +10,12 @@
 #     SIGKILL node N (1-3) of the cluster / start it again and wait until it has rejoined.
 #   scripts/services.sh cluster-wipe
 #     stop the cluster and delete its data (a fresh cluster is bootstrapped on the next cluster-up).
+#   scripts/services.sh broker-fault-up|broker-fault-start|broker-fault-stop|broker-fault-kill|
+#                       broker-fault-down|broker-fault-ctl ARGS...
+#     a separate RabbitMQ node for the broker-restart fault test: AMQP on BROKER_FAULT_PORT
+#     (default 5682), node vss-fault-<port>@localhost, data under <cache>/rabbitmq-fault-<port>.
+#     up/start: start it (on its data) and wait until it has booted; stop: a clean stop;
+#     kill: SIGKILL; down: stop it and delete its data; ctl: rabbitmqctl on that node.
 # Idempotent: `up`, `cluster-up` and `cluster-start` start only what is not already reachable.
 # Elasticsearch comes from Maven Central (integ-test-zip distribution: server + transport
 # modules), RabbitMQ from Debian. The cluster nodes are separate processes of the same unpacked
@@ -114,13 +120,16 @@ YML
   return 1
 }
 
+install_rabbitmq() {
+  command -v rabbitmq-server >/dev/null 2>&1 && return 0
+  log "installing rabbitmq-server (Debian)"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >&2
+}
+
 start_rabbitmq() {
   if amqp_up; then log "RabbitMQ already reachable on $AMQP_PORT"; return 0; fi
-  if ! command -v rabbitmq-server >/dev/null 2>&1; then
-    log "installing rabbitmq-server (Debian)"
-    apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >&2
-  fi
+  install_rabbitmq
   amqp_up && return 0 # the package may start it
   log "starting RabbitMQ"
   rabbitmq-server -detached >&2
@@ -349,6 +358,86 @@ cluster_urls() {
   echo "$urls"
 }
 
+# ---- a separate RabbitMQ node for fault tests ------------------------------------------------
+# The shared broker on 5672 serves suites running in parallel, so a test that restarts a broker
+# gets a node of its own: its own name, ports, data, logs and Erlang cookie (HOME). The Debian
+# wrappers in /usr/sbin switch to the rabbitmq user and its files; the scripts they wrap do not.
+
+FAULT_PORT="${BROKER_FAULT_PORT:-5682}"
+FAULT_DIST_PORT="${BROKER_FAULT_DIST_PORT:-$((FAULT_PORT + 20000))}"
+RABBIT_BIN="${RABBITMQ_SCRIPTS:-/usr/lib/rabbitmq/bin}"
+
+fault_dir() { echo "$CACHE/rabbitmq-fault-$FAULT_PORT"; }
+fault_env() {
+  local d
+  d="$(fault_dir)"
+  env HOME="$d" RABBITMQ_CONF_ENV_FILE=/dev/null \
+    RABBITMQ_NODENAME="vss-fault-$FAULT_PORT@localhost" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+    RABBITMQ_NODE_PORT="$FAULT_PORT" RABBITMQ_DIST_PORT="$FAULT_DIST_PORT" \
+    RABBITMQ_MNESIA_BASE="$d/mnesia" RABBITMQ_LOG_BASE="$d/log" RABBITMQ_PID_FILE="$d/rabbitmq.pid" \
+    RABBITMQ_CONFIG_FILE="$d/rabbitmq.conf" RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" "$@"
+}
+fault_ctl() { fault_env "$RABBIT_BIN/rabbitmqctl" "$@"; }
+fault_pid() {
+  local f
+  f="$(fault_dir)/rabbitmq.pid"
+  [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f"
+}
+fault_booted() { fault_ctl -q --timeout 5 await_startup >/dev/null 2>&1; }
+
+fault_start() {
+  local d launcher
+  d="$(fault_dir)"
+  if fault_pid >/dev/null && fault_booted; then log "fault broker already up on $FAULT_PORT"; return 0; fi
+  if ! fault_pid >/dev/null; then
+    install_rabbitmq
+    mkdir -p "$d/log"
+    # its own (empty) configuration, never the shared broker's /etc/rabbitmq
+    [ -f "$d/rabbitmq.conf" ] || echo 'log.file.level = info' >"$d/rabbitmq.conf"
+    [ -f "$d/enabled_plugins" ] || echo '[].' >"$d/enabled_plugins"
+    rm -f "$d/rabbitmq.pid"
+    log "starting the fault broker: AMQP 127.0.0.1:$FAULT_PORT, node vss-fault-$FAULT_PORT@localhost"
+    # Detached from the caller's pipes, so a test's `services.sh` call returns once it has booted.
+    fault_env setsid "$RABBIT_BIN/rabbitmq-server" </dev/null >>"$d/log/start.out" 2>&1 &
+    launcher=$!
+  fi
+  for _ in $(seq 1 "${BROKER_FAULT_WAIT:-120}"); do
+    fault_booted && { log "fault broker is up"; return 0; }
+    if [ -n "${launcher:-}" ] && ! kill -0 "$launcher" 2>/dev/null; then break; fi
+    sleep 1
+  done
+  log "the fault broker did not boot; last lines of $d/log/start.out:"
+  tail -n 30 "$d/log/start.out" >&2
+  return 1
+}
+
+# Waits until the node's OS process is gone (a clean stop, or after SIGKILL).
+fault_wait_gone() {
+  local pid=$1
+  for _ in $(seq 1 300); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+fault_stop() {
+  local pid
+  pid="$(fault_pid)" || { log "fault broker is not running"; return 0; }
+  fault_ctl -q stop >/dev/null 2>&1 || kill -TERM "$pid"
+  fault_wait_gone "$pid" || { kill -KILL "$pid"; fault_wait_gone "$pid"; }
+  log "stopped the fault broker (pid $pid)"
+}
+
+fault_kill() {
+  local pid
+  pid="$(fault_pid)" || { log "fault broker is not running"; return 0; }
+  kill -KILL "$pid"
+  fault_wait_gone "$pid"
+  log "killed the fault broker (pid $pid, SIGKILL)"
+}
+
 case "${1:-status}" in
   up) start_es && start_rabbitmq ;;
   down)
@@ -376,8 +465,19 @@ case "${1:-status}" in
     rm -rf "$(cluster_dir)"
     log "deleted $(cluster_dir)"
     ;;
+  broker-fault-up | broker-fault-start) fault_start ;;
+  broker-fault-stop) fault_stop ;;
+  broker-fault-kill) fault_kill ;;
+  broker-fault-down)
+    fault_stop
+    rm -rf "$(fault_dir)"
+    ;;
+  broker-fault-ctl)
+    shift
+    fault_ctl "$@"
+    ;;
   *)
-    echo "usage: $0 up|down|status|cluster-up|cluster-down|cluster-status|cluster-urls|cluster-kill N|cluster-start N|cluster-wipe" >&2
+    echo "usage: $0 up|down|status|cluster-up|cluster-down|cluster-status|cluster-urls|cluster-kill N|cluster-start N|cluster-wipe|broker-fault-up|broker-fault-start|broker-fault-stop|broker-fault-kill|broker-fault-down|broker-fault-ctl ARGS" >&2
     exit 2
     ;;
 esac
