@@ -5,8 +5,11 @@
  *   - while nothing answers, workers stop taking jobs and put back what they held, uncounted:
  *     nothing reaches the dead-letter queue;
  *   - every acknowledged item is processed within 90 s of Elasticsearch answering again, i.e.
- *     of the installation's indices being readable (the workers resume and re-queue unfinished
- *     items at once, not at the 5-minute idle sweep);
+ *     of the first HTTP answer from any node, whatever its status (the workers resume and
+ *     re-queue unfinished items at once, not at the 5-minute idle sweep). The clock starts there
+ *     rather than when the installation's indices are readable (yellow), because electing a
+ *     master and recovering shards is part of what a client waits through; the time from yellow
+ *     is reported too;
  *   - none is counted twice.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -31,17 +34,30 @@ export interface ClusterSuite {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * When a node first answers HTTP after the kill, with any status: nodes are probed in parallel
+ * every 100 ms, and `local=true` lets a node answer before a master is elected.
+ */
 async function firstAnswer(since: number): Promise<number> {
-  for (;;) {
-    for (const u of clusterUrls()) {
-      const ok = await fetch(`${u}/_cluster/health`, { signal: AbortSignal.timeout(1000) })
-        .then((r) => r.ok)
-        .catch(() => false);
-      if (ok) return Date.now();
+  let answeredAt: number | undefined;
+  const probe = async (url: string): Promise<number> => {
+    while (answeredAt === undefined) {
+      const answered = await fetch(`${url}/_cluster/health?local=true`, {
+        signal: AbortSignal.timeout(2000),
+      }).then(
+        async (r) => {
+          await r.arrayBuffer().catch(() => undefined);
+          return true;
+        },
+        () => false,
+      );
+      if (answered) answeredAt ??= Date.now();
+      else if (Date.now() - since > 300_000) throw new Error('no node answered within 300 s');
+      else await sleep(100);
     }
-    if (Date.now() - since > 300_000) throw new Error('no node answered within 300 s');
-    await sleep(200);
-  }
+    return answeredAt;
+  };
+  return Promise.race(clusterUrls().map(probe));
 }
 
 export function defineWholeClusterRestart(suite: ClusterSuite): void {
@@ -97,11 +113,11 @@ export function defineWholeClusterRestart(suite: ClusterSuite): void {
       const killedAt = Date.now();
       await sleep(DOWN_MS);
       const restarting = startCluster();
-      const firstNodeAt = await firstAnswer(killedAt);
-      // Elasticsearch answers the service's requests again once every primary shard of the
-      // installation is assigned (yellow): before that, a three-node cluster restarting on two
-      // cores spends a minute or two electing a master and recovering shards.
-      const answeredAt = await waitFor(
+      const answeredAt = await firstAnswer(killedAt);
+      // The service can read the installation once every primary shard of it is assigned
+      // (yellow); a three-node cluster restarting on two cores may spend a minute or two on
+      // that, electing a master and recovering shards.
+      const readableAt = await waitFor(
         'the installation readable (yellow)',
         async () => {
           const h = await health(`${tag}-*`, 'wait_for_status=yellow&timeout=1s').catch(
@@ -117,17 +133,20 @@ export function defineWholeClusterRestart(suite: ClusterSuite): void {
           const c = await counts();
           return c !== undefined && c.processed === ITEMS && c.pending === 0;
         },
-        GOAL_MS + 60_000,
+        // past the goal, so that a miss is reported with its figures
+        GOAL_MS + 90_000,
       );
-      const tookMs = Date.now() - answeredAt;
+      const doneAt = Date.now();
       await restarting;
+      const secs = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
       console.log(
-        `whole cluster down ${((firstNodeAt - killedAt) / 1000).toFixed(1)} s (readable ` +
-          `${((answeredAt - firstNodeAt) / 1000).toFixed(1)} s after a node first answered) at ` +
-          `${JSON.stringify(atKill)}; all ${ITEMS} processed ${(tookMs / 1000).toFixed(1)} s ` +
-          `after it was readable; queues ${await suite.queueDepths(amqpPrefix)}`,
+        `whole cluster down ${secs(answeredAt - killedAt)} at ${JSON.stringify(atKill)}; ` +
+          `readable ${secs(readableAt - answeredAt)} after a node first answered; all ${ITEMS} ` +
+          `processed ${secs(doneAt - answeredAt)} after the first answer (goal ${secs(GOAL_MS)}), ` +
+          `${secs(doneAt - readableAt)} after it was readable; ` +
+          `queues ${await suite.queueDepths(amqpPrefix)}`,
       );
-      expect(tookMs).toBeLessThanOrEqual(GOAL_MS);
+      expect(doneAt - answeredAt).toBeLessThanOrEqual(GOAL_MS);
       expect(await counts()).toEqual({ items: ITEMS, processed: ITEMS, pending: 0, errors: 0 });
       // nothing was burnt into the dead-letter queue while the store was away
       expect(await suite.queueDepths(amqpPrefix)).toMatch(/(^| )jobs\.dead=0\/0( |$)/);
