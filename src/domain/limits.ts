@@ -45,10 +45,11 @@ export const LIMIT_TABLE = {
     what: 'indexed values of one item (400 above)',
   },
   metadataKeyMaxLength: { value: 256, unit: 'characters', what: 'metadata key (400 above)' },
-  metadataStringMaxLength: {
-    value: 32_768,
-    unit: 'characters',
-    what: 'metadata string value (400 above)',
+  metadataStringMaxBytes: {
+    // Lucene's longest term: a value both engines index whole, so q, sort and facets see it all
+    value: 32_766,
+    unit: 'bytes',
+    what: 'metadata string value, array elements included, in UTF-8 (400 above)',
   },
   metadataArrayMaxLength: { value: 1_000, unit: 'values', what: 'metadata array (400 above)' },
   qMaxLength: { value: 4_096, unit: 'characters', what: '`q` parameter (400 above)' },

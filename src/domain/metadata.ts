@@ -51,15 +51,37 @@ export function metadataProblems(
   return problems;
 }
 
+/** UTF-8 length without encoding; a lone surrogate counts as the 3 bytes of U+FFFD. */
+function utf8Bytes(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+function stringProblem(s: string): string | undefined {
+  // A UTF-16 unit takes at most 3 bytes: most strings need no counting.
+  if (s.length * 3 <= LIMITS.metadataStringMaxBytes) return undefined;
+  const bytes = utf8Bytes(s);
+  return bytes > LIMITS.metadataStringMaxBytes
+    ? `string of ${bytes} bytes in UTF-8; at most ${LIMITS.metadataStringMaxBytes}`
+    : undefined;
+}
+
 /** Why one metadata value is not allowed, or undefined (REST's body schema words it so too). */
 export function valueProblem(v: unknown, allowNull: boolean): string | undefined {
   if (v === null)
     return allowNull ? undefined : 'null is not allowed (string, number, boolean or array)';
   switch (typeof v) {
     case 'string':
-      return v.length > LIMITS.metadataStringMaxLength
-        ? `string longer than ${LIMITS.metadataStringMaxLength} characters`
-        : undefined;
+      return stringProblem(v);
     case 'number':
       return Number.isFinite(v) ? undefined : 'number must be finite';
     case 'boolean':
@@ -69,7 +91,13 @@ export function valueProblem(v: unknown, allowNull: boolean): string | undefined
         return 'nested objects are not allowed (string, number, boolean or array)';
       if (v.length > LIMITS.metadataArrayMaxLength)
         return `array longer than ${LIMITS.metadataArrayMaxLength} elements`;
-      if (v.every((e) => typeof e === 'string')) return undefined;
+      if (v.every((e) => typeof e === 'string')) {
+        for (const [i, e] of v.entries()) {
+          const p = stringProblem(e as string);
+          if (p) return `element ${i}: ${p}`;
+        }
+        return undefined;
+      }
       if (v.every((e) => typeof e === 'number' && Number.isFinite(e))) return undefined;
       return 'array elements must be all strings or all finite numbers';
     }
