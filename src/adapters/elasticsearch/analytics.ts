@@ -11,6 +11,7 @@ import {
 } from '../../domain/analytics';
 import type { Condition } from '../../query/ast';
 import { analyticsBody, histogramsBody, type Dsl } from './dsl';
+import { keyed } from '../../domain/keyed';
 
 type Bucket = { key: number | string; doc_count: number };
 type Terms = { buckets: Bucket[]; sum_other_doc_count: number };
@@ -45,7 +46,7 @@ export async function esAnalytics(
   const aggs = first ?? {};
   const out: Figures = {};
   if (spec.facets.length) {
-    out.facets = {};
+    out.facets = keyed();
     spec.facets.forEach(({ field }, i) => {
       const q = (aggs[`facet${i}`] as FacetAgg | undefined)?.q;
       const sel = q?.v?.sel;
@@ -70,14 +71,14 @@ export async function esAnalytics(
     });
   }
   if (spec.stats.length) {
-    out.stats = {};
+    out.stats = keyed();
     spec.stats.forEach((field, i) => {
       const s = stats(aggs[`stats${i}`]);
       out.stats![field] = statsFigure(s?.count ?? 0, s?.min ?? 0, s?.max ?? 0, s?.sum ?? 0);
     });
   }
   if (spec.histograms.length) {
-    out.histograms = {};
+    out.histograms = keyed();
     const ranges = spec.histograms.map((_, i) => stats(aggs[`range${i}`]));
     // The bucket limit is checked (400) before Elasticsearch is asked for any bucket.
     spec.histograms.forEach((h, i) =>

@@ -13,6 +13,7 @@ import { docVector, fromDoc, type ItemDoc } from './document';
 import { facetsBody, knnBody, sampleBody, searchBody, type Dsl } from './dsl';
 import { guard } from './guard';
 import { ItemIndex, orEmpty } from './item-index';
+import { keyed } from '../../domain/keyed';
 
 type Bucket = { key: string | number; doc_count: number };
 type FacetAggs = Record<string, { sel: { s: { buckets: Bucket[] }; n: { buckets: Bucket[] } } }>;
@@ -70,7 +71,8 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
 
   facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
     return guard(async () => {
-      const out: Facets = Object.fromEntries(fields.map((f) => [f, {}]));
+      const out: Facets = keyed();
+      for (const f of fields) out[f] = keyed();
       if (!fields.length) return out;
       const aggs = await orEmpty(
         async () =>
@@ -79,7 +81,7 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
       );
       if (!aggs) return out;
       fields.forEach((f, i) => {
-        const counts: Record<string, number> = {};
+        const counts = keyed<number>();
         for (const b of [...aggs[`f${i}`].sel.s.buckets, ...aggs[`f${i}`].sel.n.buckets])
           counts[String(b.key)] = (counts[String(b.key)] ?? 0) + b.doc_count;
         out[f] = counts;

@@ -15,6 +15,7 @@ import {
 import type { Condition } from '../../query/ast';
 import { type Db, stmt } from './db';
 import { QUERYABLE, whereClause } from './sql-query';
+import { keyed } from '../../domain/keyed';
 
 /**
  * Contract §10 on SQLite: every figure is one GROUP BY over the value index (item_values) or
@@ -46,7 +47,7 @@ export function embeddedAnalytics(
   };
 
   if (spec.facets.length) {
-    out.facets = {};
+    out.facets = keyed();
     for (const { field, disjunctive } of spec.facets) {
       const m = disjunctive ? matching(conditions.filter((c) => !onField(c, field))) : all;
       const rows = stmt(
@@ -75,7 +76,7 @@ export function embeddedAnalytics(
   }
 
   if (spec.stats.length) {
-    out.stats = {};
+    out.stats = keyed();
     for (const field of spec.stats) {
       const r = numericSummary(db, datasetId, field, all);
       out.stats[field] = statsFigure(r.n, r.lo ?? 0, r.hi ?? 0, r.total ?? 0);
@@ -83,7 +84,7 @@ export function embeddedAnalytics(
   }
 
   if (spec.histograms.length) {
-    out.histograms = {};
+    out.histograms = keyed();
     for (const h of spec.histograms) out.histograms[h.field] = histogramOf(db, datasetId, h, all);
   }
   return out;

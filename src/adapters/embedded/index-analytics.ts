@@ -19,6 +19,7 @@ import { type Bits, count, has } from './bitset';
 import { matching } from './index-conditions';
 import { compareText } from './index-sort';
 import type { DatasetIndex, FieldIndex, FieldValue } from './memory-index';
+import { keyed } from '../../domain/keyed';
 
 /** Each value of the field held by a matching item, with how many matching items hold it. */
 function valueCounts(f: FieldIndex | undefined, m: Bits): Array<{ v: FieldValue; n: number }> {
@@ -44,7 +45,7 @@ export function indexAnalytics(
   const all = matching(ix, conditions);
   const out: Figures = {};
   if (spec.facets.length) {
-    out.facets = {};
+    out.facets = keyed();
     for (const { field, disjunctive } of spec.facets) {
       const m = disjunctive
         ? matching(
@@ -63,14 +64,14 @@ export function indexAnalytics(
     }
   }
   if (spec.stats.length) {
-    out.stats = {};
+    out.stats = keyed();
     for (const field of spec.stats) {
       const s = numericSummary(ix.field(field), all);
       out.stats[field] = statsFigure(s.n, s.lo ?? 0, s.hi ?? 0, s.total);
     }
   }
   if (spec.histograms.length) {
-    out.histograms = {};
+    out.histograms = keyed();
     for (const h of spec.histograms) out.histograms[h.field] = histogramOf(ix, h, all);
   }
   return out;
@@ -173,7 +174,7 @@ const MAX_FACET_VALUES = 1000;
  */
 export function indexFacets(ix: DatasetIndex, conditions: Condition[], fields: string[]): Facets {
   const m = matching(ix, conditions);
-  const out: Facets = {};
+  const out: Facets = keyed();
   for (const field of fields) {
     const rows = valueCounts(ix.field(field), m).sort(
       (a, b) =>
@@ -186,7 +187,7 @@ export function indexFacets(ix: DatasetIndex, conditions: Condition[], fields: s
             ? 1
             : compareText(a.v.text, b.v.text)),
     );
-    const counts: Record<string, number> = {};
+    const counts = keyed<number>();
     for (const { v, n } of rows.slice(0, MAX_FACET_VALUES)) {
       const key = v.vtype === 'n' ? String(v.num) : v.text;
       counts[key] = (counts[key] ?? 0) + n;

@@ -15,6 +15,7 @@ import { toStoredItem } from './content-store';
 import { guarded, type Db, stmt } from './db';
 import { QUERYABLE, sortSql, whereClause } from './sql-query';
 import { embeddedAnalytics } from './analytics';
+import { keyed } from '../../domain/keyed';
 
 const MAX_FACET_VALUES = 1000;
 
@@ -111,7 +112,7 @@ export class SqlSearchEngine implements SearchEngine {
          WHERE v.dataset_id = ? AND v.field = ? AND v.${QUERYABLE} AND ${where.sql}
          GROUP BY v.vtype, v.sval, v.nval ORDER BY n DESC, v.sval, v.nval LIMIT ${MAX_FACET_VALUES}`,
       );
-      const out: Facets = {};
+      const out: Facets = keyed();
       for (const field of fields) {
         const rows = byValue.all(datasetId, field, ...where.params) as {
           vtype: string;
@@ -119,7 +120,7 @@ export class SqlSearchEngine implements SearchEngine {
           nval: number | null;
           n: number;
         }[];
-        const counts: Record<string, number> = {};
+        const counts = keyed<number>();
         for (const r of rows) {
           const key = r.vtype === 'n' ? String(r.nval) : (r.sval ?? '');
           counts[key] = (counts[key] ?? 0) + r.n;
