@@ -1,5 +1,6 @@
 import type { ErrorDetail } from './errors';
 import { LIMITS, RESERVED_FIELDS } from './limits';
+import { keyed } from './keyed';
 
 export type Scalar = string | number | boolean;
 export type MetadataValue = Scalar | string[] | number[];
@@ -108,7 +109,7 @@ export function valueProblem(v: unknown, allowNull: boolean): string | undefined
 
 /** Metadata after a PUT merge: present keys override, null removes, the rest is kept. */
 export function mergeMetadata(base: Metadata, patch: MetadataPatch): Metadata {
-  const out: Metadata = { ...base };
+  const out: Metadata = Object.assign(keyed(), base);
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
     else out[k] = v;

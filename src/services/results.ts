@@ -2,6 +2,7 @@ import type { StoredItem } from '../domain/item';
 import type { Scalar } from '../domain/metadata';
 import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../domain/limits';
 import { datasetPath } from './datasets';
+import { keyed } from '../domain/keyed';
 
 /** `fields` as requested: none, all public metadata plus generated fields (`*`), or a list. */
 export type FieldSelection = { all: true } | { all: false; names: string[] };
@@ -38,7 +39,7 @@ const GENERATED: readonly string[] = [...GENERATED_FIELDS, ...SERVICE_TIME_FIELD
 /** The public metadata a caller asked for; privateMetadata never leaves through the Vision API. */
 export function projectMetadata(item: StoredItem, sel: FieldSelection): Record<string, unknown> {
   const names = sel.all ? [...Object.keys(item.metadata), ...GENERATED] : sel.names;
-  const out: Record<string, unknown> = {};
+  const out = keyed<unknown>();
   for (const n of names) {
     const v = GENERATED.includes(n)
       ? generatedValue(item, n)

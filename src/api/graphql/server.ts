@@ -111,7 +111,8 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
     method: ['GET', 'POST'],
     url: '/graphql',
     bodyLimit: LIMITS.contentBodyBytes,
-    config: { graphql: true },
+    // variables carry metadata, whose keys are the client's (content-body.ts copies them as such)
+    config: { graphql: true, dataKeys: true },
     handler: function (req, reply) {
       if (wantsHtml(req)) return page(reply);
       return run.call(this, req as never, reply as never);

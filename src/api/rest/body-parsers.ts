@@ -49,7 +49,15 @@ function jsonProblem(body: string): AppError {
  * else is 415. Fastify's own JSON parser stays underneath, for its prototype-poisoning checks.
  */
 export function registerBodyParsers(app: FastifyInstance): void {
-  const secure = app.getDefaultJsonParser('error', 'error') as Parser;
+  const poisonChecked = app.getDefaultJsonParser('error', 'error') as Parser;
+  // Where keys are the client's data, JSON.parse is enough: it makes `__proto__` an own
+  // property, and the code that handles metadata never merges it by assignment.
+  const secure: Parser = (req, body, done) =>
+    poisonChecked(req, body, (err, value) => {
+      if (err && req.routeOptions.config?.dataKeys && parses(body))
+        return done(null, JSON.parse(body));
+      done(err, value);
+    });
   const strict: Parser = (req, body, done) =>
     secure(req, body, (err, value) => {
       if (err && (err as { code?: string }).code === 'FST_ERR_CTP_INVALID_JSON_BODY')

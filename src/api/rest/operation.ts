@@ -27,8 +27,13 @@ export interface Operation<Q extends Shape = Shape, B extends z.ZodType = z.ZodT
   /** The body may be absent (e.g. track with events only in `v`). */
   bodyOptional?: boolean;
   bodyLimit?: number;
-  /** The top-level message of a 400 for a body the schema refuses. */
-  bodyProblem?: (details: ErrorDetail[], body: unknown) => string;
+  /**
+   * The body's keys are the client's data (metadata): `__proto__` is read as a key like any
+   * other, and the domain's check of the whole body (`bodyRule`) replaces the schema's, which
+   * skips such a key (zod leaves `__proto__` out of records) and so would not name its problems
+   * with the others'.
+   */
+  dataKeys?: { bodyRule: (body: unknown) => unknown };
   status: number;
   response: z.ZodType;
   /** Other answers that are not the contract's error body (e.g. /readyz's 503). */
@@ -118,11 +123,7 @@ export function checkBody(op: Operation, body: unknown): void {
   const r = op.body.safeParse(body, { error: messageOf });
   if (r.success) return;
   const details = r.error.issues.map((i) => detailOf(i, body));
-  throw invalid(
-    op.bodyProblem?.(details, body) ??
-      `request body is invalid: ${details[0].field}: ${details[0].message}`,
-    details,
-  );
+  throw invalid(`request body is invalid: ${details[0].field}: ${details[0].message}`, details);
 }
 
 /** Registers an operation: its schemas run before the handler, whose result is the body. */
@@ -135,10 +136,14 @@ export function serve<Q extends Shape, B extends z.ZodType>(
     method: op.method,
     url: op.path,
     ...(op.bodyLimit ? { bodyLimit: op.bodyLimit } : {}),
-    config: { public: op.access === 'none' || op.checksTokenItself === true },
+    config: {
+      public: op.access === 'none' || op.checksTokenItself === true,
+      dataKeys: op.dataKeys !== undefined,
+    },
     handler: async (req, reply) => {
       const query = parseQuery(op.query, req.query);
-      checkBody(op as Operation, req.body);
+      if (op.dataKeys) op.dataKeys.bodyRule(req.body);
+      else checkBody(op as Operation, req.body);
       const out = await handler(
         { params: req.params as Record<string, string>, query, body: req.body },
         req,

@@ -37,6 +37,11 @@ declare module 'fastify' {
      * (introspection needs no token), but the per-token rate limit still applies.
      */
     graphql?: boolean;
+    /**
+     * The body's object keys are the client's data (metadata): a key named `__proto__` is one
+     * like any other there, not an attempt at prototype poisoning (body-parsers.ts).
+     */
+    dataKeys?: boolean;
   }
 }
 

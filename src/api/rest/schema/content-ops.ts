@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ErrorDetail } from '../../../domain/errors';
+import { parseContentBatch } from '../../../domain/content';
 import { LIMITS } from '../../../domain/limits';
 import { operation } from '../operation';
 import * as body from './bodies';
@@ -9,14 +9,6 @@ import * as shape from './shapes';
 // Content writes and listings: the admin API (interface §4–§6, contract §4).
 
 const DS = '/orgs/:organisation/datasets/:dataset';
-
-/** As the domain words a refused batch: how many items are bad; nothing was stored. */
-function batchProblem(details: ErrorDetail[], sent: unknown): string {
-  const items = (sent as { content?: unknown } | null)?.content;
-  if (!Array.isArray(items)) return 'body must be a JSON object with a "content" array';
-  const bad = new Set(details.map((d) => d.index)).size;
-  return `${bad} of ${items.length} content items are invalid; nothing was stored`;
-}
 
 const write = (method: 'POST' | 'PUT') =>
   operation({
@@ -32,7 +24,7 @@ const write = (method: 'POST' | 'PUT') =>
     params: datasetParams,
     body: body.contentBatch(method === 'POST' ? 'post' : 'put'),
     bodyLimit: LIMITS.contentBodyBytes,
-    bodyProblem: batchProblem,
+    dataKeys: { bodyRule: (b) => parseContentBatch(b, method === 'POST' ? 'post' : 'put') },
     status: 202,
     response: shape.accepted,
     errors: ['invalid_request', 'not_found', 'payload_too_large'],
