@@ -1,4 +1,11 @@
 import fc from 'fast-check';
+import { LIMITS } from '../../src/domain/limits';
+import {
+  AddContentDocument,
+  StoredItemDocument,
+  UpdateContentDocument,
+} from '../graphql/generated';
+import { gql } from '../helpers/graphql';
 import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 
@@ -481,5 +488,421 @@ describe('privateMetadata cannot be probed (contract §6)', () => {
       token: ds.dsToken,
     });
     expect(none.body.results.map((r: { id: string }) => r.id)).toEqual(['s-001']);
+  });
+});
+
+describe('metadata under any key and value, written through REST and GraphQL (property)', () => {
+  let meta: Awaited<ReturnType<typeof setupDataset>>;
+  beforeAll(async () => {
+    // a dataset of its own, so the figures above stay as they are
+    meta = await setupDataset(t, 'props', 'meta');
+  });
+
+  const RESERVED = [
+    'image_width',
+    'image_height',
+    'image_url',
+    'service_created_at',
+    'service_updated_at',
+  ];
+  const MAX = LIMITS.metadataStringMaxBytes;
+
+  /** interface.md's metadata rules and docs/limits.md, written apart from the code under test. */
+  function valid(key: string, v: unknown): boolean {
+    if (key.length < 1 || key.length > LIMITS.metadataKeyMaxLength) return false;
+    if (RESERVED.includes(key)) return false;
+    const text = (s: string) => Buffer.byteLength(s, 'utf8') <= MAX;
+    const num = (n: unknown) => typeof n === 'number' && Number.isFinite(n);
+    if (typeof v === 'string') return text(v);
+    if (typeof v === 'boolean' || num(v)) return true;
+    if (!Array.isArray(v) || v.length > LIMITS.metadataArrayMaxLength) return false;
+    return v.every((e) => typeof e === 'string' && text(e)) || v.every(num);
+  }
+
+  const lone = fc.string({
+    unit: fc.constantFrom('\uD800', '\uDFFF', 'a'),
+    minLength: 1,
+    maxLength: 3,
+  });
+  // Long values are named by a token and made in the run, so a counterexample stays readable.
+  // A Map: the tokens are looked up with the generated keys, `__proto__` among them.
+  const LONG = new Map<string, string>([
+    ['<MAX x>', 'x'.repeat(MAX)],
+    ['<MAX+1 x>', 'x'.repeat(MAX + 1)],
+    ['<MAX é>', 'é'.repeat(Math.floor(MAX / 2))],
+    ['<MAX+1 é>', 'é'.repeat(Math.floor(MAX / 2) + 1)],
+    ['<MAX emoji>', '😀'.repeat(Math.floor(MAX / 4))],
+    ['<MAX+1 emoji>', '😀'.repeat(Math.floor(MAX / 4) + 1)],
+    ['<key MAX>', 'k'.repeat(LIMITS.metadataKeyMaxLength)],
+    ['<key MAX+1>', 'k'.repeat(LIMITS.metadataKeyMaxLength + 1)],
+  ]);
+  const long = (v: unknown): unknown =>
+    typeof v === 'string' ? (LONG.get(v) ?? v) : Array.isArray(v) ? v.map(long) : v;
+  const key = fc.oneof(
+    fc.constantFrom(
+      'constructor',
+      'toString',
+      'hasOwnProperty',
+      '__proto__',
+      'valueOf',
+      'prototype',
+      'text',
+      'image_url',
+      'service_created_at',
+      '',
+      '<key MAX>',
+      '<key MAX+1>',
+      'a.b',
+      '$ref',
+      'x y',
+    ),
+    fc.string({ minLength: 1, maxLength: 12 }),
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 6 }),
+    lone,
+  );
+  const text = fc.oneof(
+    fc.string({ maxLength: 20 }),
+    fc.string({ unit: 'binary', maxLength: 8 }),
+    lone,
+    fc.constantFrom(...[...LONG.keys()].filter((k) => !k.startsWith('<key'))),
+  );
+  const number = fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }));
+  const scalar = fc.oneof(text, number, fc.boolean());
+  const value = fc.oneof(
+    { weight: 6, arbitrary: scalar },
+    { weight: 2, arbitrary: fc.array(text, { maxLength: 4 }) },
+    { weight: 2, arbitrary: fc.array(number, { maxLength: 4 }) },
+    fc.array(scalar, { minLength: 2, maxLength: 3 }),
+    fc.constant(null),
+    fc.record({ a: scalar }),
+  );
+  const entries = fc.uniqueArray(fc.tuple(key, value), {
+    minLength: 1,
+    maxLength: 3,
+    selector: ([k]) => k,
+  });
+
+  let n = 0;
+  const stored = async (id: string) =>
+    (
+      await gql(
+        t.url,
+        StoredItemDocument,
+        { organisation: 'props', dataset: 'meta', id },
+        meta.orgToken,
+      )
+    ).data?.organisation.dataset.item;
+
+  it('never answers 5xx; a valid item reads back equal, an invalid one is named by item and field', async () => {
+    await fc.assert(
+      fc.asyncProperty(entries, fc.boolean(), fc.nat(1), async (kv, viaGraphql, at) => {
+        n++;
+        // Object.fromEntries defines own keys: `__proto__` is sent as a key like any other
+        const metadata = Object.fromEntries(kv.map(([k, v]) => [long(k), long(v)]));
+        const sent = JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>;
+        const id = `p-${n}`;
+        const filler = { id: `f-${n}`, url: `${img.url}/img/${n}.png`, metadata: { ok: 1 } };
+        const item = { id, url: `${img.url}/img/${n}.png`, metadata };
+        const items = at === 0 ? [item, filler] : [filler, item];
+        const bad = Object.keys(sent).filter((k) => !valid(k, sent[k]));
+        let status: number;
+        let details: unknown;
+        if (viaGraphql) {
+          const r = await gql(
+            t.url,
+            AddContentDocument,
+            { organisation: 'props', dataset: 'meta', items: items as never },
+            meta.orgToken,
+          );
+          status = r.errors ? r.errors[0]!.extensions.status : r.httpStatus;
+          details = r.errors?.[0]?.extensions.details;
+        } else {
+          const r = await t.call('POST', `${meta.base}/content`, {
+            token: meta.orgToken,
+            body: { content: items },
+          });
+          status = r.status;
+          details = r.body.error?.details;
+        }
+        const what = { viaGraphql, sent: JSON.stringify(sent).slice(0, 300), bad, details };
+        expect([what, status]).toEqual([what, bad.length ? 400 : viaGraphql ? 200 : 202]);
+        if (bad.length) {
+          expect(details).toEqual(
+            bad.map((k) => expect.objectContaining({ index: at, id, field: `metadata.${k}` })),
+          );
+          expect(await stored(id)).toBeNull();
+          expect(await stored(filler.id)).toBeNull();
+        } else {
+          expect([what, (await stored(id))?.metadata]).toEqual([what, sent]);
+        }
+      }),
+      {
+        numRuns: 50,
+        // Run first, so what must hold always is tried on every run: every internal name as a
+        // key through both transports, problems named together whichever rule finds them, and
+        // strings at the byte limit whatever their characters.
+        examples: [
+          [
+            [
+              ['__proto__', 'p'],
+              ['constructor', 'c'],
+              ['toString', 1],
+            ],
+            false,
+            1,
+          ],
+          [
+            [
+              ['hasOwnProperty', true],
+              ['valueOf', ['a']],
+              ['__proto__', [2, 3]],
+            ],
+            true,
+            0,
+          ],
+          [
+            [
+              ['__proto__', null],
+              ['image_url', 'x'],
+              ['constructor', { a: 1 }],
+            ],
+            false,
+            0,
+          ],
+          [
+            [
+              ['__proto__', null],
+              ['image_url', 'x'],
+              ['constructor', { a: 1 }],
+            ],
+            true,
+            1,
+          ],
+          [
+            [
+              ['a', '<MAX é>'],
+              ['b', ['<MAX emoji>', '<MAX x>']],
+            ],
+            false,
+            0,
+          ],
+          [
+            [
+              ['a', '<MAX+1 é>'],
+              ['b', ['<MAX+1 x>']],
+              ['c', '<MAX+1 emoji>'],
+            ],
+            true,
+            1,
+          ],
+        ] as never,
+      },
+    );
+  }, 120_000);
+});
+
+describe('keys and values named like object internals, written and then queried', () => {
+  const KEYS = ['constructor', 'toString', 'hasOwnProperty', '__proto__', 'valueOf'];
+  // Object.fromEntries defines own keys, so `__proto__` is a key like the others.
+  const internalMd = (i: number): Record<string, unknown> =>
+    Object.fromEntries([
+      ['constructor', ['toString', 'x'][i % 2]],
+      ['toString', i],
+      ['hasOwnProperty', i % 2 === 0],
+      ['__proto__', ['__proto__', 'valueOf', 'constructor'][i % 3]],
+      ['valueOf', i % 2 ? ['constructor', '__proto__'] : ['hasOwnProperty']],
+    ]);
+  const K = Array.from({ length: 6 }, (_, i) => ({
+    id: `k-${i}`,
+    metadata: internalMd(i),
+  }));
+  const kIds = (pred: (i: number) => boolean) => K.filter((_, i) => pred(i)).map((k) => k.id);
+  const N = docs.length + K.length;
+
+  beforeAll(async () => {
+    // k-0 and k-3 get their `__proto__` from an update, which merges it into what they hold
+    const content = K.map((k, i) => ({
+      id: k.id,
+      url: `${img.url}/img/${300 + i}.png`,
+      metadata: Object.fromEntries(
+        Object.entries(k.metadata).filter(([key]) => i % 3 !== 0 || key !== '__proto__'),
+      ),
+    }));
+    const rest = await t.call('POST', `${ds.base}/content`, {
+      token: ds.orgToken,
+      body: { content: content.slice(0, 3) },
+    });
+    expect(rest.status).toBe(202);
+    const g = await gql(
+      t.url,
+      AddContentDocument,
+      { organisation: 'acme', dataset: 'shoes', items: content.slice(3) as never },
+      ds.orgToken,
+    );
+    expect(g.errors).toBeUndefined();
+    const patch = Object.fromEntries([['__proto__', '__proto__']]);
+    const put = await t.call('PUT', `${ds.base}/content`, {
+      token: ds.orgToken,
+      body: { content: [{ id: 'k-0', metadata: patch }] },
+    });
+    expect(put.status).toBe(202);
+    const u = await gql(
+      t.url,
+      UpdateContentDocument,
+      { organisation: 'acme', dataset: 'shoes', items: [{ id: 'k-3', metadata: patch }] },
+      ds.orgToken,
+    );
+    expect(u.errors).toBeUndefined();
+    await t.call('PUT', `${ds.base}/settings/fields`, {
+      token: ds.orgToken,
+      body: { fields: { sizes: ['s', 'm'], valueOf: ['*'] } },
+    });
+    await waitProcessed(t, ds.base, ds.orgToken, N);
+  }, 120_000);
+
+  it('are stored as sent, by either transport, and merged by updates', async () => {
+    for (const k of K) {
+      const s = await gql(
+        t.url,
+        StoredItemDocument,
+        { organisation: 'acme', dataset: 'shoes', id: k.id },
+        ds.orgToken,
+      );
+      expect([k.id, s.data?.organisation.dataset.item?.metadata]).toEqual([k.id, k.metadata]);
+    }
+    const details = await t.call(
+      'GET',
+      `${ds.base}/content/details?ids=k-0,k-3&fields=${KEYS.join(',')}`,
+      {
+        token: ds.dsToken,
+      },
+    );
+    expect(details.body.results.map((r: { metadata: object }) => r.metadata)).toEqual([
+      K[0]!.metadata,
+      K[3]!.metadata,
+    ]);
+  });
+
+  it.each([
+    ['constructor:toString', kIds((i) => i % 2 === 0)],
+    ['constructor:!toString', [...kIds((i) => i % 2 === 1), ...docs.map((d) => d.id)]],
+    ['toString:1:3', kIds((i) => i >= 1 && i <= 3)],
+    ['hasOwnProperty:true', kIds((i) => i % 2 === 0)],
+    ['__proto__:__proto__', kIds((i) => i % 3 === 0)],
+    ['__proto__:valueOf|constructor', kIds((i) => i % 3 !== 0)],
+    ['valueOf:constructor', kIds((i) => i % 2 === 1)],
+    ['valueOf:hasOwnProperty,__proto__:constructor', kIds((i) => i === 2)],
+    ['text:toString', kIds((i) => i % 2 === 0)],
+  ])('q=%s matches the items holding it', async (q, expected) => {
+    const got = await allIds(
+      `q=${encodeURIComponent(q).replace(/%2C/g, ',').replace(/%3A/g, ':')}`,
+    );
+    expect(got.ids.sort()).toEqual(expected.sort());
+    expect(got.total).toBe(expected.length);
+  });
+
+  it('sort by them, numbers and strings, missing last', async () => {
+    const rest = docs.map((d) => d.id).sort();
+    expect((await allIds('sort=toString&order=desc')).ids).toEqual([
+      ...kIds(() => true).reverse(),
+      ...rest,
+    ]);
+    // '__proto__' < 'constructor' < 'valueOf' in code-point order; ties by id
+    expect((await allIds('sort=__proto__&order=asc')).ids).toEqual([
+      'k-0',
+      'k-3',
+      'k-2',
+      'k-5',
+      'k-1',
+      'k-4',
+      ...rest,
+    ]);
+  });
+
+  it('project them with fields', async () => {
+    const r = await search(
+      `q=toString:0:5&fields=${KEYS.join(',')}&sort=toString&order=asc&limit=6`,
+    );
+    expect(r.body.results.map((x: { metadata: object }) => x.metadata)).toEqual(
+      K.map((k) => k.metadata),
+    );
+  });
+
+  it('count them in facets, stats and content/fields', async () => {
+    const r = await search(
+      'limit=0&facets=constructor,__proto__,hasOwnProperty,valueOf&stats=toString&histogram=toString:2',
+    );
+    expect(r.status).toBe(200);
+    const facet = (buckets: Array<[string, number]>) => ({
+      buckets: buckets.map(([value, count]) => ({ value, count })),
+      other: 0,
+      missing: docs.length,
+    });
+    expect(r.body.facets).toEqual(
+      Object.fromEntries([
+        [
+          'constructor',
+          facet([
+            ['toString', 3],
+            ['x', 3],
+          ]),
+        ],
+        [
+          '__proto__',
+          facet([
+            ['__proto__', 2],
+            ['constructor', 2],
+            ['valueOf', 2],
+          ]),
+        ],
+        [
+          'hasOwnProperty',
+          facet([
+            ['false', 3],
+            ['true', 3],
+          ]),
+        ],
+        [
+          'valueOf',
+          facet([
+            ['__proto__', 3],
+            ['constructor', 3],
+            ['hasOwnProperty', 3],
+          ]),
+        ],
+      ]),
+    );
+    expect(r.body.stats).toEqual({ toString: { count: 6, min: 0, max: 5, avg: 2.5, sum: 15 } });
+    expect(r.body.histograms).toEqual({
+      toString: [0, 2, 4].map((from) => ({ from, to: from + 2, count: 2 })),
+    });
+    const counts = await t.call(
+      'GET',
+      `${ds.base}/content/fields?fields=constructor,__proto__,valueOf&q=toString:0:5`,
+      { token: ds.dsToken },
+    );
+    expect(counts.body.fields).toEqual(
+      Object.fromEntries([
+        ['constructor', { toString: 3, x: 3 }],
+        [
+          '__proto__',
+          Object.fromEntries([
+            ['__proto__', 2],
+            ['constructor', 2],
+            ['valueOf', 2],
+          ]),
+        ],
+        [
+          'valueOf',
+          Object.fromEntries([
+            ['__proto__', 3],
+            ['constructor', 3],
+            ['hasOwnProperty', 3],
+          ]),
+        ],
+      ]),
+    );
+    const names = await t.call('GET', `${ds.base}/content/fields?fields=*`, { token: ds.dsToken });
+    expect(names.body.fields).toEqual(expect.arrayContaining(KEYS));
   });
 });
