@@ -6,7 +6,8 @@
  *
  * The broker is taken away from this installation alone, through a TCP proxy that drops every
  * connection and refuses new ones, then accepts them again: the local broker is shared by the
- * suites running in parallel, and restarting it made their apps fail to start.
+ * suites running in parallel, and restarting it made their apps fail to start. A restart of a
+ * broker itself, its queues and state included, is broker-restart.test.ts (on a node of its own).
  */
 import type { ChildProcess } from 'node:child_process';
 import { OPERATOR, deleteInstallation, tempDir, waitFor } from '../helpers/app';
