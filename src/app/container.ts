@@ -285,6 +285,7 @@ export async function buildContainer(
       await http.close();
       await metering.drain();
       await stores.close();
+      await embedder.close?.();
     },
   };
 }

@@ -15,4 +15,6 @@ export interface Embedder {
   /** The square input the embedder wants; the image decoder resizes to it. */
   readonly inputSize: number;
   embed(pixels: Pixels): Promise<Float32Array>;
+  /** Lets go of a model and its thread, where there is one. */
+  close?(): Promise<void>;
 }

@@ -55,6 +55,10 @@ export class EfficientNetEmbedder implements Embedder {
     normalise(v);
     return v;
   }
+
+  close(): Promise<void> {
+    return this.session.close();
+  }
 }
 
 /** NCHW float input, (p − 127) / 128. */

@@ -51,4 +51,8 @@ export class HybridEmbedder implements Embedder {
     normalise(out);
     return out;
   }
+
+  async close(): Promise<void> {
+    await Promise.all(this.parts.map((p) => p.embedder.close?.()));
+  }
 }

@@ -37,7 +37,7 @@ export async function createEmbedder(
     case 'descriptor':
       return new DescriptorEmbedder();
     case 'onnx':
-      return OnnxEmbedder.load(opts.modelPath!);
+      return OnnxEmbedder.load(opts.modelPath!, threads);
     case 'efficientnet':
       return EfficientNetEmbedder.load({ threads });
     case 'hybrid': {

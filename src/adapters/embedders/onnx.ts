@@ -1,28 +1,27 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import * as ort from 'onnxruntime-node';
 import type { Embedder, Pixels } from '../../ports/embedder';
+import { SerialSession } from './serial-session';
 import { normalise } from './unit';
 
 /** CLIP's input normalisation (also close to ImageNet's); see docs/embedders.md. */
 const MEAN = [0.48145466, 0.4578275, 0.40821073];
 const STD = [0.26862954, 0.26130258, 0.27577711];
-const DEFAULT_SIZE = 224;
 
 /**
  * Runs an image-embedding model exported to ONNX (e.g. a CLIP image encoder). Input: the
  * model's first input, float32 NCHW [1, 3, S, S] RGB, normalised as CLIP does; S is read from
- * the model (224 when it is dynamic). Output: the first output, flattened and L2-normalised.
+ * the model (224 when it is dynamic). It runs on the model's own thread (serial-session.ts). Output: the first output, flattened and L2-normalised.
  */
 export class OnnxEmbedder implements Embedder {
   private constructor(
-    private readonly session: ort.InferenceSession,
+    private readonly session: SerialSession,
     readonly id: string,
     readonly inputSize: number,
     readonly dimensions: number,
   ) {}
 
-  static async load(file: string): Promise<OnnxEmbedder> {
+  static async load(file: string, threads?: number): Promise<OnnxEmbedder> {
     let bytes: Buffer;
     try {
       bytes = fs.readFileSync(file);
@@ -31,22 +30,23 @@ export class OnnxEmbedder implements Embedder {
         cause: e,
       });
     }
-    let session: ort.InferenceSession;
+    let session: SerialSession;
     try {
-      session = await ort.InferenceSession.create(bytes);
+      session = await SerialSession.create(bytes, threads);
     } catch (e) {
       throw new Error(
         `EMBEDDER_MODEL_PATH: ${file} is not a usable ONNX model: ${(e as Error).message}`,
         { cause: e },
       );
     }
-    const meta = session.inputMetadata[0] as { shape?: Array<number | string> } | undefined;
-    const side = meta?.shape?.[3];
-    const size = typeof side === 'number' && side > 0 ? side : DEFAULT_SIZE;
+    const size = session.inputSize;
     const id = `onnx-${crypto.createHash('sha256').update(bytes).digest('hex').slice(0, 12)}`;
     const probe = new OnnxEmbedder(session, id, size, 0);
     const dims = (await probe.raw({ data: new Uint8Array(size * size * 3), size })).length;
-    if (!dims) throw new Error(`EMBEDDER_MODEL_PATH: ${file} produced an empty embedding`);
+    if (!dims) {
+      await session.close();
+      throw new Error(`EMBEDDER_MODEL_PATH: ${file} produced an empty embedding`);
+    }
     return new OnnxEmbedder(session, id, size, dims);
   }
 
@@ -56,16 +56,16 @@ export class OnnxEmbedder implements Embedder {
     for (let i = 0; i < plane; i++)
       for (let c = 0; c < 3; c++)
         input[c * plane + i] = (data[i * 3 + c]! / 255 - MEAN[c]!) / STD[c]!;
-    const feeds = {
-      [this.session.inputNames[0]!]: new ort.Tensor('float32', input, [1, 3, size, size]),
-    };
-    const out = await this.session.run(feeds);
-    return Float32Array.from(out[this.session.outputNames[0]!]!.data as Float32Array);
+    return this.session.run(input);
   }
 
   async embed(p: Pixels): Promise<Float32Array> {
     const v = await this.raw(p);
     normalise(v);
     return v;
+  }
+
+  close(): Promise<void> {
+    return this.session.close();
   }
 }
