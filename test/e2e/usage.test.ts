@@ -301,3 +301,125 @@ test('a fixed yearly image limit postpones the rest (quota_postponed) until the 
   const u2 = (await t.call('GET', '/orgs/meter6/usage', { token: orgToken })).body.usage;
   expect(u2.images).toMatchObject({ processed: 8, remaining: 2 });
 });
+
+interface StoredState {
+  organisation: {
+    dataset: { item: { state: string; image: { url: string } | null } | null };
+  };
+}
+
+describe('image counting through the worker (contract §8: a new url is one counted from anew)', () => {
+  /** An organisation with an empty dataset `cat`; its token and the dataset's path. */
+  async function orgWithDataset(name: string, plan?: unknown) {
+    const o = await t.call('POST', '/orgs', { token: OPERATOR, body: { name, plan } });
+    expect(o.status).toBe(201);
+    const token = o.body.token as string;
+    expect(
+      (await t.call('POST', `/orgs/${name}/datasets`, { token, body: { name: 'cat' } })).status,
+    ).toBe(201);
+    const base = `/orgs/${name}/datasets/cat`;
+    const push = async (id: string, url: string) =>
+      expect(
+        (await t.call('POST', `${base}/content`, { token, body: { content: [{ id, url }] } }))
+          .status,
+      ).toBe(202);
+    const images = async () =>
+      (await t.call('GET', `/orgs/${name}/usage`, { token })).body.usage.images as {
+        processed: number;
+        remaining?: number;
+      };
+    /** Waits until the item is processed from `url` (the worker, not the write, did it). */
+    const processedFrom = (id: string, url: string) =>
+      waitFor(`${id} processed from ${url}`, async () => {
+        const r = await gql<StoredState, { o: string; id: string }>(
+          t.url,
+          `query I($o: String!, $id: ID!) { organisation(name: $o) { dataset(name: "cat") {
+             item(id: $id) { state image { url } } } } }`,
+          { o: name, id },
+          token,
+        );
+        const item = r.data?.organisation.dataset.item;
+        return item?.state === 'PROCESSED' && item.image?.url === url;
+      });
+    return { token, base, push, images, processedFrom };
+  }
+
+  const A = () => `${img.url}/img/41.png`;
+  const B = () => `${img.url}/img/42.png`;
+
+  test('an item deleted and pushed again with the same url counts again once processed', async () => {
+    const o = await orgWithDataset('meter7');
+    await o.push('x', A());
+    await o.processedFrom('x', A());
+    expect((await o.images()).processed).toBe(1);
+    const del = await t.call('DELETE', `${o.base}/content`, {
+      token: o.token,
+      body: { ids: ['x'] },
+    });
+    expect(del.status).toBe(202);
+    await waitFor('x deleted', async () => {
+      const d = await t.call('GET', o.base, { token: o.token });
+      return d.body.dataset.counts.items === 0;
+    });
+    expect((await o.images()).processed).toBe(1); // deleting is not processing
+    await o.push('x', A());
+    await o.processedFrom('x', A());
+    await waitFor('the second processing counted', async () => (await o.images()).processed === 2);
+  });
+
+  test('A → B → A counts three times; re-sending the current url counts nothing', async () => {
+    const o = await orgWithDataset('meter8');
+    const steps: Array<[string, number]> = [
+      [A(), 1],
+      [B(), 2],
+      [B(), 2], // same url again: nothing to process
+      [A(), 3],
+    ];
+    for (const [url, count] of steps) {
+      await o.push('y', url);
+      await o.processedFrom('y', url);
+      await waitFor(`${count} images counted`, async () => (await o.images()).processed === count);
+    }
+    // nothing more arrives late (a redelivery, a sweep)
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await o.images()).processed).toBe(3);
+  });
+
+  test('with a fixed limit, A → B → A cannot pass it: the url change waits as quota_postponed', async () => {
+    const o = await orgWithDataset('meter9', { images: { limitType: 'fixed', limit: 2 } });
+    await o.push('z', A());
+    await o.processedFrom('z', A());
+    await o.push('z', B());
+    await o.processedFrom('z', B());
+    expect(await o.images()).toMatchObject({ processed: 2, remaining: 0 });
+    await o.push('z', A());
+    const errors = await waitFor('the third url postponed', async () => {
+      const r = await t.call('GET', `${o.base}/errors`, { token: o.token });
+      return r.body.total_results === 1 && r.body.errors;
+    });
+    expect(errors).toEqual([
+      expect.objectContaining({ id: 'z', url: A(), code: 'quota_postponed' }),
+    ]);
+    const ds = (await t.call('GET', o.base, { token: o.token })).body.dataset;
+    expect(ds.counts).toMatchObject({ items: 1, processed: 0, pending: 1 });
+    const listed = await t.call('GET', `${o.base}/content`, { token: o.token });
+    expect(listed.body.content).toEqual([{ id: 'z', url: A(), processed: false }]);
+    expect(await o.images()).toMatchObject({ processed: 2, remaining: 0 });
+
+    // raised by one, the waiting url is processed and is the third image
+    const raised = await t.call('PUT', '/orgs/meter9/plan', {
+      token: OPERATOR,
+      body: { plan: { images: { limitType: 'fixed', limit: 3 } } },
+    });
+    expect(raised.status).toBe(200);
+    await requeueUnfinished(
+      t.app.container.content,
+      t.app.container.queue,
+      t.app.container.log,
+      t.app.container.embedder.id,
+    );
+    await o.processedFrom('z', A());
+    await waitFor('the third image counted', async () => (await o.images()).processed === 3);
+    expect(await o.images()).toMatchObject({ processed: 3, remaining: 0 });
+  });
+});
