@@ -205,6 +205,32 @@ describe('search analytics (contract §10)', () => {
     expect(r.body.stats.secret.count).toBe(0);
   });
 
+  test('histogram and disjunctive on a privateMetadata key answer exactly as on a key no item has', async () => {
+    // `secret` is private only (0…209 on every item); `nothing` is on no item at all
+    const figures = (k: string) => [
+      `limit=0&histogram=${k}:10`,
+      `limit=0&histogram=${k}:1,size:10&q=color:red`,
+      `limit=0&facets=color,${k}&disjunctive=${k}&q=${k}:3:9`,
+      `limit=0&facets=${k},color&disjunctive=${k}&q=color:red,${k}:!4`,
+      `limit=2&facets=${k}&disjunctive=${k}&stats=${k}&histogram=${k}:5&q=size:0:50&sort=size`,
+    ];
+    const rename = (body: unknown, k: string) =>
+      JSON.parse(JSON.stringify(body).replaceAll(`"${k}"`, '"KEY"')) as Record<string, unknown>;
+    const priv = figures('secret');
+    const none = figures('nothing');
+    for (const [i, qs] of priv.entries()) {
+      const [p, n] = [await search(qs), await search(none[i]!)];
+      expect([qs, p.status]).toEqual([qs, 200]);
+      expect([qs, rename(p.body, 'secret')]).toEqual([qs, rename(n.body, 'nothing')]);
+    }
+    // what a key no item has answers: no buckets, every match missing
+    const h = await search('limit=0&histogram=secret:10');
+    expect(h.body.histograms).toEqual({ secret: [] });
+    const d = await search('limit=0&facets=secret&disjunctive=secret&q=secret:3:9');
+    expect(d.body.total_results).toBe(0);
+    expect(d.body.facets.secret).toEqual({ buckets: [], other: 0, missing: N });
+  });
+
   test('time histograms: UTC buckets with ISO bounds, empty ones included', async () => {
     const r = await search('limit=0&histogram=service_created_at:hour,service_updated_at:month');
     expect(r.status).toBe(200);
