@@ -15,13 +15,13 @@ interface Limit {
 export const LIMIT_TABLE = {
   itemIdMaxLength: { value: 100, unit: 'characters', what: 'item id (400 above)' },
   urlMaxLength: { value: 2048, unit: 'characters', what: 'image url (400 above)' },
-  contentBodyBytes: {
+  requestBodyBytes: {
+    // contract §2: 413 only above 5 MB, on every route but lens (its own rule, §7)
     value: 5 * 1024 * 1024,
     unit: 'bytes',
-    what: 'body of POST/PUT/DELETE content and of GraphQL (413 above)',
+    what: 'body of any request but a lens search: content, GraphQL, track, settings and the rest (413 above)',
   },
   lensBodyBytes: { value: 500 * 1024, unit: 'bytes', what: 'body of a lens search (413 above)' },
-  requestBodyBytes: { value: 1024 * 1024, unit: 'bytes', what: 'body of any other request (413)' },
   listDefault: { value: 1000, unit: 'items', what: 'content listing page, default' },
   listMax: { value: 1000, unit: 'items', what: 'content listing page, at most (400 above)' },
   deleteMaxIds: { value: 1000, unit: 'items', what: 'ids in one DELETE content (400 above)' },

@@ -62,12 +62,12 @@ describe('batching within the content body limit', () => {
   it('defaults to the interface limit, 5 MB', () => {
     const es = entries(300, (i) => item(i, 10_000)); // ~20 KB each: ~6 MB in all
     const batches = batchAll(
-      new Batcher({ maxBytes: LIMITS.contentBodyBytes, maxItems: 1000 }, 0, 1),
+      new Batcher({ maxBytes: LIMITS.requestBodyBytes, maxItems: 1000 }, 0, 1),
       es,
     );
     expect(batches).toHaveLength(2);
     for (const b of batches)
-      expect(Buffer.byteLength(requestBody(b.items))).toBeLessThanOrEqual(LIMITS.contentBodyBytes);
+      expect(Buffer.byteLength(requestBody(b.items))).toBeLessThanOrEqual(LIMITS.requestBodyBytes);
   });
 
   it('caps the items of a batch', () => {

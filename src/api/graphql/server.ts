@@ -110,7 +110,6 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
   app.route({
     method: ['GET', 'POST'],
     url: '/graphql',
-    bodyLimit: LIMITS.contentBodyBytes,
     // variables carry metadata, whose keys are the client's (content-body.ts copies them as such)
     config: { graphql: true, dataKeys: true },
     handler: function (req, reply) {

@@ -27,7 +27,7 @@ Options:
   --restart             ignore the saved state and start from the first line
   --concurrency N       requests in flight (default 3, at most 16)
   --batch-items N       items per request (default 1000)
-  --batch-bytes N       bytes per request body (default and maximum ${LIMITS.contentBodyBytes})
+  --batch-bytes N       bytes per request body (default and maximum ${LIMITS.requestBodyBytes})
   --wait                after the import, wait until the dataset has processed every item
                         (without it, the summary shows how far processing has got)
   --quiet               no progress display
@@ -157,9 +157,9 @@ export function parseCli(
   const batchBytes = intOption(
     v['batch-bytes'],
     'batch-bytes',
-    LIMITS.contentBodyBytes,
+    LIMITS.requestBodyBytes,
     1024,
-    LIMITS.contentBodyBytes,
+    LIMITS.requestBodyBytes,
     problems,
   );
   if (problems.length) throw new UsageError(problems.join('\n'));

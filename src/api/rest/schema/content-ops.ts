@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { parseContentBatch } from '../../../domain/content';
-import { LIMITS } from '../../../domain/limits';
 import { operation } from '../operation';
 import * as body from './bodies';
 import { datasetParams, paging } from './params';
@@ -23,7 +22,6 @@ const write = (method: 'POST' | 'PUT') =>
     access: 'organisation',
     params: datasetParams,
     body: body.contentBatch(method === 'POST' ? 'post' : 'put'),
-    bodyLimit: LIMITS.contentBodyBytes,
     dataKeys: { bodyRule: (b) => parseContentBatch(b, method === 'POST' ? 'post' : 'put') },
     status: 202,
     response: shape.accepted,
