@@ -7,7 +7,10 @@
 import http from 'node:http';
 import net from 'node:net';
 import { Readable } from 'node:stream';
+import { LIMITS } from '../../src/domain/limits';
+import { AddContentDocument } from '../graphql/generated';
 import { OPERATOR, setupDataset, startTestApp, type TestApp } from '../helpers/app';
+import { gql, onlyError } from '../helpers/graphql';
 
 let t: TestApp;
 let acme: Awaited<ReturnType<typeof setupDataset>>;
@@ -81,7 +84,10 @@ function rawRequest(url: string, head: string, body: Buffer | string = ''): Prom
   });
 }
 
-const SIX_MB = Buffer.alloc(6 * 1024 * 1024, 'a');
+const MB = 1024 * 1024;
+/** Past the limit of every route (6 MB, the size issue 14 tried). */
+const SIX_MB = Buffer.alloc(LIMITS.requestBodyBytes + MB, 'a');
+const inMB = (bytes: number) => `${bytes / MB} MB`;
 
 const post = (path: string, token: string, length: number, extra = ''): string =>
   `POST ${path} HTTP/1.1\r\nHost: test\r\nAuthorization: token ${token}\r\n` +
@@ -111,9 +117,9 @@ describe('a refused body is read before the answer, so every client sees it', ()
     const head =
       `POST /orgs HTTP/1.1\r\nHost: test\r\nAuthorization: token ${OPERATOR}\r\n` +
       'Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
-    const chunk = Buffer.alloc(1024 * 1024, 'a');
+    const chunk = Buffer.alloc(MB, 'a');
     const framed = Buffer.concat([
-      ...Array.from({ length: 6 }, () =>
+      ...Array.from({ length: SIX_MB.length / MB }, () =>
         Buffer.concat([
           Buffer.from(`${chunk.length.toString(16)}\r\n`),
           chunk,
@@ -175,18 +181,64 @@ describe('a refused body is read before the answer, so every client sees it', ()
   });
 
   test('the 413 names the limit of the endpoint', async () => {
-    const r = await rawRequest(t.url, post('/orgs', OPERATOR, SIX_MB.length), SIX_MB);
-    expect(r.body.error.message).toContain('5 MB');
-    const c = await rawRequest(
+    for (const path of ['/orgs', `${acme.base}/content`, '/graphql']) {
+      const r = await rawRequest(t.url, post(path, OPERATOR, SIX_MB.length), SIX_MB);
+      expect([path, r.body.error.message]).toEqual([
+        path,
+        `request body is larger than the ${inMB(LIMITS.requestBodyBytes)} this endpoint accepts`,
+      ]);
+    }
+    const lens = await rawRequest(
       t.url,
-      post(`${acme.base}/content`, OPERATOR, SIX_MB.length),
+      post(`${acme.base}/search`, acme.dsToken, SIX_MB.length),
       SIX_MB,
     );
-    expect(c.body.error.message).toContain('5 MB');
+    expect(lens.body.error.message).toBe(
+      `request body is larger than the ${LIMITS.lensBodyBytes / 1024} KB this endpoint accepts`,
+    );
+  });
+
+  test('the GraphQL route and the lens route: 6 MB is 413 with the contract body, 5 times of 5', async () => {
+    for (const [path, token] of [
+      ['/graphql', acme.orgToken],
+      [`${acme.base}/search`, acme.dsToken],
+    ]) {
+      for (let i = 0; i < 5; i++) {
+        const r = await rawRequest(t.url, post(path, token, SIX_MB.length), SIX_MB);
+        expectContractError(r, 413, 'payload_too_large');
+      }
+    }
+  });
+
+  test('only lens takes less than 5 MB (contract §2, §7): a 2 MB track batch is accepted, lens just past its limit is 413', async () => {
+    // 1,000 events of 2 KB each: a legitimate body above 1 MB and within the limit
+    const v = `a:click,id:sku-1,note:${'x'.repeat(LIMITS.vMaxLength - 30)}`;
+    const events = Array.from({ length: LIMITS.trackMaxEvents }, () => ({ v }));
+    const body = JSON.stringify({ events });
+    expect(body.length).toBeGreaterThan(1.9 * MB); // twice the 1 MB routes once refused
+    expect(body.length).toBeLessThanOrEqual(LIMITS.requestBodyBytes);
+    const track = await rawRequest(
+      t.url,
+      post(`${acme.base}/track`, acme.dsToken, body.length),
+      body,
+    );
+    expect([track.status, track.body]).toEqual([202, { status: 'accepted' }]);
+    const atLimit = Buffer.alloc(LIMITS.requestBodyBytes, ' ');
+    const orgs = await rawRequest(t.url, post('/orgs', OPERATOR, atLimit.length), atLimit);
+    expectContractError(orgs, 400, 'invalid_request'); // read whole, then refused as JSON
+    const overLens = Buffer.alloc(LIMITS.lensBodyBytes + 1, ' ');
+    expectContractError(
+      await rawRequest(t.url, post(`${acme.base}/search`, acme.dsToken, overLens.length), overLens),
+      413,
+      'payload_too_large',
+    );
   });
 
   test('a body declared beyond what is worth reading is answered at once, and the connection closed', async () => {
-    const r = await rawRequest(t.url, post('/orgs', OPERATOR, 100 * 1024 * 1024));
+    const r = await rawRequest(
+      t.url,
+      post('/orgs', OPERATOR, LIMITS.refusedBodyDrainBytes + LIMITS.requestBodyBytes),
+    );
     expectContractError(r, 413, 'payload_too_large');
     expect(r.headers.connection).toBe('close');
   });
@@ -394,5 +446,65 @@ describe("the vendor's curl samples: JSON without a JSON Content-Type (contract 
     });
     expect(form.status).toBe(415);
     expect(form.body.error.message).toContain('application/x-www-form-urlencoded');
+  });
+});
+
+describe('ids holding a lone UTF-16 surrogate are refused (not Unicode text)', () => {
+  const LONE = ['a\uD800b', '\uDC00', 'x\uDC00\uD800y'];
+  const url = 'http://img.test/a.png';
+  const listed = async () =>
+    (
+      (await t.call('GET', `${acme.base}/content?limit=1000`, { token: acme.orgToken })).body
+        .content as Array<{ id: string }>
+    ).map((c) => c.id);
+
+  test('REST: 400 naming the item by index and its id field; nothing of the batch stored', async () => {
+    for (const id of LONE) {
+      // as a client sends it: JSON escapes (JSON.stringify writes "a\ud800b" for "a\uD800b")
+      const raw = `{"content":[{"id":"kept-out","url":"${url}"},{"id":${JSON.stringify(id)},"url":"${url}"}]}`;
+      expect(raw).toMatch(/\\ud[89a-f][0-9a-f]{2}/);
+      const r = await t.call('POST', `${acme.base}/content`, {
+        token: acme.orgToken,
+        raw,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect([id, r.status, r.body.error?.code]).toEqual([id, 400, 'invalid_request']);
+      expect(r.body.error.details).toEqual([
+        { index: 1, id, field: 'id', message: expect.stringMatching(/lone UTF-16 surrogate/) },
+      ]);
+    }
+    expect((await listed()).filter((id) => ['kept-out', ...LONE].includes(id))).toEqual([]);
+  });
+
+  test('GraphQL addContent: the same 400 and details; a well-formed pair is an ordinary id', async () => {
+    for (const id of LONE) {
+      const r = await gql(
+        t.url,
+        AddContentDocument,
+        {
+          organisation: 'acme',
+          dataset: 'shoes',
+          items: [
+            { id: 'kept-out', url },
+            { id, url },
+          ],
+        },
+        acme.orgToken,
+      );
+      const e = onlyError(r);
+      expect([id, e.extensions.code, e.extensions.status]).toEqual([id, 'invalid_request', 400]);
+      expect(e.extensions.details).toEqual([
+        { index: 1, id, field: 'id', message: expect.stringMatching(/lone UTF-16 surrogate/) },
+      ]);
+    }
+    expect((await listed()).filter((id) => ['kept-out', ...LONE].includes(id))).toEqual([]);
+    const pair = await gql(
+      t.url,
+      AddContentDocument,
+      { organisation: 'acme', dataset: 'shoes', items: [{ id: 'ok-😀', url }] },
+      acme.orgToken,
+    );
+    expect(pair.data?.addContent.accepted).toBe(1);
+    expect(await listed()).toContain('ok-😀');
   });
 });
