@@ -48,13 +48,16 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
-    files: ['src/domain/**/*.ts', 'src/query/**/*.ts', 'src/ports/**/*.ts'],
+    files: ['src/domain/**/*.ts', 'src/query/**/*.ts', 'src/ports/**/*.ts', 'src/lib/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
-            { group: vendor, message: 'domain/, query/ and ports/ stay free of vendor packages' },
+            {
+              group: vendor,
+              message: 'domain/, query/, ports/ and lib/ stay free of vendor packages',
+            },
           ],
         },
       ],

@@ -6,6 +6,7 @@ import type { RequestType } from '../domain/plan';
 import type { AccountStore, Organisation } from '../ports/account-store';
 import type { EventLog } from '../ports/event-log';
 import type { ChargeReceipt, UsageLedger } from '../ports/usage-ledger';
+import { RecentReads } from '../lib/recent-reads';
 import type { Principal } from './principal';
 
 export const MICRO = 1_000_000;
@@ -39,7 +40,7 @@ export class MeteringService {
   /** Organisations refused recently, and until when to charge them before working. */
   private readonly refused = new Map<string, number>();
   private readonly logging = new Set<Promise<void>>();
-  private readonly plans = new Map<string, { org: Promise<Organisation>; until: number }>();
+  private readonly plans: RecentReads<Organisation>;
 
   constructor(
     private readonly accounts: AccountStore,
@@ -47,23 +48,14 @@ export class MeteringService {
     private readonly events: EventLog,
     private readonly log: Logger,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.plans = new RecentReads(PLAN_TTL_MS, now);
+  }
 
-  /** Concurrent misses share one read. */
-  private organisation(name: string): Promise<Organisation> {
-    const cached = this.plans.get(name);
-    if (cached && cached.until > this.now()) return cached.org;
-    const read = this.accounts.getOrg(name).then((org) => {
-      if (!org) throw new AppError('not_found', `organisation '${name}' not found`);
-      return org;
-    });
-    if (this.plans.size > 10_000) this.plans.clear();
-    this.plans.set(name, { org: read, until: this.now() + PLAN_TTL_MS });
-    // a failed read is not remembered (unless a newer read replaced it meanwhile)
-    read.catch(() => {
-      if (this.plans.get(name)?.org === read) this.plans.delete(name);
-    });
-    return read;
+  private async organisation(name: string): Promise<Organisation> {
+    const org = await this.plans.get(name, () => this.accounts.getOrg(name));
+    if (!org) throw new AppError('not_found', `organisation '${name}' not found`);
+    return org;
   }
 
   private async charge(ds: Pick<Dataset, 'org' | 'id'>, type: RequestType): Promise<ChargeReceipt> {

@@ -94,14 +94,13 @@ export class VisionService {
 
   /** 409 until the dataset holds enough processed items for the Vision API (contract §2). */
   async requireReady(ds: Dataset): Promise<void> {
-    if (this.ready.isReady(ds.id)) return;
-    const { processed } = await this.store.counts(ds.id);
+    const processed =
+      (await this.ready.get(ds.id, async () => (await this.store.counts(ds.id)).processed)) ?? 0;
     if (processed < LIMITS.minProcessedForVision)
       throw new AppError(
         'dataset_not_ready',
         `dataset '${ds.name}' has ${processed} processed items; the Vision API needs at least ${LIMITS.minProcessedForVision}`,
       );
-    this.ready.markReady(ds.id);
   }
 
   /** Paginated search (request type `search`); REST and GraphQL shape the page their own way. */

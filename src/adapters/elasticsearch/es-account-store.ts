@@ -5,7 +5,7 @@ import type { AccountStore, Organisation, TokenRecord } from '../../ports/accoun
 import { casUpdate, claimValue, createOnly, getVersioned } from './cas';
 import { guard, unavailable } from './guard';
 import { isNotFound, type EsIndices } from './indices';
-import { RecentReads } from './recent-reads';
+import { RecentReads } from '../../lib/recent-reads';
 
 interface OrgDoc {
   name: string;
@@ -91,7 +91,7 @@ export class EsAccountStore implements AccountStore {
 
   /** A write to a kept record: forgotten before (reads from now on) and after (reads during). */
   private async changing<T>(
-    recent: RecentReads<unknown>,
+    recent: Pick<RecentReads<unknown>, 'forget' | 'clear'>,
     key: string | undefined,
     write: () => Promise<T>,
   ): Promise<T> {

@@ -2,13 +2,14 @@ import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
 import type { ValueKind } from '../../domain/metadata';
 import type { FieldCatalogue } from '../../query/resolve';
 import { catalogueBody } from './dsl';
+import { RecentReads } from '../../lib/recent-reads';
 import { guard } from './guard';
 import type { EsIndices } from './indices';
 import { ItemIndex, orEmpty } from './item-index';
 
 /**
  * Within the 2 s consistency window of contract §12: another host's writes show here at the
- * latest 2 s later. The cache belongs to this instance and this host's writes clear it at once.
+ * latest 2 s later. The memo belongs to this instance and this host's writes clear it at once.
  */
 const CATALOGUE_TTL_MS = 2000;
 
@@ -21,21 +22,17 @@ type Bucket = {
 
 /** The metadata fields of a dataset and the kinds of value each holds, from the value index. */
 export class FieldCatalogues extends ItemIndex {
-  private readonly cache = new Map<
-    string,
-    { at: number; scopes: string; value: Map<string, Set<ValueKind>> }
-  >();
+  /** The public catalogue of each dataset (every value kept, an empty one too). */
+  private readonly recent: RecentReads<Map<string, Set<ValueKind>>>;
 
-  constructor(
-    indices: EsIndices,
-    private readonly now: () => number,
-  ) {
+  constructor(indices: EsIndices, now: () => number) {
     super(indices);
+    this.recent = new RecentReads(CATALOGUE_TTL_MS, now, () => true);
   }
 
   /** This host changed the dataset's items: its next catalogue read asks Elasticsearch. */
   invalidate(datasetId: string): void {
-    this.cache.delete(datasetId);
+    this.recent.forget(datasetId);
   }
 
   /**
@@ -43,7 +40,7 @@ export class FieldCatalogues extends ItemIndex {
    * make a field an array field (a 400) or sortable (contract §6: it is a field no item has).
    */
   catalogue(datasetId: string): Promise<FieldCatalogue> {
-    return guard(() => this.kinds(datasetId, ['pub']));
+    return guard(async () => (await this.recent.get(datasetId, () => this.kinds(datasetId)))!);
   }
 
   publicFields(datasetId: string): Promise<string[]> {
@@ -53,13 +50,9 @@ export class FieldCatalogues extends ItemIndex {
     });
   }
 
-  private async kinds(datasetId: string, scopes: string[]): Promise<Map<string, Set<ValueKind>>> {
-    const key = scopes.join(',');
-    const cached = this.cache.get(datasetId);
-    if (cached && cached.scopes === key && this.now() - cached.at < CATALOGUE_TTL_MS)
-      return cached.value;
+  private async kinds(datasetId: string): Promise<Map<string, Set<ValueKind>>> {
     const value = new Map<string, Set<ValueKind>>();
-    for (const f of await this.fields(datasetId, scopes)) {
+    for (const f of await this.fields(datasetId, ['pub'])) {
       const set = new Set<ValueKind>();
       for (const t of f.t!.buckets) {
         for (const a of t.arr!.buckets) {
@@ -70,7 +63,6 @@ export class FieldCatalogues extends ItemIndex {
       }
       value.set(String(f.key), set);
     }
-    this.cache.set(datasetId, { at: this.now(), scopes: key, value });
     return value;
   }
 
