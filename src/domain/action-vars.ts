@@ -1,4 +1,5 @@
 import { invalid } from './errors';
+import { keyed } from './keyed';
 import { LIMITS } from './limits';
 
 const KEY = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -13,7 +14,8 @@ export function parseActionVars(v: string | undefined): Record<string, string> {
     throw invalid(`v is ${v.length} characters; at most ${LIMITS.vMaxLength}`, [
       { param: 'v', message: 'too long' },
     ]);
-  const out: Record<string, string> = {};
+  // a key such as __proto__ is a key like any other
+  const out = keyed<string>();
   let pos = 0;
   for (const pair of v.split(',')) {
     const colon = pair.indexOf(':');

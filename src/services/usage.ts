@@ -1,3 +1,4 @@
+import { keyed } from '../domain/keyed';
 import { invalid } from '../domain/errors';
 import { statusOf } from '../domain/dataset';
 import type { Plan } from '../domain/plan';
@@ -60,7 +61,8 @@ export class UsageService {
       this.ledger.month(org, year, month),
       this.ledger.images(org, year),
     ]);
-    const datasets: Record<string, DatasetUsage> = {};
+    // keyed by dataset names, which may be `__proto__` or `constructor`
+    const datasets = keyed<DatasetUsage>();
     const nameOf = new Map<string, string>();
     let total = 0;
     for (const ds of await this.accounts.listDatasets(org)) {

@@ -423,3 +423,18 @@ describe('image counting through the worker (contract §8: a new url is one coun
     expect(await o.images()).toMatchObject({ processed: 3, remaining: 0 });
   });
 });
+
+test('datasets named like object internals are listed in usage like any other', async () => {
+  const o = await t.call('POST', '/orgs', { token: OPERATOR, body: { name: 'meterprotos' } });
+  const org = { name: 'meterprotos', orgToken: o.body.token, dsToken: '', base: '' };
+  for (const name of ['__proto__', 'constructor', 'toString']) {
+    const d = await t.call('POST', `/orgs/${org.name}/datasets`, {
+      token: org.orgToken,
+      body: { name },
+    });
+    expect([name, d.status]).toEqual([name, 201]);
+  }
+  const u = await usage(org);
+  expect(Object.keys(u.datasets).sort()).toEqual(['__proto__', 'constructor', 'toString']);
+  expect(u.datasets.constructor).toMatchObject({ images: 0, usage: [] });
+});

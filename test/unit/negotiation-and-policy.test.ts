@@ -126,6 +126,15 @@ describe('action variables (v)', () => {
       url: 'http://x',
     });
   });
+  it('keeps keys named like object internals as keys', () => {
+    const v = parseActionVars('__proto__:x,constructor:y,toString:z');
+    expect(Object.keys(v)).toEqual(['__proto__', 'constructor', 'toString']);
+    expect(JSON.parse(JSON.stringify(v))).toEqual({
+      ['__proto__']: 'x',
+      constructor: 'y',
+      toString: 'z',
+    });
+  });
   it('names the position of a malformed pair', () => {
     expect(() => parseActionVars('a:1,broken')).toThrow(
       expect.objectContaining({ details: [expect.objectContaining({ param: 'v', position: 4 })] }),
