@@ -110,47 +110,55 @@ export class VisionService {
     name: string,
     p: SearchParams,
   ): Promise<SearchPage> {
-    return this.metering.upfront(ctx.principal, org, 'search', async (early) => {
-      const ds = await this.auth.visionDataset(ctx.principal, org, name);
-      const spec = p.analytics ? checkAnalytics(p.analytics) : parseAnalytics(p);
-      const analytics = hasAnalytics(spec);
-      // With figures asked for, limit=0 answers the figures alone (contract §10).
-      const figuresOnly = analytics && p.limit === 0;
-      const { page, limit, offset } = figuresOnly
-        ? { page: 1, limit: 0, offset: 0 }
-        : visionPage(p);
-      const order = (p.order ?? 'desc') as SortOrder;
-      if (order !== 'asc' && order !== 'desc')
-        throw invalid("order must be 'asc' or 'desc'", [
-          { param: 'order', message: "expected 'asc' or 'desc'" },
-        ]);
-      const vars = parseActionVars(p.v);
-      const catalogue = await this.store.catalogue(ds.id);
-      const sort = p.sort === undefined || p.sort === '' ? DEFAULT_SORT : p.sort;
-      const sp = sortProblem(sort, catalogue);
-      if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
-      const conditions = await this.conditions(ds, p.q, catalogue);
-      if (p.filter) conditions.push(...compileFilterTree(p.filter, rules(ds, catalogue)));
-      if (analytics) checkAnalyticsFields(spec, rules(ds, catalogue));
-      await this.requireReady(ds);
-      const [{ items, total }, figures] = await this.metering.billed(
-        ds,
-        'search',
-        vars,
-        () =>
-          Promise.all([
-            this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
-            analytics ? this.engine.analytics(ds.id, conditions, spec) : undefined,
-          ]),
-        ([r]) => ({
-          total: r.total,
-          filters: filterTerms(conditions),
-          ...(p.sort ? { sort: p.sort } : {}),
-        }),
-        early,
-      );
-      return { items, total, page, limit, ...(figures ? { figures } : {}) };
-    });
+    return this.metering.upfront(ctx.principal, org, 'search', (early) =>
+      this.auth.withVisionDataset(ctx.principal, org, name, async (ds, confirm) => {
+        const spec = p.analytics ? checkAnalytics(p.analytics) : parseAnalytics(p);
+        const analytics = hasAnalytics(spec);
+        // With figures asked for, limit=0 answers the figures alone (contract §10).
+        const figuresOnly = analytics && p.limit === 0;
+        const { page, limit, offset } = figuresOnly
+          ? { page: 1, limit: 0, offset: 0 }
+          : visionPage(p);
+        const order = (p.order ?? 'desc') as SortOrder;
+        if (order !== 'asc' && order !== 'desc')
+          throw invalid("order must be 'asc' or 'desc'", [
+            { param: 'order', message: "expected 'asc' or 'desc'" },
+          ]);
+        const vars = parseActionVars(p.v);
+        const catalogue = await this.store.catalogue(ds.id);
+        const sort = p.sort === undefined || p.sort === '' ? DEFAULT_SORT : p.sort;
+        const sp = sortProblem(sort, catalogue);
+        if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
+        const conditions = await this.conditions(ds, p.q, catalogue);
+        if (p.filter) conditions.push(...compileFilterTree(p.filter, rules(ds, catalogue)));
+        if (analytics) checkAnalyticsFields(spec, rules(ds, catalogue));
+        await this.requireReady(ds);
+        const [{ items, total }, figures] = await this.metering.billed(
+          ds,
+          'search',
+          vars,
+          () =>
+            confirm(
+              Promise.all([
+                this.engine.search(ds.id, {
+                  conditions,
+                  sort: { field: sort, order },
+                  offset,
+                  limit,
+                }),
+                analytics ? this.engine.analytics(ds.id, conditions, spec) : undefined,
+              ]),
+            ),
+          ([r]) => ({
+            total: r.total,
+            filters: filterTerms(conditions),
+            ...(p.sort ? { sort: p.sort } : {}),
+          }),
+          early,
+        );
+        return { items, total, page, limit, ...(figures ? { figures } : {}) };
+      }),
+    );
   }
 
   /** Processed items among `ids`, unique, in the order asked; unknown ids are absent. Not billable. */

@@ -71,3 +71,43 @@ test('a delete that leaves 199 processed items answers 409 at once; a url change
   expect(r.status).toBe(409);
   expect(r.body.error.code).toBe('dataset_not_ready');
 }, 120_000);
+
+test('a settings change made on another host applies to the Vision API at once, both ways', async () => {
+  // the last test's slow image (past the fetch deadline) replaced: 200 processed again
+  await t.call('POST', `${ds.base}/content`, {
+    token: ds.orgToken,
+    body: { content: [{ id: 'r-000', url: `${img.url}/img/0.png` }] },
+  });
+  await waitProcessed(t, ds.base, ds.orgToken, 200);
+  // one item with an array field, the rest without
+  const put = await t.callOn(0, 'POST', `${ds.base}/content`, {
+    token: ds.orgToken,
+    body: { content: [{ id: 'r-010', url: `${img.url}/img/10.png`, metadata: { tags: ['red'] } }] },
+  });
+  expect(put.status).toBe(202);
+  const byTag = (host: number) =>
+    t.callOn(host, 'GET', `${ds.base}/search?q=tags:red`, { token: ds.dsToken });
+  const similarByTag = (host: number) =>
+    t.callOn(host, 'GET', `${ds.base}/similar?id=r-001&limit=3&q=tags:red`, {
+      token: ds.dsToken,
+    });
+  const fields = (host: number, f: Record<string, string[]>) =>
+    t.callOn(host, 'PUT', `${ds.base}/settings/fields`, {
+      token: ds.orgToken,
+      body: { fields: f },
+    });
+  // every host has read the dataset (and would answer from that copy if it trusted it)
+  for (const host of [0, 1]) expect((await byTag(host)).status).toBe(400);
+  // enabled on host 1, used on host 0 at once
+  expect((await fields(1, { tags: ['*'] })).status).toBe(200);
+  const found = await byTag(0);
+  expect(found.status).toBe(200);
+  expect(found.body.results.map((r: { id: string }) => r.id)).toEqual(['r-010']);
+  expect((await similarByTag(0)).status).toBe(200);
+  // disabled on host 1: host 0 refuses at once, though its last copy allowed it
+  expect((await fields(1, {})).status).toBe(200);
+  for (const r of [await byTag(0), await similarByTag(0)]) {
+    expect(r.status).toBe(400);
+    expect(r.body.error.message).toContain('/settings/fields');
+  }
+}, 60_000);
