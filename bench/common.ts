@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import { Pool } from 'undici';
 import { startApp, type RunningApp } from '../src/app/start';
 import { loadConfig, type Config } from '../src/config/env';
 
@@ -180,4 +181,47 @@ export async function deleteInstallation(config: Config): Promise<void> {
   } finally {
     await conn.close();
   }
+}
+
+/** The pid listening on a local TCP port (Elasticsearch, RabbitMQ), or undefined. */
+export function pidOnPort(port: number): number | undefined {
+  try {
+    const out = execFileSync('ss', ['-ltnpH', `sport = :${port}`], { encoding: 'utf8' });
+    const m = /pid=(\d+)/.exec(out);
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+export function cpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // the fields after the command name, which is in parentheses and may hold spaces
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/**
+ * GET requests to the service over one kept-alive undici connection: the same HTTP client the
+ * Elasticsearch client uses for the direct queries the gateway is compared with (Node's fetch
+ * costs 0.4 ms more per request at p50 and 1.4 ms at p95 here, which is the client's, not the
+ * gateway's).
+ */
+export function gatewayClient(url: string): {
+  get<T = any>(p: string, token: string): Promise<{ status: number; body: T }>;
+  close(): Promise<void>;
+} {
+  const pool = new Pool(url, { connections: 1 });
+  return {
+    async get(p, token) {
+      const r = await pool.request({
+        method: 'GET',
+        path: p,
+        headers: { accept: V2, authorization: `token ${token}` },
+      });
+      return { status: r.statusCode, body: (await r.body.json()) as never };
+    },
+    close: () => pool.close(),
+  };
 }

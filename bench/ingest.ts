@@ -5,8 +5,10 @@
  * embedder, recorded), and `ratio_to_raw`: processed per second ÷ the raw analyzer's rate on
  * the same images in the same run.
  *
- *   npm run bench:ingest            (BENCH_INGEST_ITEMS, BENCH_BATCH, WORKER_CONCURRENCY)
+ *   npm run bench:ingest            (BENCH_INGEST_ITEMS, BENCH_BATCH, WORKER_CONCURRENCY,
+ *                                    BENCH_SETUPS=embedded|elasticsearch for one set-up)
  */
+import { fork } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
@@ -17,9 +19,11 @@ import {
   SETUPS,
   type Setup,
   call,
+  cpuSeconds,
   createDataset,
   deleteInstallation,
   machine,
+  pidOnPort,
   startService,
   writeResult,
 } from './common';
@@ -53,21 +57,58 @@ function makeImages(): Promise<Buffer[]> {
   );
 }
 
-/** The images, served under any /img/<n>.jpg path. */
-async function imageServer(images: Buffer[]): Promise<{ url: string; close(): void }> {
+/**
+ * The images, served under any /img/<n>.jpg path by a process of its own, as a remote image
+ * host would be: its work is not the service's (it is accounted separately below).
+ */
+async function serveImages(): Promise<void> {
+  const images = await makeImages();
   const server = http.createServer((req, res) => {
     const n = Number(/(\d+)\.jpg$/.exec(req.url ?? '')?.[1] ?? 0);
     res.writeHead(200, { 'content-type': 'image/jpeg' });
     res.end(images[n % images.length]);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close: () => server.close(),
+  process.send!((server.address() as AddressInfo).port);
+  process.once('message', () => server.close(() => process.exit(0)));
+}
+
+async function imageServer(): Promise<{ url: string; pid: number; close(): void }> {
+  const child = fork(__filename, ['serve-images'], { stdio: 'inherit' });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (p) => resolve(p as number));
+    child.once('exit', (code) => reject(new Error(`image server exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid!, close: () => child.send('stop') };
+}
+
+/** CPU seconds of each process that takes part, so a run shows where its time went. */
+function cpuMeter(imagePid: number) {
+  const pids: Record<string, number | undefined> = {
+    elasticsearch: pidOnPort(9200),
+    rabbitmq: pidOnPort(5672),
+    image_server: imagePid,
+  };
+  const read = () => {
+    const u = process.cpuUsage();
+    const out: Record<string, number> = { service: (u.user + u.system) / 1e6 };
+    for (const [k, pid] of Object.entries(pids)) if (pid) out[k] = cpuSeconds(pid);
+    return out;
+  };
+  const start = read();
+  return (items: number): Record<string, number> => {
+    const end = read();
+    return Object.fromEntries(
+      Object.keys(end).map((k) => [k, Math.round(((end[k]! - start[k]!) / items) * 1e5) / 100]),
+    );
   };
 }
 
-async function run(setup: Setup, images: string): Promise<Record<string, unknown>> {
+async function run(
+  setup: Setup,
+  images: string,
+  imagePid: number,
+): Promise<Record<string, unknown>> {
   const tag = `bench${Date.now().toString(36)}`;
   const app = await startService({
     ...setup.env,
@@ -79,6 +120,7 @@ async function run(setup: Setup, images: string): Promise<Record<string, unknown
   try {
     const { orgToken } = await createDataset(app, 'ingest');
     const base = app.url!;
+    const cpu = cpuMeter(imagePid);
     const start = Date.now();
     for (let b = 0; b < ITEMS; b += BATCH) {
       const content = Array.from({ length: Math.min(BATCH, ITEMS - b) }, (_, i) => {
@@ -112,6 +154,8 @@ async function run(setup: Setup, images: string): Promise<Record<string, unknown
       items_accepted_per_s: Math.round(ITEMS / acceptedS),
       all_processed_seconds: processedS,
       images_processed_per_s: Math.round((ITEMS / processedS) * 10) / 10,
+      // the service process's CPU also holds this bench's client (the POSTs and the polling)
+      cpu_ms_per_image: cpu(ITEMS),
     };
     process.stderr.write(`${JSON.stringify(out)}\n`);
     return out;
@@ -125,33 +169,40 @@ async function run(setup: Setup, images: string): Promise<Record<string, unknown
  * The ceiling: the project's own decode + embed (no fetch, no store, no queue) on the same
  * images, `CONCURRENCY` at a time, with the default embedder — what ingest is compared with.
  */
-async function rawAnalyzer(images: Buffer[]): Promise<{ embedder: string; per_s: number }> {
+async function rawAnalyzer(
+  images: Buffer[],
+): Promise<{ embedder: string; per_s: number; cpu_ms_per_image: number }> {
   const embedder = await createEmbedder(loadConfig({}).EMBEDDER);
   const analyzer = new SharpImageAnalyzer(embedder);
   const n = Math.min(ITEMS, 2000);
   let next = 0;
   const start = Date.now();
+  const cpu0 = process.cpuUsage();
   await Promise.all(
     Array.from({ length: Number(CONCURRENCY) }, async () => {
       while (next < n) await analyzer.analyze(images[next++ % images.length]!);
     }),
   );
+  const cpu = process.cpuUsage(cpu0);
   return {
     embedder: embedder.id,
     per_s: Math.round((n / ((Date.now() - start) / 1000)) * 10) / 10,
+    cpu_ms_per_image: Math.round(((cpu.user + cpu.system) / 1e3 / n) * 100) / 100,
   };
 }
 
 async function main(): Promise<void> {
   const images = await makeImages();
-  const img = await imageServer(images);
+  const img = await imageServer();
   const runs: Array<Record<string, unknown>> = [];
   let raw: Awaited<ReturnType<typeof rawAnalyzer>>;
   try {
     raw = await rawAnalyzer(images);
     process.stderr.write(`raw analyzer (${raw.embedder}): ${raw.per_s} images/s\n`);
-    for (const s of SETUPS) {
-      const r = await run(s, img.url);
+    // BENCH_SETUPS=embedded or =elasticsearch runs one set-up (a profile of one, say)
+    const only = process.env.BENCH_SETUPS;
+    for (const s of SETUPS.filter((x) => !only || x.name.startsWith(only))) {
+      const r = await run(s, img.url, img.pid);
       runs.push({
         ...r,
         ratio_to_raw: Math.round(((r.images_processed_per_s as number) / raw.per_s) * 100) / 100,
@@ -168,6 +219,7 @@ async function main(): Promise<void> {
     embedder: raw.embedder,
     raw_analyzer: {
       images_per_s: raw.per_s,
+      cpu_ms_per_image: raw.cpu_ms_per_image,
       what: 'decode + embed in this process, no fetch/store/queue, same images and concurrency, measured first in the same run',
     },
     runs,
@@ -175,7 +227,7 @@ async function main(): Promise<void> {
   process.stdout.write(`written to ${file}\n`);
 }
 
-main().catch((e) => {
+(process.argv[2] === 'serve-images' ? serveImages() : main()).catch((e) => {
   process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
   process.exit(1);
 });

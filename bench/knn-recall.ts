@@ -4,7 +4,11 @@
  * vectors of the same size, for the index options and `num_candidates` the service could use.
  * The query is the service's own (knnBody); only `num_candidates` and the index options vary.
  *
- *   npm run bench:knn      (KNN_QUERIES, KNN_MNIST_PER_CLASS, KNN_RANDOM_ITEMS to change)
+ *   npm run bench:knn      (KNN_QUERIES, KNN_MNIST_PER_CLASS, KNN_RANDOM_ITEMS to change;
+ *                           KNN_REAL_ITEMS=100000 takes that many of bench/real-vectors.ts's
+ *                           cached vectors instead of the 5,142 real images, KNN_OPTIONS a
+ *                           comma list of index option names, KNN_FORCE_MERGE=1 measures again
+ *                           after merging each index to one segment)
  */
 import { Client } from '@elastic/elasticsearch';
 import fs from 'node:fs';
@@ -19,23 +23,41 @@ import { ES_URL, machine, rng, summarize, writeResult } from './common';
 import { foodImages } from './food-images';
 import { labelledImages } from './labelled-images';
 import { mnistImages } from './mnist-images';
+import { loadRealVectors } from './real-vectors';
 
 const QUERIES = Number(process.env.KNN_QUERIES ?? 200);
 const MNIST_PER_CLASS = Number(process.env.KNN_MNIST_PER_CLASS ?? 400);
 const RANDOM_ITEMS = Number(process.env.KNN_RANDOM_ITEMS ?? 0);
 const K = 10;
 const CANDIDATES = [100, 200, 500, 1000];
+const REAL_ITEMS = Number(process.env.KNN_REAL_ITEMS ?? 0);
+const FORCE_MERGE = process.env.KNN_FORCE_MERGE === '1';
 const PREFIX = 'bench-knn-';
 
 interface IndexOptions {
   name: string;
   options: Record<string, unknown>;
+  /** Quantised graphs: the candidates are scored again on the float vectors, this many × k. */
+  oversample?: number;
 }
-const INDEX_OPTIONS: IndexOptions[] = [
+const ALL_OPTIONS: IndexOptions[] = [
   { name: 'hnsw-m16-ef100', options: { type: 'hnsw', m: 16, ef_construction: 100 } },
   { name: 'int8_hnsw-m16-ef100', options: { type: 'int8_hnsw', m: 16, ef_construction: 100 } },
+  {
+    name: 'int8_hnsw-m16-ef100-rescore2',
+    options: { type: 'int8_hnsw', m: 16, ef_construction: 100 },
+    oversample: 2,
+  },
+  {
+    name: 'bbq_hnsw-m16-ef100-rescore3',
+    options: { type: 'bbq_hnsw', m: 16, ef_construction: 100 },
+    oversample: 3,
+  },
   { name: 'hnsw-m32-ef200', options: { type: 'hnsw', m: 32, ef_construction: 200 } },
 ];
+const INDEX_OPTIONS = process.env.KNN_OPTIONS
+  ? ALL_OPTIONS.filter((o) => process.env.KNN_OPTIONS!.split(',').includes(o.name))
+  : ALL_OPTIONS.filter((o) => o.name !== 'bbq_hnsw-m16-ef100-rescore3');
 
 interface VectorSet {
   name: string;
@@ -79,6 +101,15 @@ async function realVectors(): Promise<VectorSet> {
   fs.mkdirSync(path.dirname(cache), { recursive: true });
   fs.writeFileSync(cache, JSON.stringify(vectors.map((v) => Array.from(v))));
   return { name: 'real', embedder: embedder.id, dims: embedder.dimensions, vectors };
+}
+
+/** bench/real-vectors.ts's cached vectors of real images and their variants. */
+async function largeRealSet(n: number): Promise<VectorSet> {
+  const real = await loadRealVectors(n);
+  const vectors = Array.from({ length: n }, (_, i) =>
+    real.data.subarray(i * real.dims, (i + 1) * real.dims),
+  );
+  return { name: `real-${n}`, embedder: real.embedder, dims: real.dims, vectors };
 }
 
 function randomVectors(n: number, dims: number, embedder: string): VectorSet {
@@ -149,8 +180,14 @@ async function load(es: Client, index: string, set: VectorSet, opts: IndexOption
   };
 }
 
-async function measure(es: Client, index: string, set: VectorSet, queries: number[]) {
-  const exact = queries.map((i) => exactTop(set, set.vectors[i]!));
+async function measure(
+  es: Client,
+  index: string,
+  set: VectorSet,
+  queries: number[],
+  exact: string[][],
+  opts: IndexOptions,
+) {
   const out = [];
   for (const numCandidates of CANDIDATES) {
     const ms: number[] = [];
@@ -162,8 +199,9 @@ async function measure(es: Client, index: string, set: VectorSet, queries: numbe
         conditions: [],
         limit: K,
         excludeIds: [],
-      }) as { knn: { num_candidates: number } };
+      }) as { knn: { num_candidates: number; rescore_vector?: { oversample: number } } };
       body.knn.num_candidates = numCandidates;
+      if (opts.oversample) body.knn.rescore_vector = { oversample: opts.oversample };
       const t0 = performance.now();
       const r = await es.search({ index, ...(body as object), _source: false });
       ms.push(performance.now() - t0);
@@ -180,8 +218,8 @@ async function measure(es: Client, index: string, set: VectorSet, queries: numbe
 }
 
 async function main(): Promise<void> {
-  const es = new Client({ node: ES_URL });
-  const real = await realVectors();
+  const es = new Client({ node: ES_URL, requestTimeout: 3_600_000 });
+  const real = REAL_ITEMS ? await largeRealSet(REAL_ITEMS) : await realVectors();
   const sets = [real, randomVectors(real.vectors.length, real.dims, real.embedder)];
   if (RANDOM_ITEMS) sets.push(randomVectors(RANDOM_ITEMS, real.dims, real.embedder));
   const runs = [];
@@ -189,21 +227,37 @@ async function main(): Promise<void> {
     for (const set of sets) {
       const r = rng(5);
       const queries = Array.from({ length: QUERIES }, () => Math.floor(r() * set.vectors.length));
+      const exact = queries.map((i) => exactTop(set, set.vectors[i]!));
       for (const opts of INDEX_OPTIONS) {
         const index = `${PREFIX}${set.name}-${opts.name}`.toLowerCase();
         const size = await load(es, index, set, opts);
-        const byCandidates = await measure(es, index, set, queries);
-        console.log(
-          `${set.name} ${opts.name}: ${byCandidates.map((c) => `nc ${c.num_candidates} → ${c.recall_at_10} (${c.latency_ms.p50} ms)`).join(', ')}; ${size.bytes_per_item} B/item`,
-        );
-        runs.push({
+        const byCandidates = await measure(es, index, set, queries, exact, opts);
+        const show = (label: string, rows: typeof byCandidates, bytes: number) =>
+          console.log(
+            `${set.name} ${opts.name}${label}: ${rows.map((c) => `nc ${c.num_candidates} → ${c.recall_at_10} (${c.latency_ms.p50} ms)`).join(', ')}; ${bytes} B/item`,
+          );
+        show('', byCandidates, size.bytes_per_item);
+        const run: Record<string, unknown> = {
           vectors: set.name,
           items: set.vectors.length,
           dims: set.dims,
           index_options: opts.options,
+          ...(opts.oversample ? { rescore_oversample: opts.oversample } : {}),
           ...size,
           by_num_candidates: byCandidates,
-        });
+        };
+        if (FORCE_MERGE) {
+          const t0 = Date.now();
+          await es.indices.forcemerge({ index, max_num_segments: 1 });
+          const merged = await measure(es, index, set, queries, exact, opts);
+          const stats = await es.indices.stats({ index, metric: ['store'] });
+          const bytes = Math.round(stats._all.primaries!.store!.size_in_bytes / set.vectors.length);
+          show(' (one segment)', merged, bytes);
+          run.force_merge_seconds = (Date.now() - t0) / 1000;
+          run.merged_bytes_per_item = bytes;
+          run.merged_by_num_candidates = merged;
+        }
+        runs.push(run);
         await es.indices.delete({ index, ignore_unavailable: true });
       }
     }

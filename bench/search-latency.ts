@@ -27,21 +27,20 @@ import {
   DESCRIPTOR_VECTORS,
   HYBRID_VECTORS,
   seedElasticsearch,
-  seedOf,
   vectorOf,
+  withRealVectors,
   type BenchVectors,
 } from './seed-items';
 import {
   ES_URL,
-  V2,
   createDataset,
   deleteInstallation,
+  gatewayClient,
   machine,
   startService,
   summarize,
   RESULTS_DIR,
   writeResult,
-  unitVector,
   type Engine,
 } from './common';
 
@@ -225,13 +224,18 @@ async function timeRequests(run: (i: number) => Promise<void>): Promise<number[]
 }
 
 /**
- * kNN recall@10 of the HNSW index against exact search, over the same random vectors (a hard
- * case: random high-dimensional vectors have no cluster structure to exploit).
+ * kNN recall@10 of the HNSW index against exact search, over the vectors the items were loaded
+ * with (real images' when bench/real-vectors.ts has cached enough; random unit vectors, a hard
+ * case with no cluster structure, otherwise).
  */
-async function hnswRecall(url: string, dsToken: string, vectors: BenchVectors): Promise<number> {
+async function hnswRecall(
+  gateway: ReturnType<typeof gatewayClient>,
+  dsToken: string,
+  vectors: BenchVectors,
+): Promise<number> {
   const DIMS = vectors.dimensions;
   const ids = Array.from({ length: ITEMS }, (_, i) => `sku-${String(i).padStart(7, '0')}`);
-  const vecs = ids.map((id) => Float32Array.from(unitVector(DIMS, seedOf(id))));
+  const vecs = ids.map((id) => Float32Array.from(vectorOf(vectors, id).vector));
   const QUERIES = 50;
   let hits = 0;
   for (let q = 0; q < QUERIES; q++) {
@@ -246,11 +250,11 @@ async function hnswRecall(url: string, dsToken: string, vectors: BenchVectors): 
     });
     scored.sort((a, b) => b.d - a.d);
     const exact = new Set(scored.slice(0, 10).map((x) => ids[x.i]));
-    const r = await fetch(`${url}/orgs/bench/datasets/shoes/similar?id=${ids[qi]}&limit=11`, {
-      headers: { accept: V2, authorization: `token ${dsToken}` },
-    });
-    const body = (await r.json()) as { results: Array<{ id: string }> };
-    hits += body.results.slice(1).filter((x) => exact.has(x.id)).length;
+    const r = await gateway.get<{ results: Array<{ id: string }> }>(
+      `/orgs/bench/datasets/shoes/similar?id=${ids[qi]}&limit=11`,
+      dsToken,
+    );
+    hits += r.body.results.slice(1).filter((x) => exact.has(x.id)).length;
   }
   return Math.round((hits / (QUERIES * 10)) * 1000) / 1000;
 }
@@ -296,10 +300,8 @@ function handWritten(i: number): Record<string, unknown> {
   };
 }
 
-async function benchEngine(
-  engine: Engine,
-  vectors: BenchVectors,
-): Promise<Record<string, unknown>> {
+async function benchEngine(engine: Engine, stand: BenchVectors): Promise<Record<string, unknown>> {
+  const vectors = await withRealVectors(stand, ITEMS);
   const prefix = `bench${Date.now().toString(36)}-`;
   const app = await startService({
     APP_ROLES: 'api',
@@ -311,6 +313,7 @@ async function benchEngine(
       : {}),
   });
   const es = engine === 'elasticsearch' ? new Client({ node: ES_URL }) : undefined;
+  const client = gatewayClient(app.url!);
   try {
     const { dsToken, datasetId } = await createDataset(app, 'shoes');
     const t0 = Date.now();
@@ -335,10 +338,11 @@ async function benchEngine(
       const p = new URLSearchParams(
         Object.entries(query(i)).map(([k, v]): [string, string] => [k, String(v)]),
       );
-      const r = await fetch(`${app.url}/orgs/bench/datasets/shoes/search?${p}`, {
-        headers: { accept: V2, authorization: `token ${dsToken}` },
-      });
-      const body = (await r.json()) as { total_results: number; results: unknown[] };
+      const r = await client.get<{ total_results: number; results: unknown[] }>(
+        `/orgs/bench/datasets/shoes/search?${p}`,
+        dsToken,
+      );
+      const body = r.body;
       if (r.status !== 200 || body.results.length === 0)
         throw new Error(`search: ${JSON.stringify(body)}`);
       if (i === 0) total = body.total_results;
@@ -382,11 +386,11 @@ async function benchEngine(
     const skuOf = (i: number) => `sku-${String((i * 7919) % ITEMS).padStart(7, '0')}`;
     const similar = (q: string) =>
       timeRequests(async (i) => {
-        const r = await fetch(
-          `${app.url}/orgs/bench/datasets/shoes/similar?id=${skuOf(i)}&limit=10${q}`,
-          { headers: { accept: V2, authorization: `token ${dsToken}` } },
+        const r = await client.get<{ results: unknown[] }>(
+          `/orgs/bench/datasets/shoes/similar?id=${skuOf(i)}&limit=10${q}`,
+          dsToken,
         );
-        const body = (await r.json()) as { results: unknown[] };
+        const body = r.body;
         if (r.status !== 200 || body.results.length !== 10)
           throw new Error(`similar: ${JSON.stringify(body).slice(0, 300)}`);
       });
@@ -398,10 +402,11 @@ async function benchEngine(
         facets: 'category,color,brand',
         limit: '0',
       });
-      const r = await fetch(`${app.url}/orgs/bench/datasets/shoes/search?${p}`, {
-        headers: { accept: V2, authorization: `token ${dsToken}` },
-      });
-      const body = (await r.json()) as { facets?: Record<string, unknown> };
+      const r = await client.get<{ facets?: Record<string, unknown> }>(
+        `/orgs/bench/datasets/shoes/search?${p}`,
+        dsToken,
+      );
+      const body = r.body;
       if (r.status !== 200 || Object.keys(body.facets ?? {}).length !== 3)
         throw new Error(`facets: ${JSON.stringify(body).slice(0, 300)}`);
     });
@@ -410,6 +415,7 @@ async function benchEngine(
       date: new Date().toISOString(),
       embedder: vectors.id,
       dimensions: vectors.dimensions,
+      vectors: vectors.real ? 'real (bench/real-vectors.ts)' : 'random unit vectors',
       items: ITEMS,
       load_seconds: loadS,
       sample_query: query(0),
@@ -419,11 +425,11 @@ async function benchEngine(
       facets_note: 'GET search?q=price:lo:hi,instock:true&facets=category,color,brand&limit=0',
       similar_ms: summarize(await similar('')),
       similar_filtered_ms: summarize(await similar('&q=category:boots,instock:true')),
-      similar_note: `GET similar?id=…&limit=10 on ${vectors.dimensions}-dimension random unit vectors; filtered adds q=category:boots,instock:true`,
+      similar_note: `GET similar?id=…&limit=10 on ${vectors.dimensions}-dimension ${vectors.real ? 'vectors of real images' : 'random unit vectors'}; filtered adds q=category:boots,instock:true`,
       ...(es ? {} : await measureEngine(app, datasetId, skuOf, vectors)),
     };
     if (es) {
-      out.hnsw_recall_at_10 = await hnswRecall(app.url!, dsToken, vectors);
+      out.hnsw_recall_at_10 = await hnswRecall(client, dsToken, vectors);
       const d = summarize(directMs);
       out.direct_elasticsearch_ms = d;
       out.direct_note =
@@ -438,6 +444,7 @@ async function benchEngine(
     }
     return out;
   } finally {
+    await client.close();
     await es?.close();
     await app.stop();
     await deleteInstallation(app.container.config);

@@ -6,12 +6,40 @@ import { hybridId } from '../src/adapters/embedders/index';
 import type { StoredItem } from '../src/domain/item';
 import { catalogue } from './catalogue';
 import { unitVector } from './common';
+import { loadRealVectors } from './real-vectors';
 
 /** Whose vectors the seeded items carry: an embedder's id and length, without loading it. */
 export interface BenchVectors {
   kind: 'descriptor' | 'hybrid';
   id: string;
   dimensions: number;
+  /**
+   * The default embedder's vectors of real images (bench/real-vectors.ts), row i for item i,
+   * when enough are cached; otherwise each item gets a random unit vector.
+   */
+  real?: Float32Array;
+}
+
+/**
+ * `v` with real vectors for `items` items when bench/real-vectors.ts has cached that many: the
+ * hybrid's as they are, the descriptor's as the hybrid's first block made unit length again
+ * (the hybrid is the descriptor's unit vector and the CNN's, each weighted, concatenated).
+ */
+export async function withRealVectors(v: BenchVectors, items: number): Promise<BenchVectors> {
+  let real;
+  try {
+    real = await loadRealVectors(items);
+  } catch {
+    return v;
+  }
+  if (v.kind === 'hybrid') return { ...v, real: real.data };
+  const rows = new Float32Array(items * v.dimensions);
+  for (let i = 0; i < items; i++) {
+    const row = real.data.subarray(i * real.dims, i * real.dims + v.dimensions);
+    const n = Math.hypot(...row);
+    for (let k = 0; k < v.dimensions; k++) rows[i * v.dimensions + k] = row[k]! / n;
+  }
+  return { ...v, real: rows };
 }
 
 const descriptor = new DescriptorEmbedder();
@@ -28,11 +56,16 @@ export const HYBRID_VECTORS: BenchVectors = {
 };
 
 export const seedOf = (id: string) => Number(id.replace(/\D/g, '')) + 1;
-/** A catalogue item's stand-in embedding: deterministic, one per id. */
-export const vectorOf = (v: BenchVectors, id: string) => ({
-  vector: unitVector(v.dimensions, seedOf(id)),
-  embedder: v.id,
-});
+/** A catalogue item's embedding: a real image's, or a deterministic random one, one per id. */
+export const vectorOf = (v: BenchVectors, id: string) => {
+  const i = seedOf(id) - 1;
+  return {
+    vector: v.real
+      ? Array.from(v.real.subarray(i * v.dimensions, (i + 1) * v.dimensions))
+      : unitVector(v.dimensions, seedOf(id)),
+    embedder: v.id,
+  };
+};
 
 /**
  * `items` processed catalogue items straight into a dataset's index (bulk, no refresh per
