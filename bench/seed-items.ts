@@ -107,8 +107,15 @@ export async function seedElasticsearch(
     max_num_segments: 1,
     wait_for_completion: false,
   });
-  for (;;) {
-    const t = await es.tasks.get({ task_id: String(task) });
+  // A poll refused while the node is short of heap (its parent circuit breaker answered 429
+  // during a 1,000,000-item merge with other work on the node) says nothing about the merge:
+  // ask again rather than throw away an hour of loading.
+  for (let refused = 0; ;) {
+    const t = await es.tasks.get({ task_id: String(task) }).catch((e: unknown) => {
+      const status = (e as { meta?: { statusCode?: number } }).meta?.statusCode;
+      if ((status === 429 || status === 503) && ++refused < 60) return { completed: false };
+      throw e;
+    });
     if (t.completed) break;
     await new Promise((r) => setTimeout(r, 5000));
   }
