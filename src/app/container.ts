@@ -253,15 +253,7 @@ export async function buildContainer(
     vision,
     track: new TrackService(auth, events, now),
     report: new ReportService(auth, events, now),
-    similarity: new SimilarityService(
-      content,
-      engine,
-      auth,
-      vision,
-      metering,
-      analyzer,
-      embedder.id,
-    ),
+    similarity: new SimilarityService(content, engine, vision, analyzer, embedder.id),
     usage: new UsageService(accounts, content, auth, ledger, clock),
     metering,
     processImage: new ProcessImageHandler(

@@ -6,16 +6,13 @@ import type { StoredItem } from '../domain/item';
 import { filterTerms, type RequestFacts } from '../domain/event-report';
 import { diversify, parseJourney, steer } from '../domain/journey';
 import { LIMITS } from '../domain/limits';
-import type { RequestType } from '../domain/plan';
 import { ImageError } from '../domain/processing';
 import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ScoredItem, SearchEngine } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
-import type { AuthService, Confirm } from './auth';
-import type { EarlyCharge, MeteringService } from './metering';
 import type { RequestContext } from './principal';
-import type { VisionService } from './vision';
+import type { Bill, VisionService } from './vision';
 
 export interface SimilarityParams {
   limit?: number;
@@ -62,9 +59,7 @@ export class SimilarityService {
   constructor(
     private readonly store: ContentStore,
     private readonly engine: SearchEngine,
-    private readonly auth: AuthService,
     private readonly vision: VisionService,
-    private readonly metering: MeteringService,
     private readonly analyzer: ImageAnalyzer,
     private readonly embedderId: string,
   ) {}
@@ -103,27 +98,25 @@ export class SimilarityService {
     name: string,
     p: SimilarityParams & { id?: string; excludeParent?: boolean },
   ): Promise<SimilarityResult> {
-    return this.metering.upfront(ctx.principal, org, 'similar', (early) =>
-      this.auth.withVisionDataset(ctx.principal, org, name, async (ds, confirm) => {
-        const limit = limitOf(p);
-        const vars = parseActionVars(p.v);
-        const conditions = await this.vision.conditions(ds, p.q);
-        this.requireId(p.id);
-        await this.vision.requireReady(ds);
-        const { item, vector } = await this.target(ds.id, p.id);
-        const parent = item.metadata.parent;
-        const extra: Condition[] =
-          p.excludeParent && parent !== undefined && !Array.isArray(parent)
-            ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
-            : [];
-        const hits = await this.nearest(early, confirm, ds, 'similar', vars, [vector], conditions, {
-          limit: limit - 1,
-          excludeIds: [item.id],
-          extra,
-        });
-        return { hits: [{ item, score: 1 }, ...hits], limit };
-      }),
-    );
+    return this.vision.request(ctx, org, name, 'similar', async (ds, bill) => {
+      const limit = limitOf(p);
+      const vars = parseActionVars(p.v);
+      const conditions = await this.vision.conditions(ds, p.q);
+      this.requireId(p.id);
+      await this.vision.requireReady(ds);
+      const { item, vector } = await this.target(ds.id, p.id);
+      const parent = item.metadata.parent;
+      const extra: Condition[] =
+        p.excludeParent && parent !== undefined && !Array.isArray(parent)
+          ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
+          : [];
+      const hits = await this.nearest(bill, ds, vars, [vector], conditions, {
+        limit: limit - 1,
+        excludeIds: [item.id],
+        extra,
+      });
+      return { hits: [{ item, score: 1 }, ...hits], limit };
+    });
   }
 
   /**
@@ -137,68 +130,58 @@ export class SimilarityService {
     name: string,
     p: SimilarityParams & { id?: string; path?: string | string[] },
   ): Promise<SimilarityResult> {
-    return this.metering.upfront(ctx.principal, org, 'explore', (early) =>
-      this.auth.withVisionDataset(ctx.principal, org, name, async (ds, confirm) => {
-        const limit = limitOf(p);
-        const vars = parseActionVars(p.v);
-        const earlierIds = parseJourney(p.path);
-        const conditions = await this.vision.conditions(ds, p.q);
-        await this.vision.requireReady(ds);
-        if (p.id === undefined || p.id === '') {
-          const seed = crypto.randomInt(0, 2 ** 31);
-          const items = await this.metering.billed(
-            ds,
-            'explore',
-            vars,
-            () => confirm(this.engine.sample(ds.id, conditions, limit, seed)),
-            (r) => shownFacts(conditions, r),
-            early,
-          );
-          return { hits: items.map((item) => ({ item })), limit, path: [] };
-        }
-        const { item, vector } = await this.target(ds.id, p.id);
-        const earlier = (
-          await Promise.all(earlierIds.map((id) => this.store.getEmbedding(ds.id, id)))
-        )
-          .filter((e) => e?.embedder === this.embedderId && e.vector)
-          .map((e) => e!.vector!);
-        const query = steer(vector, earlier);
-        const hits = await this.metering.billed(
-          ds,
-          'explore',
+    return this.vision.request(ctx, org, name, 'explore', async (ds, bill) => {
+      const limit = limitOf(p);
+      const vars = parseActionVars(p.v);
+      const earlierIds = parseJourney(p.path);
+      const conditions = await this.vision.conditions(ds, p.q);
+      await this.vision.requireReady(ds);
+      if (p.id === undefined || p.id === '') {
+        const seed = crypto.randomInt(0, 2 ** 31);
+        const items = await bill(
           vars,
-          async () => {
-            const pool = await confirm(
-              this.engine.similar(ds.id, {
-                vector: query,
-                embedder: this.embedderId,
-                conditions,
-                limit: Math.min(limit * EXPLORE_POOL, 200),
-                excludeIds: [item.id, ...earlierIds],
-                includeVectors: true,
-              }),
-            );
-            return diversify(
-              pool.filter((h): h is typeof h & { vector: number[] } => !!h.vector),
-              limit,
-              0.7,
-              [vector],
-            );
-          },
-          (r) =>
-            shownFacts(
-              conditions,
-              r.map((h) => h.item),
-            ),
-          early,
+          () => this.engine.sample(ds.id, conditions, limit, seed),
+          (r) => shownFacts(conditions, r),
         );
-        return {
-          hits: tidy(hits),
-          limit,
-          path: [...earlierIds, item.id],
-        };
-      }),
-    );
+        return { hits: items.map((item) => ({ item })), limit, path: [] };
+      }
+      const { item, vector } = await this.target(ds.id, p.id);
+      const earlier = (
+        await Promise.all(earlierIds.map((id) => this.store.getEmbedding(ds.id, id)))
+      )
+        .filter((e) => e?.embedder === this.embedderId && e.vector)
+        .map((e) => e!.vector!);
+      const query = steer(vector, earlier);
+      const hits = await bill(
+        vars,
+        async () => {
+          const pool = await this.engine.similar(ds.id, {
+            vector: query,
+            embedder: this.embedderId,
+            conditions,
+            limit: Math.min(limit * EXPLORE_POOL, 200),
+            excludeIds: [item.id, ...earlierIds],
+            includeVectors: true,
+          });
+          return diversify(
+            pool.filter((h): h is typeof h & { vector: number[] } => !!h.vector),
+            limit,
+            0.7,
+            [vector],
+          );
+        },
+        (r) =>
+          shownFacts(
+            conditions,
+            r.map((h) => h.item),
+          ),
+      );
+      return {
+        hits: tidy(hits),
+        limit,
+        path: [...earlierIds, item.id],
+      };
+    });
   }
 
   /** Items similar to an uploaded image (a data URI, jpeg or png). */
@@ -209,49 +192,45 @@ export class SimilarityService {
     body: unknown,
     p: SimilarityParams,
   ): Promise<SimilarityResult> {
-    return this.metering.upfront(ctx.principal, org, 'lens', (early) =>
-      this.auth.withVisionDataset(ctx.principal, org, name, async (ds, confirm) => {
-        const limit = limitOf(p);
-        const vars = parseActionVars(p.v);
-        const image =
-          typeof body === 'object' && body !== null
-            ? (body as { image?: unknown }).image
-            : undefined;
-        if (typeof image !== 'string')
-          throw invalid('body must be { "image": "data:image/png;base64,…" }', [
-            { field: 'image', message: 'a data URI of a jpeg or png image' },
-          ]);
-        // REST refuses a larger body before parsing; GraphQL bodies may be larger, so check here too.
-        if (image.length > LIMITS.lensBodyBytes)
-          throw new AppError(
-            'payload_too_large',
-            `image is ${image.length} characters; an image search takes at most 500 KB`,
-          );
-        const m = DATA_URI.exec(image);
-        if (!m)
-          throw invalid('image must be a base64 data URI of a jpeg or png image', [
-            {
-              field: 'image',
-              message: 'expected data:image/png;base64,… or data:image/jpeg;base64,…',
-            },
-          ]);
-        const conditions = await this.vision.conditions(ds, p.q);
-        await this.vision.requireReady(ds);
-        let vectors: number[][];
-        try {
-          vectors = await this.analyzer.queryVectors(Buffer.from(m[2]!, 'base64'));
-        } catch (e) {
-          if (!(e instanceof ImageError)) throw e;
-          const reason = e.message;
-          throw invalid(`image cannot be used: ${reason}`, [{ field: 'image', message: reason }]);
-        }
-        const hits = await this.nearest(early, confirm, ds, 'lens', vars, vectors, conditions, {
-          limit,
-          excludeIds: [],
-        });
-        return { hits, limit };
-      }),
-    );
+    return this.vision.request(ctx, org, name, 'lens', async (ds, bill) => {
+      const limit = limitOf(p);
+      const vars = parseActionVars(p.v);
+      const image =
+        typeof body === 'object' && body !== null ? (body as { image?: unknown }).image : undefined;
+      if (typeof image !== 'string')
+        throw invalid('body must be { "image": "data:image/png;base64,…" }', [
+          { field: 'image', message: 'a data URI of a jpeg or png image' },
+        ]);
+      // REST refuses a larger body before parsing; GraphQL bodies may be larger, so check here too.
+      if (image.length > LIMITS.lensBodyBytes)
+        throw new AppError(
+          'payload_too_large',
+          `image is ${image.length} characters; an image search takes at most 500 KB`,
+        );
+      const m = DATA_URI.exec(image);
+      if (!m)
+        throw invalid('image must be a base64 data URI of a jpeg or png image', [
+          {
+            field: 'image',
+            message: 'expected data:image/png;base64,… or data:image/jpeg;base64,…',
+          },
+        ]);
+      const conditions = await this.vision.conditions(ds, p.q);
+      await this.vision.requireReady(ds);
+      let vectors: number[][];
+      try {
+        vectors = await this.analyzer.queryVectors(Buffer.from(m[2]!, 'base64'));
+      } catch (e) {
+        if (!(e instanceof ImageError)) throw e;
+        const reason = e.message;
+        throw invalid(`image cannot be used: ${reason}`, [{ field: 'image', message: reason }]);
+      }
+      const hits = await this.nearest(bill, ds, vars, vectors, conditions, {
+        limit,
+        excludeIds: [],
+      });
+      return { hits, limit };
+    });
   }
 
   /**
@@ -264,54 +243,42 @@ export class SimilarityService {
     name: string,
     p: SimilarityParams & { ids?: string | string[] },
   ): Promise<SimilarityResult> {
-    return this.metering.upfront(ctx.principal, org, 'collection', (early) =>
-      this.auth.withVisionDataset(ctx.principal, org, name, async (ds, confirm) => {
-        const limit = limitOf(p);
-        const vars = parseActionVars(p.v);
-        const raw = Array.isArray(p.ids) ? p.ids : (p.ids ?? '').split(',');
-        const ids = [...new Set(raw.map((s) => s.trim()).filter(Boolean))];
-        if (ids.length < 1 || ids.length > LIMITS.collectionMaxIds)
-          throw invalid(
-            `ids: between 1 and ${LIMITS.collectionMaxIds} item ids; got ${ids.length}`,
-            [{ param: 'ids', message: `1 to ${LIMITS.collectionMaxIds} comma-separated item ids` }],
-          );
-        const conditions = await this.vision.conditions(ds, p.q);
-        await this.vision.requireReady(ds);
-        const members = await Promise.all(
-          ids.map((id) =>
-            this.target(ds.id, id).then(
-              (t) => t.vector,
-              (e: unknown) => {
-                if (e instanceof AppError && e.code === 'not_found') return id;
-                throw e;
-              },
-            ),
+    return this.vision.request(ctx, org, name, 'collection', async (ds, bill) => {
+      const limit = limitOf(p);
+      const vars = parseActionVars(p.v);
+      const raw = Array.isArray(p.ids) ? p.ids : (p.ids ?? '').split(',');
+      const ids = [...new Set(raw.map((s) => s.trim()).filter(Boolean))];
+      if (ids.length < 1 || ids.length > LIMITS.collectionMaxIds)
+        throw invalid(`ids: between 1 and ${LIMITS.collectionMaxIds} item ids; got ${ids.length}`, [
+          { param: 'ids', message: `1 to ${LIMITS.collectionMaxIds} comma-separated item ids` },
+        ]);
+      const conditions = await this.vision.conditions(ds, p.q);
+      await this.vision.requireReady(ds);
+      const members = await Promise.all(
+        ids.map((id) =>
+          this.target(ds.id, id).then(
+            (t) => t.vector,
+            (e: unknown) => {
+              if (e instanceof AppError && e.code === 'not_found') return id;
+              throw e;
+            },
           ),
+        ),
+      );
+      const unknown = members.filter((m): m is string => typeof m === 'string');
+      if (unknown.length)
+        throw new AppError(
+          'not_found',
+          `${unknown.length} of the ids are not processed items of this dataset: ${unknown.slice(0, 10).join(', ')}`,
+          unknown.slice(0, 50).map((id) => ({ param: 'ids', id, message: 'not found' })),
         );
-        const unknown = members.filter((m): m is string => typeof m === 'string');
-        if (unknown.length)
-          throw new AppError(
-            'not_found',
-            `${unknown.length} of the ids are not processed items of this dataset: ${unknown.slice(0, 10).join(', ')}`,
-            unknown.slice(0, 50).map((id) => ({ param: 'ids', id, message: 'not found' })),
-          );
-        const vector = centroid(members as number[][]);
-        const hits = await this.nearest(
-          early,
-          confirm,
-          ds,
-          'collection',
-          vars,
-          [vector],
-          conditions,
-          {
-            limit,
-            excludeIds: ids,
-          },
-        );
-        return { hits, limit };
-      }),
-    );
+      const vector = centroid(members as number[][]);
+      const hits = await this.nearest(bill, ds, vars, [vector], conditions, {
+        limit,
+        excludeIds: ids,
+      });
+      return { hits, limit };
+    });
   }
 
   /**
@@ -320,10 +287,8 @@ export class SimilarityService {
    * are the service's own, applied but not logged as filters.
    */
   private async nearest(
-    early: EarlyCharge | undefined,
-    confirm: Confirm,
+    bill: Bill,
     ds: Dataset,
-    type: RequestType,
     vars: Record<string, string>,
     vectors: number[][],
     conditions: Condition[],
@@ -338,23 +303,18 @@ export class SimilarityService {
         limit,
         excludeIds,
       });
-    const hits = await this.metering.billed(
-      ds,
-      type,
+    const hits = await bill(
       vars,
-      () =>
-        confirm(
-          vectors.length === 1
-            ? one(vectors[0]!)
-            : Promise.all(vectors.map(one)).then((all) => bestOf(all, limit)),
-        ),
+      async () =>
+        vectors.length === 1
+          ? one(vectors[0]!)
+          : bestOf(await Promise.all(vectors.map(one)), limit),
       // the report counts the client's filters, not the service's own (exclude_parent)
       (r) =>
         shownFacts(
           conditions,
           r.map((h) => h.item),
         ),
-      early,
     );
     return tidy(hits);
   }

@@ -7,7 +7,7 @@ import {
   type Figures,
 } from '../domain/analytics';
 import { AppError, invalid } from '../domain/errors';
-import { filterTerms } from '../domain/event-report';
+import { filterTerms, type RequestFacts } from '../domain/event-report';
 import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
 import { parseActionVars } from '../domain/action-vars';
@@ -25,6 +25,7 @@ import {
 import { compileFilterTree, type FilterTree } from '../query/tree';
 import type { AuthService } from './auth';
 import type { MeteringService } from './metering';
+import type { RequestType } from '../domain/plan';
 import { datasetPath } from './datasets';
 import { visionPage } from './paging';
 import type { RequestContext } from './principal';
@@ -48,6 +49,17 @@ export interface SearchParams {
   /** A typed filter (GraphQL), ANDed with q. */
   filter?: FilterTree;
 }
+
+/**
+ * Runs a Vision request's engine work as its one billable call: charged once (the charge
+ * started with the request), and handed back only once the dataset's realtime read has
+ * confirmed the copy the request was built on.
+ */
+export type Bill = <R>(
+  vars: Record<string, string>,
+  run: () => Promise<R>,
+  facts?: (result: R) => RequestFacts,
+) => Promise<R>;
 
 /** A page of search results with the figures asked for (contract §6, §10). */
 export interface SearchPage {
@@ -110,54 +122,63 @@ export class VisionService {
     name: string,
     p: SearchParams,
   ): Promise<SearchPage> {
-    return this.metering.upfront(ctx.principal, org, 'search', (early) =>
-      this.auth.withVisionDataset(ctx.principal, org, name, async (ds, confirm) => {
-        const spec = p.analytics ? checkAnalytics(p.analytics) : parseAnalytics(p);
-        const analytics = hasAnalytics(spec);
-        // With figures asked for, limit=0 answers the figures alone (contract §10).
-        const figuresOnly = analytics && p.limit === 0;
-        const { page, limit, offset } = figuresOnly
-          ? { page: 1, limit: 0, offset: 0 }
-          : visionPage(p);
-        const order = (p.order ?? 'desc') as SortOrder;
-        if (order !== 'asc' && order !== 'desc')
-          throw invalid("order must be 'asc' or 'desc'", [
-            { param: 'order', message: "expected 'asc' or 'desc'" },
-          ]);
-        const vars = parseActionVars(p.v);
-        const catalogue = await this.store.catalogue(ds.id);
-        const sort = p.sort === undefined || p.sort === '' ? DEFAULT_SORT : p.sort;
-        const sp = sortProblem(sort, catalogue);
-        if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
-        const conditions = await this.conditions(ds, p.q, catalogue);
-        if (p.filter) conditions.push(...compileFilterTree(p.filter, rules(ds, catalogue)));
-        if (analytics) checkAnalyticsFields(spec, rules(ds, catalogue));
-        await this.requireReady(ds);
-        const [{ items, total }, figures] = await this.metering.billed(
-          ds,
-          'search',
-          vars,
-          () =>
-            confirm(
-              Promise.all([
-                this.engine.search(ds.id, {
-                  conditions,
-                  sort: { field: sort, order },
-                  offset,
-                  limit,
-                }),
-                analytics ? this.engine.analytics(ds.id, conditions, spec) : undefined,
-              ]),
-            ),
-          ([r]) => ({
-            total: r.total,
-            filters: filterTerms(conditions),
-            ...(p.sort ? { sort: p.sort } : {}),
-          }),
-          early,
-        );
-        return { items, total, page, limit, ...(figures ? { figures } : {}) };
-      }),
+    return this.request(ctx, org, name, 'search', async (ds, bill) => {
+      const spec = p.analytics ? checkAnalytics(p.analytics) : parseAnalytics(p);
+      const analytics = hasAnalytics(spec);
+      // With figures asked for, limit=0 answers the figures alone (contract §10).
+      const figuresOnly = analytics && p.limit === 0;
+      const { page, limit, offset } = figuresOnly
+        ? { page: 1, limit: 0, offset: 0 }
+        : visionPage(p);
+      const order = (p.order ?? 'desc') as SortOrder;
+      if (order !== 'asc' && order !== 'desc')
+        throw invalid("order must be 'asc' or 'desc'", [
+          { param: 'order', message: "expected 'asc' or 'desc'" },
+        ]);
+      const vars = parseActionVars(p.v);
+      const catalogue = await this.store.catalogue(ds.id);
+      const sort = p.sort === undefined || p.sort === '' ? DEFAULT_SORT : p.sort;
+      const sp = sortProblem(sort, catalogue);
+      if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
+      const conditions = await this.conditions(ds, p.q, catalogue);
+      if (p.filter) conditions.push(...compileFilterTree(p.filter, rules(ds, catalogue)));
+      if (analytics) checkAnalyticsFields(spec, rules(ds, catalogue));
+      await this.requireReady(ds);
+      const [{ items, total }, figures] = await bill(
+        vars,
+        () =>
+          Promise.all([
+            this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
+            analytics ? this.engine.analytics(ds.id, conditions, spec) : undefined,
+          ]),
+        ([r]) => ({
+          total: r.total,
+          filters: filterTerms(conditions),
+          ...(p.sort ? { sort: p.sort } : {}),
+        }),
+      );
+      return { items, total, page, limit, ...(figures ? { figures } : {}) };
+    });
+  }
+
+  /**
+   * One Vision API request of `type`: its charge starts at once (metering.upfront), its work
+   * starts on the dataset as this process last read it (auth.withVisionDataset), and `bill`
+   * is the only way its engine work reaches the client, so no answer skips the confirmation.
+   */
+  request<T>(
+    ctx: RequestContext,
+    org: string,
+    name: string,
+    type: RequestType,
+    work: (ds: Dataset, bill: Bill) => Promise<T>,
+  ): Promise<T> {
+    return this.metering.upfront(ctx.principal, org, type, (early) =>
+      this.auth.withVisionDataset(ctx.principal, org, name, (ds, confirm) =>
+        work(ds, (vars, run, facts) =>
+          this.metering.billed(ds, type, vars, () => confirm(run()), facts, early),
+        ),
+      ),
     );
   }
 

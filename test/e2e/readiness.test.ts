@@ -98,12 +98,24 @@ test('a settings change made on another host applies to the Vision API at once, 
     });
   // every host has read the dataset (and would answer from that copy if it trusted it)
   for (const host of [0, 1]) expect((await byTag(host)).status).toBe(400);
+  // A request that started on host 0's old copy and began again on the new one is charged
+  // once: its first attempt's charge is refunded (the usage ledger is read realtime).
+  const requests = async () => {
+    const u = (await t.call('GET', '/orgs/acme/usage', { token: ds.orgToken })).body.usage;
+    const rows: Array<{ type: string; requests: number }> = u.datasets.shoes?.usage ?? [];
+    return (type: string) => rows.find((r) => r.type === type)?.requests ?? 0;
+  };
+  const before = await requests();
   // enabled on host 1, used on host 0 at once
   expect((await fields(1, { tags: ['*'] })).status).toBe(200);
   const found = await byTag(0);
   expect(found.status).toBe(200);
   expect(found.body.results.map((r: { id: string }) => r.id)).toEqual(['r-010']);
   expect((await similarByTag(0)).status).toBe(200);
+  const after = await requests();
+  expect([after('search') - before('search'), after('similar') - before('similar')]).toEqual([
+    1, 1,
+  ]);
   // disabled on host 1: host 0 refuses at once, though its last copy allowed it
   expect((await fields(1, {})).status).toBe(200);
   for (const r of [await byTag(0), await similarByTag(0)]) {
