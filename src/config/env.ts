@@ -148,6 +148,16 @@ const schema = z.object({
     .min(1)
     .max(64)
     .optional(),
+  /**
+   * Most images in one model run: images that wait behind a run go together in the next
+   * (serial-session.ts). 1 runs every image alone; default DEFAULT_MAX_BATCH there.
+   */
+  EMBEDDER_BATCH: z.coerce
+    .number({ message: 'expected a number' })
+    .int()
+    .min(1)
+    .max(64)
+    .optional(),
   PUBLIC_BASE_URL: z
     .url()
     .transform((u) => u.replace(/\/+$/, ''))
@@ -225,8 +235,8 @@ function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof sche
   if (c.IMAGE_FETCH_ALLOW_PRIVATE)
     unused(['IMAGE_FETCH_ALLOW_HOSTS'], 'IMAGE_FETCH_ALLOW_PRIVATE=true allows every address');
   if (c.EMBEDDER !== 'onnx') unused(['EMBEDDER_MODEL_PATH'], `EMBEDDER=${c.EMBEDDER}`);
-  if (c.EMBEDDER === 'descriptor' || c.EMBEDDER === 'onnx')
-    unused(['EMBEDDER_THREADS'], `EMBEDDER=${c.EMBEDDER} runs no EfficientNet session`);
+  if (c.EMBEDDER === 'descriptor')
+    unused(['EMBEDDER_THREADS', 'EMBEDDER_BATCH'], 'EMBEDDER=descriptor runs no model session');
   if (!c.APP_ROLES.has('worker'))
     unused(['WORKER_CONCURRENCY', 'RETRY_BASE_MS'], 'this process runs no worker');
   // Not RATE_LIMIT_PER_MINUTE: a worker's ops server throttles /metrics and failed logins with it.

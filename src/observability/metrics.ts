@@ -42,6 +42,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly embedderRunImages = new client.Histogram({
+    name: 'embedder_run_images',
+    help: 'Images per model run: images that wait behind a run are run together in the next.',
+    buckets: [1, 2, 3, 4, 6, 8, 16],
+    registers: [this.registry],
+  });
+
   readonly engineDuration = new client.Histogram({
     name: 'search_engine_request_duration_seconds',
     help: 'Calls to the search engine (SQLite or Elasticsearch), by operation.',

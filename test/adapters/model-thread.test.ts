@@ -30,3 +30,46 @@ test('a closed model refuses runs instead of hanging them', async () => {
     /thread ended/,
   );
 });
+
+test('images that queue behind a run are run together and get what they would get alone', async () => {
+  const runs: number[] = [];
+  const model = await EfficientNetEmbedder.load({ threads: 1, onRun: (n) => runs.push(n) });
+  try {
+    // distinct images, so a row returned to the wrong caller would show
+    const pixels = (k: number) => ({
+      data: new Uint8Array(224 * 224 * 3).map((_, i) => (i * (k + 3) + k * 41) % 256),
+      size: 224,
+    });
+    const n = 6;
+    const alone: Float32Array[] = [];
+    for (let k = 0; k < n; k++) alone.push(await model.embed(pixels(k)));
+    expect(runs).toEqual(Array(n).fill(1));
+    runs.length = 0;
+    const together = await Promise.all(Array.from({ length: n }, (_, k) => model.embed(pixels(k))));
+    expect(runs.reduce((a, b) => a + b, 0)).toBe(n);
+    expect(runs.length).toBeLessThan(n);
+    // bit for bit: no operation of the graph mixes the images of a batch
+    together.forEach((v, k) =>
+      expect(Buffer.from(v.buffer)).toEqual(Buffer.from(alone[k]!.buffer)),
+    );
+  } finally {
+    await model.close();
+  }
+});
+
+test('a run takes at most maxBatch images', async () => {
+  const runs: number[] = [];
+  const model = await EfficientNetEmbedder.load({
+    threads: 1,
+    maxBatch: 2,
+    onRun: (n) => runs.push(n),
+  });
+  try {
+    const pixels = () => ({ data: new Uint8Array(224 * 224 * 3).fill(90), size: 224 });
+    await Promise.all(Array.from({ length: 7 }, () => model.embed(pixels())));
+    expect(runs.reduce((a, b) => a + b, 0)).toBe(7);
+    expect(Math.max(...runs)).toBe(2);
+  } finally {
+    await model.close();
+  }
+});

@@ -55,14 +55,33 @@ test('a missing or broken model file fails with a message naming the variable', 
 
 test('the service runs on EMBEDDER=onnx: images are embedded by the model', async () => {
   const img = await startImageServer();
-  const t = await startTestApp({ EMBEDDER: 'onnx', EMBEDDER_MODEL_PATH: modelFile(16) });
+  const file = path.join(tempDir('vss-onnx-'), 'model.onnx');
+  fs.writeFileSync(file, meanColourModel(16, 'batch'));
+  // a model that could take many images a run, held to one by the setting
+  const t = await startTestApp({
+    EMBEDDER: 'onnx',
+    EMBEDDER_MODEL_PATH: file,
+    EMBEDDER_BATCH: '1',
+    WORKER_CONCURRENCY: '8',
+  });
   try {
     const ds = await setupDataset(t, 'onnxorg', 'd');
+    const n = 12;
     await t.call('POST', `${ds.base}/content`, {
       token: ds.orgToken,
-      body: { content: [{ id: 'a', url: `${img.url}/img/1.png` }] },
+      body: {
+        content: Array.from({ length: n }, (_, i) => ({
+          id: i ? `x${i}` : 'a',
+          url: `${img.url}/img/${i + 1}.png`,
+        })),
+      },
     });
-    await waitProcessed(t, ds.base, ds.orgToken, 1);
+    await waitProcessed(t, ds.base, ds.orgToken, n);
+    const runs = (await t.app.container.metrics.embedderRunImages.get()).values;
+    const count = runs.find((v) => v.metricName === 'embedder_run_images_count')?.value;
+    const sum = runs.find((v) => v.metricName === 'embedder_run_images_sum')?.value;
+    expect(sum).toBeGreaterThanOrEqual(n); // and the load's probe
+    expect(count).toBe(sum);
     const stored = await t.app.container.accounts.getDataset('onnxorg', 'd');
     const e = await t.app.container.content.getEmbedding(stored!.id, 'a');
     expect(e?.embedder).toBe(t.app.container.embedder.id);
@@ -71,4 +90,58 @@ test('the service runs on EMBEDDER=onnx: images are embedded by the model', asyn
     await t.stop();
     await img.close();
   }
+});
+
+describe('runs of several images', () => {
+  const solid = (rgb: [number, number, number]) =>
+    new Uint8Array(16 * 16 * 3).map((_, i) => rgb[i % 3]!);
+  const colours: Array<[number, number, number]> = [
+    [255, 0, 0],
+    [0, 255, 0],
+    [0, 0, 255],
+    [200, 200, 0],
+    [0, 120, 240],
+    [90, 90, 90],
+  ];
+  const load = async (batch: number | string) => {
+    const file = path.join(tempDir('vss-onnx-'), 'model.onnx');
+    fs.writeFileSync(file, meanColourModel(16, batch));
+    const runs: number[] = [];
+    const e = await OnnxEmbedder.load(file, { onRun: (n) => runs.push(n) });
+    runs.length = 0; // the load's own probe
+    return { e, runs };
+  };
+
+  test('a symbolic batch dimension: images that wait are run together, each row its own', async () => {
+    const { e, runs } = await load('batch');
+    try {
+      const alone: Float32Array[] = [];
+      for (const c of colours) alone.push(await e.embed({ data: solid(c), size: 16 }));
+      runs.length = 0;
+      const together = await Promise.all(colours.map((c) => e.embed({ data: solid(c), size: 16 })));
+      expect(runs.reduce((a, b) => a + b, 0)).toBe(colours.length);
+      expect(runs.length).toBeLessThan(colours.length);
+      // the rows come back to the images they belong to, the same as when run alone
+      together.forEach((v, i) => expect(Array.from(v)).toEqual(Array.from(alone[i]!)));
+    } finally {
+      await e.close();
+    }
+  });
+
+  test('a model fixed at one image a run is given one at a time', async () => {
+    const { e, runs } = await load(1);
+    try {
+      const v = await Promise.all(colours.map((c) => e.embed({ data: solid(c), size: 16 })));
+      expect(runs).toEqual(colours.map(() => 1));
+      expect(v[0]![0]).toBeGreaterThan(v[1]![0]!);
+    } finally {
+      await e.close();
+    }
+  });
+
+  test('a model fixed at several images a run is refused at load, with the reason', async () => {
+    await expect(load(4)).rejects.toThrow(
+      /not a usable ONNX model: .*fixed batch of more than one/,
+    );
+  });
 });

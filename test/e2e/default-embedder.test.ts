@@ -12,6 +12,7 @@ import { hybridId } from '../../src/adapters/embedders';
 import { DatasetEmbedderDocument } from '../graphql/generated';
 import { gql } from '../helpers/graphql';
 import {
+  OPERATOR,
   setupDataset,
   startTestApp,
   tempDir,
@@ -63,6 +64,21 @@ test('descriptor → hybrid: re-embedded at 1420 dimensions, similar and lens an
     120_000,
   );
   expect(view.embedder.dimensions).toBe(1420);
+
+  // One model session per process, fed by concurrent jobs: images that waited behind a run
+  // went together in the next one (embedder_run_images on /metrics).
+  const scraped = await Promise.all(
+    app.hosts.map(async (h) => {
+      const r = await fetch(`${h.healthUrl}/metrics`, {
+        headers: { authorization: `token ${OPERATOR}` },
+      });
+      return r.text();
+    }),
+  );
+  const total = (name: string) =>
+    scraped.reduce((n, s) => n + Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(s)?.[1] ?? 0), 0);
+  expect(total('embedder_run_images_sum')).toBeGreaterThanOrEqual(N);
+  expect(total('embedder_run_images_count')).toBeLessThan(total('embedder_run_images_sum'));
 
   const similar = await app.call('GET', `${ds.base}/similar?id=p7&limit=5`, {
     token: ds.dsToken,

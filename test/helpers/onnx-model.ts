@@ -1,7 +1,8 @@
 /**
  * A tiny ONNX model written byte by byte (protobuf), so the ONNX embedder is tested without
- * downloading anything: ReduceMean over height and width of a [1, 3, S, S] input, giving a
- * 3-dimensional "embedding" (the normalised mean colour).
+ * downloading anything: ReduceMean over height and width of a [N, 3, S, S] input, giving a
+ * 3-dimensional "embedding" (the normalised mean colour) per image. N is 1 unless `batch`
+ * says otherwise: a number fixes it, a name makes it symbolic (any number of images a run).
  */
 function varint(value: number): Buffer {
   const out: number[] = [];
@@ -26,11 +27,14 @@ const FLOAT = 1;
 const ATTR_INT = 2;
 const ATTR_INTS = 7;
 
-const tensorType = (dims: number[]) =>
-  bytes(1, cat(int(1, FLOAT), bytes(2, cat(...dims.map((d) => bytes(1, int(1, d)))))));
-const valueInfo = (name: string, dims: number[]) => cat(bytes(1, name), bytes(2, tensorType(dims)));
+// TensorShapeProto.Dimension: dim_value (1) or dim_param (2)
+const dim = (d: number | string) => bytes(1, typeof d === 'number' ? int(1, d) : bytes(2, d));
+const tensorType = (dims: Array<number | string>) =>
+  bytes(1, cat(int(1, FLOAT), bytes(2, cat(...dims.map(dim)))));
+const valueInfo = (name: string, dims: Array<number | string>) =>
+  cat(bytes(1, name), bytes(2, tensorType(dims)));
 
-export function meanColourModel(size: number): Buffer {
+export function meanColourModel(size: number, batch: number | string = 1): Buffer {
   const node = cat(
     bytes(1, 'pixels'),
     bytes(2, 'embedding'),
@@ -42,8 +46,8 @@ export function meanColourModel(size: number): Buffer {
   const graph = cat(
     bytes(1, node),
     bytes(2, 'mean-colour'),
-    bytes(11, valueInfo('pixels', [1, 3, size, size])),
-    bytes(12, valueInfo('embedding', [1, 3])),
+    bytes(11, valueInfo('pixels', [batch, 3, size, size])),
+    bytes(12, valueInfo('embedding', [batch, 3])),
   );
   // ir_version 7, opset 13 (ReduceMean takes axes as an attribute there)
   return cat(

@@ -53,7 +53,7 @@ test('settings the configuration does not use are named, with the reason (contra
   ).toEqual([
     'ELASTICSEARCH_URL (SEARCH_BACKEND=embedded does not use Elasticsearch)',
     'AMQP_URL (QUEUE=inprocess does not use RabbitMQ)',
-    'EMBEDDER_THREADS (EMBEDDER=descriptor runs no EfficientNet session)',
+    'EMBEDDER_THREADS (EMBEDDER=descriptor runs no model session)',
     'WORKER_CONCURRENCY (this process runs no worker)',
   ]);
   expect(
@@ -96,4 +96,26 @@ test('IMAGE_FETCH_ALLOW_HOSTS takes exact host:port entries, normalised like URL
     loadConfig({ IMAGE_FETCH_ALLOW_PRIVATE: 'true', IMAGE_FETCH_ALLOW_HOSTS: 'localhost:5123' })
       .ignored,
   ).toEqual(['IMAGE_FETCH_ALLOW_HOSTS (IMAGE_FETCH_ALLOW_PRIVATE=true allows every address)']);
+});
+
+test('EMBEDDER_BATCH: images per model run, 1–64; the model settings count with onnx too', () => {
+  expect(loadConfig({}).EMBEDDER_BATCH).toBeUndefined();
+  expect(loadConfig({ EMBEDDER_BATCH: '1' }).EMBEDDER_BATCH).toBe(1);
+  expect(problems({ EMBEDDER_BATCH: '0', EMBEDDER_THREADS: 'all' })).toEqual([
+    expect.stringMatching(/^EMBEDDER_THREADS="all": expected a number/),
+    expect.stringMatching(/^EMBEDDER_BATCH="0": /),
+  ]);
+  expect(problems({ EMBEDDER_BATCH: '65' })).toEqual([expect.stringMatching(/^EMBEDDER_BATCH=/)]);
+  // the generic ONNX embedder runs on the same session: its threads and batch are used
+  expect(
+    loadConfig({
+      EMBEDDER: 'onnx',
+      EMBEDDER_MODEL_PATH: '/m.onnx',
+      EMBEDDER_THREADS: '2',
+      EMBEDDER_BATCH: '4',
+    }).ignored,
+  ).toEqual([]);
+  expect(loadConfig({ EMBEDDER: 'descriptor', EMBEDDER_BATCH: '4' }).ignored).toEqual([
+    'EMBEDDER_BATCH (EMBEDDER=descriptor runs no model session)',
+  ]);
 });

@@ -499,6 +499,7 @@ describe('observability assets', () => {
         'queue_oldest_job_age_seconds',
         'search_engine_request_duration_seconds',
         'image_fetch_bytes_total',
+        'embedder_run_images',
         'process_cpu_seconds_total',
         'process_resident_memory_bytes',
       ];

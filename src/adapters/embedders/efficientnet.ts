@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Embedder, Pixels } from '../../ports/embedder';
-import { SerialSession } from './serial-session';
+import { SerialSession, type SessionOptions } from './serial-session';
 import { normalise } from './unit';
 
 /**
@@ -36,7 +36,7 @@ export class EfficientNetEmbedder implements Embedder {
   }
 
   /** Refuses a model file whose bytes are not the ones the id stands for. */
-  static async load(opts: { file?: string; threads?: number } = {}): Promise<EfficientNetEmbedder> {
+  static async load(opts: { file?: string } & SessionOptions = {}): Promise<EfficientNetEmbedder> {
     const file = opts.file ?? EFFICIENTNET_MODEL;
     const bytes = fs.readFileSync(file);
     const want = fs.readFileSync(EFFICIENTNET_SHA256, 'utf8').trim().split(/\s+/)[0];
@@ -45,7 +45,7 @@ export class EfficientNetEmbedder implements Embedder {
       throw new Error(
         `${file}: sha256 ${got} is not the ${want} of models/efficientnet-lite0/SHA256; rebuild it with scripts/model/convert_efficientnet_lite0.py`,
       );
-    return new EfficientNetEmbedder(await SerialSession.create(bytes, opts.threads));
+    return new EfficientNetEmbedder(await SerialSession.create(bytes, opts));
   }
 
   async embed({ data, size }: Pixels): Promise<Float32Array> {

@@ -25,6 +25,10 @@ export interface EmbedderOptions {
   /** Threads of the model's runs (default: the machine's cores; runs are serialised). */
   threads?: number;
   weights?: typeof HYBRID_WEIGHTS;
+  /** Most images in one model run (default DEFAULT_MAX_BATCH). */
+  maxBatch?: number;
+  /** Told the number of images of every model run (the batch-size metric). */
+  onRun?: (images: number) => void;
 }
 
 /** The process's embedder (one model session, shared by workers and lens). */
@@ -32,19 +36,23 @@ export async function createEmbedder(
   kind: EmbedderKind,
   opts: EmbedderOptions = {},
 ): Promise<Embedder> {
-  const threads = opts.threads ?? os.availableParallelism();
+  const session = {
+    threads: opts.threads ?? os.availableParallelism(),
+    maxBatch: opts.maxBatch,
+    onRun: opts.onRun,
+  };
   switch (kind) {
     case 'descriptor':
       return new DescriptorEmbedder();
     case 'onnx':
-      return OnnxEmbedder.load(opts.modelPath!, threads);
+      return OnnxEmbedder.load(opts.modelPath!, session);
     case 'efficientnet':
-      return EfficientNetEmbedder.load({ threads });
+      return EfficientNetEmbedder.load(session);
     case 'hybrid': {
       const w = opts.weights ?? HYBRID_WEIGHTS;
       return new HybridEmbedder(hybridId(w), [
         { embedder: new DescriptorEmbedder(), weight: w.descriptor },
-        { embedder: await EfficientNetEmbedder.load({ threads }), weight: w.efficientnet },
+        { embedder: await EfficientNetEmbedder.load(session), weight: w.efficientnet },
       ]);
     }
   }

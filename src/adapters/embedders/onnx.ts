@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { Embedder, Pixels } from '../../ports/embedder';
-import { SerialSession } from './serial-session';
+import { SerialSession, type SessionOptions } from './serial-session';
 import { normalise } from './unit';
 
 /** CLIP's input normalisation (also close to ImageNet's); see docs/embedders.md. */
@@ -10,8 +10,10 @@ const STD = [0.26862954, 0.26130258, 0.27577711];
 
 /**
  * Runs an image-embedding model exported to ONNX (e.g. a CLIP image encoder). Input: the
- * model's first input, float32 NCHW [1, 3, S, S] RGB, normalised as CLIP does; S is read from
- * the model (224 when it is dynamic). It runs on the model's own thread (serial-session.ts). Output: the first output, flattened and L2-normalised.
+ * model's first input, float32 NCHW [N, 3, S, S] RGB, normalised as CLIP does; S is read from
+ * the model (224 when it is dynamic), N is 1 or dynamic (then concurrent images are run
+ * together). It runs on the model's own thread (serial-session.ts). Output: the first output,
+ * one row per image, L2-normalised.
  */
 export class OnnxEmbedder implements Embedder {
   private constructor(
@@ -21,7 +23,7 @@ export class OnnxEmbedder implements Embedder {
     readonly dimensions: number,
   ) {}
 
-  static async load(file: string, threads?: number): Promise<OnnxEmbedder> {
+  static async load(file: string, opts: SessionOptions = {}): Promise<OnnxEmbedder> {
     let bytes: Buffer;
     try {
       bytes = fs.readFileSync(file);
@@ -32,7 +34,7 @@ export class OnnxEmbedder implements Embedder {
     }
     let session: SerialSession;
     try {
-      session = await SerialSession.create(bytes, threads);
+      session = await SerialSession.create(bytes, opts);
     } catch (e) {
       throw new Error(
         `EMBEDDER_MODEL_PATH: ${file} is not a usable ONNX model: ${(e as Error).message}`,
