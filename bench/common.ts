@@ -225,3 +225,25 @@ export function gatewayClient(url: string): {
     close: () => pool.close(),
   };
 }
+
+/**
+ * The exact top `k` by dot product (cosine on unit vectors): indices into `vectors`, best
+ * first, ties by index; `exclude` leaves one index out (the query item itself). The truth
+ * that HNSW recall is measured against.
+ */
+export function exactTop(
+  vectors: readonly Float32Array[],
+  q: Float32Array,
+  k: number,
+  exclude = -1,
+): number[] {
+  const scored: Array<{ i: number; d: number }> = [];
+  vectors.forEach((v, i) => {
+    if (i === exclude) return;
+    let d = 0;
+    for (let j = 0; j < v.length; j++) d += v[j]! * q[j]!;
+    scored.push({ i, d });
+  });
+  scored.sort((a, b) => b.d - a.d || a.i - b.i);
+  return scored.slice(0, k).map((s) => s.i);
+}

@@ -19,7 +19,7 @@ import { knnBody } from '../src/adapters/elasticsearch/dsl';
 import { itemMapping } from '../src/adapters/elasticsearch/mapping';
 import { createEmbedder } from '../src/adapters/embedders';
 import { SharpImageAnalyzer } from '../src/adapters/images/sharp-analyzer';
-import { ES_URL, machine, rng, summarize, writeResult } from './common';
+import { ES_URL, exactTop, machine, rng, summarize, writeResult } from './common';
 import { foodImages } from './food-images';
 import { labelledImages } from './labelled-images';
 import { mnistImages } from './mnist-images';
@@ -123,15 +123,6 @@ function randomVectors(n: number, dims: number, embedder: string): VectorSet {
 }
 
 /** Exact top k by cosine (the vectors are unit length). */
-function exactTop(set: VectorSet, q: Float32Array): string[] {
-  const scores = set.vectors.map((v, i) => {
-    let d = 0;
-    for (let j = 0; j < v.length; j++) d += v[j]! * q[j]!;
-    return { i, d };
-  });
-  scores.sort((a, b) => b.d - a.d || a.i - b.i);
-  return scores.slice(0, K).map((s) => `v${s.i}`);
-}
 
 async function load(es: Client, index: string, set: VectorSet, opts: IndexOptions) {
   const mapping = itemMapping(set.dims) as { properties: Record<string, Record<string, unknown>> };
@@ -227,7 +218,9 @@ async function main(): Promise<void> {
     for (const set of sets) {
       const r = rng(5);
       const queries = Array.from({ length: QUERIES }, () => Math.floor(r() * set.vectors.length));
-      const exact = queries.map((i) => exactTop(set, set.vectors[i]!));
+      const exact = queries.map((i) =>
+        exactTop(set.vectors, set.vectors[i]!, K).map((j) => `v${j}`),
+      );
       for (const opts of INDEX_OPTIONS) {
         const index = `${PREFIX}${set.name}-${opts.name}`.toLowerCase();
         const size = await load(es, index, set, opts);

@@ -35,6 +35,7 @@ import {
   ES_URL,
   createDataset,
   deleteInstallation,
+  exactTop,
   gatewayClient,
   machine,
   startService,
@@ -233,23 +234,13 @@ async function hnswRecall(
   dsToken: string,
   vectors: BenchVectors,
 ): Promise<number> {
-  const DIMS = vectors.dimensions;
   const ids = Array.from({ length: ITEMS }, (_, i) => `sku-${String(i).padStart(7, '0')}`);
   const vecs = ids.map((id) => Float32Array.from(vectorOf(vectors, id).vector));
   const QUERIES = 50;
   let hits = 0;
   for (let q = 0; q < QUERIES; q++) {
     const qi = (q * 104729) % ITEMS;
-    const qv = vecs[qi]!;
-    const scored: Array<{ i: number; d: number }> = [];
-    vecs.forEach((v, i) => {
-      if (i === qi) return;
-      let d = 0;
-      for (let k = 0; k < DIMS; k++) d += qv[k]! * v[k]!;
-      scored.push({ i, d });
-    });
-    scored.sort((a, b) => b.d - a.d);
-    const exact = new Set(scored.slice(0, 10).map((x) => ids[x.i]));
+    const exact = new Set(exactTop(vecs, vecs[qi]!, 10, qi).map((i) => ids[i]));
     const r = await gateway.get<{ results: Array<{ id: string }> }>(
       `/orgs/bench/datasets/shoes/similar?id=${ids[qi]}&limit=11`,
       dsToken,

@@ -1,0 +1,79 @@
+/**
+ * What running several images in one EfficientNet-Lite0 run saves: model time per image at
+ * each batch size, through the service's own session (SerialSession on its thread, the shipped
+ * model, EMBEDDER_THREADS = the cores), the sizes interleaved round by round so that drift in
+ * the machine's load falls on all of them alike. This is the model alone; bench:ingest measures
+ * what it does to ingest.
+ *
+ *   npm run bench:model-batch   (BENCH_BATCH_SIZES=1,2,4,8,16, BENCH_ROUNDS=30)
+ */
+import os from 'node:os';
+import { EfficientNetEmbedder } from '../src/adapters/embedders/efficientnet';
+import { machine, summarize, writeResult } from './common';
+
+const SIZES = (process.env.BENCH_BATCH_SIZES ?? '1,2,4,8,16').split(',').map(Number);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 30);
+
+/** Distinct images, so no run is a copy of another. */
+const pixels = (k: number) => ({
+  data: new Uint8Array(224 * 224 * 3).map((_, i) => (i * (k + 5) + k * 29) % 256),
+  size: 224,
+});
+
+async function main(): Promise<void> {
+  const threads = os.availableParallelism();
+  const largest = Math.max(...SIZES);
+  const runSizes = new Map<number, number[]>(SIZES.map((n) => [n, []]));
+  const sessions = new Map<number, EfficientNetEmbedder>();
+  for (const n of SIZES)
+    sessions.set(
+      n,
+      await EfficientNetEmbedder.load({
+        threads,
+        maxBatch: n,
+        onRun: (images) => runSizes.get(n)!.push(images),
+      }),
+    );
+  const images = Array.from({ length: largest }, (_, k) => pixels(k));
+  const perImage = new Map<number, number[]>(SIZES.map((n) => [n, []]));
+  try {
+    for (let round = -3; round < ROUNDS; round++)
+      for (const n of round % 2 ? SIZES : [...SIZES].reverse()) {
+        // n images queued at once: the session takes them in one run of n
+        const model = sessions.get(n)!;
+        const t0 = process.hrtime.bigint();
+        await Promise.all(images.slice(0, n).map((p) => model.embed(p)));
+        const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+        if (round >= 0) perImage.get(n)!.push(ms / n);
+      }
+  } finally {
+    for (const s of sessions.values()) await s.close();
+  }
+  const one = summarize(perImage.get(SIZES[0]!)!).p50;
+  const runs = SIZES.map((n) => {
+    const s = summarize(perImage.get(n)!);
+    return {
+      batch: n,
+      ms_per_image: s,
+      p50_vs_batch_of_1: SIZES[0] === 1 ? Math.round((s.p50 / one) * 1000) / 1000 : undefined,
+    };
+  });
+  // what was measured is what it says: every run of size n had n images
+  for (const [n, sizes] of runSizes)
+    if (sizes.some((k) => k !== n)) throw new Error(`batch ${n}: runs of ${sizes.join(',')}`);
+  const file = writeResult('model-batch', {
+    benchmark: 'model-batch',
+    date: new Date().toISOString(),
+    machine: machine(),
+    threads,
+    rounds: ROUNDS,
+    note: 'wall time of a run of n queued images divided by n, the shipped model on its own thread, sizes interleaved',
+    runs,
+  });
+  process.stdout.write(`${JSON.stringify(runs, null, 2)}\nwritten to ${file}\n`);
+}
+
+main().catch((e) => {
+  process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+  process.exit(1);
+});
