@@ -3,10 +3,12 @@
  * each batch size, through the service's own session (SerialSession on its thread, the shipped
  * model, EMBEDDER_THREADS = the cores), the sizes interleaved round by round so that drift in
  * the machine's load falls on all of them alike. This is the model alone; bench:ingest measures
- * what it does to ingest.
+ * what it does to ingest. Each size's peak memory is measured in a process of its own (the
+ * runtime keeps its arena at its peak).
  *
  *   npm run bench:model-batch   (BENCH_BATCH_SIZES=1,2,4,8,16, BENCH_ROUNDS=30)
  */
+import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { EfficientNetEmbedder } from '../src/adapters/embedders/efficientnet';
 import { machine, summarize, writeResult } from './common';
@@ -19,6 +21,15 @@ const pixels = (k: number) => ({
   data: new Uint8Array(224 * 224 * 3).map((_, i) => (i * (k + 5) + k * 29) % 256),
   size: 224,
 });
+
+/** In a child process: one session, runs of `n`, the process's peak resident memory in MB. */
+async function peakMemory(n: number): Promise<void> {
+  const model = await EfficientNetEmbedder.load({ maxBatch: n });
+  const images = Array.from({ length: n }, (_, k) => pixels(k));
+  for (let r = 0; r < 10; r++) await Promise.all(images.map((p) => model.embed(p)));
+  await model.close();
+  process.stdout.write(`${Math.round(process.resourceUsage().maxRSS / 1024)}\n`);
+}
 
 async function main(): Promise<void> {
   const threads = os.availableParallelism();
@@ -52,10 +63,14 @@ async function main(): Promise<void> {
   const one = summarize(perImage.get(SIZES[0]!)!).p50;
   const runs = SIZES.map((n) => {
     const s = summarize(perImage.get(n)!);
+    const peak = execFileSync(process.execPath, [__filename, 'peak-memory', String(n)], {
+      encoding: 'utf8',
+    });
     return {
       batch: n,
       ms_per_image: s,
       p50_vs_batch_of_1: SIZES[0] === 1 ? Math.round((s.p50 / one) * 1000) / 1000 : undefined,
+      process_peak_rss_mb: Number(peak.trim()),
     };
   });
   // what was measured is what it says: every run of size n had n images
@@ -73,7 +88,7 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify(runs, null, 2)}\nwritten to ${file}\n`);
 }
 
-main().catch((e) => {
+(process.argv[2] === 'peak-memory' ? peakMemory(Number(process.argv[3])) : main()).catch((e) => {
   process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
   process.exit(1);
 });

@@ -103,26 +103,43 @@ describe('runs of several images', () => {
     [0, 120, 240],
     [90, 90, 90],
   ];
-  const load = async (batch: number | string) => {
+  const load = async (
+    batch: number | string,
+    kind?: Parameters<typeof meanColourModel>[2],
+    maxBatch?: number,
+  ) => {
     const file = path.join(tempDir('vss-onnx-'), 'model.onnx');
-    fs.writeFileSync(file, meanColourModel(16, batch));
+    fs.writeFileSync(file, meanColourModel(16, batch, kind));
     const runs: number[] = [];
-    const e = await OnnxEmbedder.load(file, { onRun: (n) => runs.push(n) });
-    runs.length = 0; // the load's own probe
+    const e = await OnnxEmbedder.load(file, { onRun: (n) => runs.push(n), maxBatch });
+    runs.length = 0; // the load's own probes
     return { e, runs };
   };
+  const embedAll = (e: OnnxEmbedder) =>
+    Promise.all(colours.map((c) => e.embed({ data: solid(c), size: 16 })));
 
-  test('a symbolic batch dimension: images that wait are run together, each row its own', async () => {
+  test('a symbolic batch dimension: images asked for together share a run, each row its own', async () => {
     const { e, runs } = await load('batch');
     try {
+      expect(e.maxBatch).toBe(8);
       const alone: Float32Array[] = [];
       for (const c of colours) alone.push(await e.embed({ data: solid(c), size: 16 }));
+      expect(runs).toEqual(colours.map(() => 1));
       runs.length = 0;
-      const together = await Promise.all(colours.map((c) => e.embed({ data: solid(c), size: 16 })));
-      expect(runs.reduce((a, b) => a + b, 0)).toBe(colours.length);
-      expect(runs.length).toBeLessThan(colours.length);
+      const together = await embedAll(e);
+      expect(runs).toEqual([colours.length]);
       // the rows come back to the images they belong to, the same as when run alone
       together.forEach((v, i) => expect(Array.from(v)).toEqual(Array.from(alone[i]!)));
+    } finally {
+      await e.close();
+    }
+  });
+
+  test('a run takes at most maxBatch images', async () => {
+    const { e, runs } = await load('batch', 'mean', 4);
+    try {
+      await embedAll(e);
+      expect(runs).toEqual([4, 2]);
     } finally {
       await e.close();
     }
@@ -131,7 +148,8 @@ describe('runs of several images', () => {
   test('a model fixed at one image a run is given one at a time', async () => {
     const { e, runs } = await load(1);
     try {
-      const v = await Promise.all(colours.map((c) => e.embed({ data: solid(c), size: 16 })));
+      expect(e.maxBatch).toBe(1);
+      const v = await embedAll(e);
       expect(runs).toEqual(colours.map(() => 1));
       expect(v[0]![0]).toBeGreaterThan(v[1]![0]!);
     } finally {
@@ -143,5 +161,48 @@ describe('runs of several images', () => {
     await expect(load(4)).rejects.toThrow(
       /not a usable ONNX model: .*fixed batch of more than one/,
     );
+  });
+
+  test('a model that declares a free batch but gives one row back: runs of one from then on', async () => {
+    const warned = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      const { e, runs } = await load('batch', 'pools-the-batch');
+      try {
+        // found by the load's probe: its batch of two failed and each image ran alone
+        expect(e.maxBatch).toBe(1);
+        expect(String(warned.mock.calls[0]?.[0])).toMatch(
+          /first output has shape \[1, 3, 1, 1\] for 2 images/,
+        );
+        const v = await embedAll(e);
+        expect(runs).toEqual(colours.map(() => 1));
+        expect(v.map((x) => x.length)).toEqual(colours.map(() => 3));
+        expect(v[0]![0]).toBeGreaterThan(v[1]![0]!);
+      } finally {
+        await e.close();
+      }
+    } finally {
+      warned.mockRestore();
+    }
+  });
+
+  test('a model whose images change each other in a batch is run one image at a time', async () => {
+    const { e, runs } = await load('batch', 'adds-the-batch-mean');
+    try {
+      expect(e.maxBatch).toBe(1);
+      const v = await embedAll(e);
+      expect(runs).toEqual(colours.map(() => 1));
+      // alone, the batch's mean is the image's own: twice its mean colour, normalised
+      const red = [1, -0.4578275 / 0.26130258, -0.40821073 / 0.27577711];
+      red[0] = (1 - 0.48145466) / 0.26862954;
+      const n = Math.hypot(...red);
+      red.forEach((x, i) => expect(v[0]![i]).toBeCloseTo(x / n, 4));
+    } finally {
+      await e.close();
+    }
+  });
+
+  test('maxBatch must be a whole number of images', async () => {
+    await expect(load('batch', 'mean', 0)).rejects.toThrow(/maxBatch must be a whole number/);
+    await expect(load('batch', 'mean', Number.NaN)).rejects.toThrow(/maxBatch must be a whole/);
   });
 });

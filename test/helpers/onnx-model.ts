@@ -34,17 +34,39 @@ const tensorType = (dims: Array<number | string>) =>
 const valueInfo = (name: string, dims: Array<number | string>) =>
   cat(bytes(1, name), bytes(2, tensorType(dims)));
 
-export function meanColourModel(size: number, batch: number | string = 1): Buffer {
-  const node = cat(
-    bytes(1, 'pixels'),
-    bytes(2, 'embedding'),
-    bytes(3, 'mean'),
+/** ReduceMean node: `input` averaged over `axes`. */
+const reduceMean = (input: string, output: string, axes: number[], keepdims: 0 | 1) =>
+  cat(
+    bytes(1, input),
+    bytes(2, output),
+    bytes(3, output),
     bytes(4, 'ReduceMean'),
-    bytes(5, cat(bytes(1, 'axes'), int(20, ATTR_INTS), int(8, 2), int(8, 3))),
-    bytes(5, cat(bytes(1, 'keepdims'), int(20, ATTR_INT), int(3, 0))),
+    bytes(5, cat(bytes(1, 'axes'), int(20, ATTR_INTS), ...axes.map((a) => int(8, a)))),
+    bytes(5, cat(bytes(1, 'keepdims'), int(20, ATTR_INT), int(3, keepdims))),
   );
+
+/**
+ * `kind` makes a model that declares a free batch dimension and still cannot take a batch:
+ * `pools-the-batch` averages over the images too (one row back, whatever the batch), and
+ * `adds-the-batch-mean` returns one row per image but adds the batch's mean colour to each.
+ */
+export function meanColourModel(
+  size: number,
+  batch: number | string = 1,
+  kind: 'mean' | 'pools-the-batch' | 'adds-the-batch-mean' = 'mean',
+): Buffer {
+  const nodes =
+    kind === 'mean'
+      ? [reduceMean('pixels', 'embedding', [2, 3], 0)]
+      : kind === 'pools-the-batch'
+        ? [reduceMean('pixels', 'embedding', [0, 2, 3], 1)]
+        : [
+            reduceMean('pixels', 'rows', [2, 3], 0),
+            reduceMean('rows', 'batch_mean', [0], 1),
+            cat(bytes(1, 'rows'), bytes(1, 'batch_mean'), bytes(2, 'embedding'), bytes(4, 'Add')),
+          ];
   const graph = cat(
-    bytes(1, node),
+    ...nodes.map((n) => bytes(1, n)),
     bytes(2, 'mean-colour'),
     bytes(11, valueInfo('pixels', [batch, 3, size, size])),
     bytes(12, valueInfo('embedding', [batch, 3])),

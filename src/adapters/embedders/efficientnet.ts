@@ -56,6 +56,11 @@ export class EfficientNetEmbedder implements Embedder {
     return v;
   }
 
+  /** Most images one model run takes (1: every image alone). */
+  get maxBatch(): number {
+    return this.session.maxBatch;
+  }
+
   close(): Promise<void> {
     return this.session.close();
   }

@@ -24,13 +24,13 @@ ort.InferenceSession.create(workerData.model, {
   executionMode: 'sequential',
   graphOptimizationLevel: 'all',
 }).then((session) => {
-  const meta = session.inputMetadata[0];
-  const shape = meta && meta.shape;
-  // a model whose first dimension is a fixed number takes exactly that many images per run
-  const fixed = shape && typeof shape[0] === 'number' && shape[0] > 0 ? shape[0] : undefined;
-  const maxBatch = fixed === undefined ? workerData.maxBatch : 1;
-  const batchable = fixed === undefined || fixed === 1;
-  parentPort.postMessage({ ready: true, side: shape ? shape[3] : undefined, maxBatch, batchable });
+  const inShape = session.inputMetadata && session.inputMetadata[0] && session.inputMetadata[0].shape;
+  const outShape = session.outputMetadata && session.outputMetadata[0] && session.outputMetadata[0].shape;
+  const fixed = (shape) => (shape && typeof shape[0] === 'number' && shape[0] > 0 ? shape[0] : undefined);
+  // several images a run only when the input's and the first output's first dimension are free
+  let maxBatch = fixed(inShape) === undefined && fixed(outShape) === undefined ? workerData.maxBatch : 1;
+  const batchable = fixed(inShape) === undefined || fixed(inShape) === 1;
+  parentPort.postMessage({ ready: true, side: inShape ? inShape[3] : undefined, maxBatch, batchable });
   const input = session.inputNames[0];
   const output = session.outputNames[0];
   const run = async (group, size) => {
@@ -42,41 +42,55 @@ ort.InferenceSession.create(workerData.model, {
       group.forEach((g, i) => data.set(g.input, i * len));
     }
     const out = (await session.run({ [input]: new ort.Tensor('float32', data, [n, 3, size, size]) }))[output];
+    // one row per image, or the rows cannot be told apart (one image: any shape, flattened)
+    if (n > 1 && (out.dims[0] !== n || out.data.length % n))
+      throw new Error('the first output has shape [' + out.dims.join(', ') + '] for ' + n + ' images');
     const per = out.data.length / n;
-    group.forEach((g, i) => {
-      const one = out.data.slice(i * per, (i + 1) * per);
-      parentPort.postMessage({ id: g.id, data: one, batch: i === 0 ? n : 0 }, [one.buffer]);
-    });
+    return group.map((g, i) => Float32Array.from(out.data.subarray(i * per, (i + 1) * per)));
   };
+  const send = (g, data, batch) => parentPort.postMessage({ id: g.id, data, batch }, [data.buffer]);
   const queue = [];
   let busy = false;
   const drain = async () => {
     while (queue.length) {
       const group = queue.splice(0, maxBatch);
+      let rows;
       try {
-        await run(group, group[0].size);
+        rows = await run(group, group[0].size);
       } catch (e) {
         // A batch that fails is run one image at a time, so one bad run fails only itself.
+        let degraded = group.length === 1;
         for (const g of group) {
-          let err = e;
-          if (group.length > 1) {
-            try {
-              await run([g], g.size);
-              continue;
-            } catch (e1) {
-              err = e1;
+          try {
+            if (group.length === 1) throw e;
+            const [row] = await run([g], g.size);
+            // It ran alone but not with the others: the model cannot take a batch, whatever its
+            // declared shape says, and a failed run each time would double the work. Said
+            // before any result, so the caller of the first image already sees the new limit.
+            if (!degraded) {
+              degraded = true;
+              maxBatch = 1;
+              parentPort.postMessage({ degraded: String((e && e.message) || e) });
             }
+            send(g, row, 1);
+          } catch (err) {
+            parentPort.postMessage({ id: g.id, error: String((err && err.message) || err) });
           }
-          parentPort.postMessage({ id: g.id, error: String((err && err.message) || err) });
         }
+        continue;
       }
+      group.forEach((g, i) => send(g, rows[i], i === 0 ? group.length : 0));
     }
     busy = false;
   };
   // The native run is synchronous on this thread: messages that arrive meanwhile are delivered
   // after it returns, and find the drain still busy, so they are taken by its next run.
   parentPort.on('message', (m) => {
-    queue.push(m);
+    if (m.maxBatch) {
+      maxBatch = Math.max(1, Math.min(maxBatch, m.maxBatch | 0));
+      return;
+    }
+    for (const item of m.items) queue.push(item);
     if (busy) return;
     busy = true;
     // after the messages already delivered in this turn, so they are run together
@@ -85,8 +99,15 @@ ort.InferenceSession.create(workerData.model, {
 }, (e) => parentPort.postMessage({ failed: String((e && e.message) || e) }));
 `;
 
-type Reply = { id: number; data?: Float32Array; error?: string; batch?: number };
+type Reply = {
+  id: number;
+  data?: Float32Array;
+  error?: string;
+  batch?: number;
+  degraded?: string;
+};
 type Listener = Parameters<Worker['off']>[1];
+type Item = { id: number; input: Float32Array; size: number };
 
 export interface SessionOptions {
   /** Threads of one run (default: the machine's cores); runs are serialised. */
@@ -98,9 +119,9 @@ export interface SessionOptions {
 }
 
 /**
- * Past about 8 images a run saves no more per image on a CPU (the convolutions' own threading
- * is already busy), and the batch's last image waits for all of them; measured in bench:ingest
- * (docs/embedders.md).
+ * Per image, a run of 8 costs what bench:model-batch measures against runs of one
+ * (bench/results/model-batch.json); larger runs save little more on a CPU, and the last image
+ * of a batch waits for all of them.
  */
 export const DEFAULT_MAX_BATCH = 8;
 
@@ -116,24 +137,36 @@ export class SerialSession {
     { resolve: (v: Float32Array) => void; reject: (e: Error) => void }
   >();
   private broken: Error | undefined;
+  /** Images asked for in this turn of the event loop, handed to the thread together. */
+  private outbox: Item[] = [];
 
   private constructor(
     private readonly thread: Worker,
     /** The side of the square input the model takes. */
     readonly inputSize: number,
-    /** Most images one run takes: 1 when the model's batch dimension is fixed. */
-    readonly maxBatch: number,
+    private batchLimit: number,
     onRun: (images: number) => void,
   ) {
     thread.on('message', (m: Reply) => {
+      if (m.degraded !== undefined) {
+        this.batchLimit = 1;
+        process.emitWarning(
+          `the model failed on a batch and ran each image alone; it is given one image a run from now on (${m.degraded})`,
+          'EmbedderWarning',
+        );
+        return;
+      }
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
       if (!this.pending.size) thread.unref();
-      if (m.data) {
+      if (!m.data) return p.reject(new Error(`model run failed: ${m.error}`));
+      p.resolve(m.data);
+      try {
         if (m.batch) onRun(m.batch);
-        p.resolve(m.data);
-      } else p.reject(new Error(`model run failed: ${m.error}`));
+      } catch {
+        // a metric's failure is not the run's
+      }
     });
     const fail = (e: Error) => {
       this.broken = e;
@@ -147,13 +180,16 @@ export class SerialSession {
   }
 
   static async create(model: Uint8Array, opts: SessionOptions = {}): Promise<SerialSession> {
+    const maxBatch = opts.maxBatch ?? DEFAULT_MAX_BATCH;
+    if (!Number.isInteger(maxBatch) || maxBatch < 1)
+      throw new Error(`maxBatch must be a whole number of images, 1 or more; not ${maxBatch}`);
     const thread = new Worker(THREAD_SOURCE, {
       eval: true,
       workerData: {
         ort: require.resolve('onnxruntime-node'),
         model,
         threads: opts.threads ?? os.availableParallelism(),
-        maxBatch: Math.max(1, opts.maxBatch ?? DEFAULT_MAX_BATCH),
+        maxBatch,
       },
     });
     // (listeners taken off one by one: the Worker keeps internal ones of its own)
@@ -190,8 +226,19 @@ export class SerialSession {
       );
     }
     const side = typeof ready.side === 'number' && ready.side > 0 ? ready.side : 224;
-    const maxBatch = typeof ready.maxBatch === 'number' ? ready.maxBatch : 1;
-    return new SerialSession(thread, side, maxBatch, opts.onRun ?? (() => {}));
+    const limit = typeof ready.maxBatch === 'number' ? ready.maxBatch : 1;
+    return new SerialSession(thread, side, limit, opts.onRun ?? (() => {}));
+  }
+
+  /** Most images one run takes: 1 when the model's batch dimension is fixed or failed. */
+  get maxBatch(): number {
+    return this.batchLimit;
+  }
+
+  /** Lowers the most images a run takes (a model whose batches are not what its runs of one give). */
+  limitBatch(images: number): void {
+    this.batchLimit = Math.max(1, Math.min(this.batchLimit, Math.floor(images)));
+    this.thread.postMessage({ maxBatch: this.batchLimit });
   }
 
   /** The model's first output for one image (NCHW float input of 3 × size × size). */
@@ -206,9 +253,29 @@ export class SerialSession {
     const sent = own ? input : input.slice();
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.thread.ref();
-      this.thread.postMessage({ id, input: sent, size }, [sent.buffer as ArrayBuffer]);
+      // Images asked for in the same turn (Promise.all over a page, a lens request's views)
+      // reach the thread as one message, so they are sure to share a run.
+      if (!this.outbox.length) queueMicrotask(() => this.flush());
+      this.outbox.push({ id, input: sent, size });
     });
+  }
+
+  private flush(): void {
+    const items = this.outbox;
+    this.outbox = [];
+    try {
+      this.thread.ref();
+      this.thread.postMessage(
+        { items },
+        items.map((i) => i.input.buffer as ArrayBuffer),
+      );
+    } catch (e) {
+      for (const { id } of items) {
+        this.pending.get(id)?.reject(e instanceof Error ? e : new Error(String(e)));
+        this.pending.delete(id);
+      }
+      if (!this.pending.size) this.thread.unref();
+    }
   }
 
   close(): Promise<void> {
