@@ -152,12 +152,7 @@ const schema = z.object({
    * Most images in one model run: images that wait behind a run go together in the next
    * (serial-session.ts). 1 runs every image alone; default DEFAULT_MAX_BATCH there.
    */
-  EMBEDDER_BATCH: z.coerce
-    .number({ message: 'expected a number' })
-    .int()
-    .min(1)
-    .max(64)
-    .optional(),
+  EMBEDDER_BATCH: z.coerce.number({ message: 'expected a number' }).int().min(1).max(64).optional(),
   PUBLIC_BASE_URL: z
     .url()
     .transform((u) => u.replace(/\/+$/, ''))
