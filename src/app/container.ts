@@ -193,6 +193,7 @@ export async function buildContainer(
     threads: config.EMBEDDER_THREADS,
     maxBatch: config.EMBEDDER_BATCH,
     onRun: (images) => metrics.embedderRunImages.observe(images),
+    onWarning: (message) => log.warn({ component: 'embedder' }, message),
   });
   const embedderRef = { id: embedder.id, dimensions: embedder.dimensions };
   const stores =

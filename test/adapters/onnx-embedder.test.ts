@@ -185,6 +185,39 @@ describe('runs of several images', () => {
     }
   });
 
+  test('a batch that fails after start-up is run one image at a time, then batches stop', async () => {
+    const warnings: string[] = [];
+    const file = path.join(tempDir('vss-onnx-'), 'model.onnx');
+    fs.writeFileSync(file, meanColourModel(16, 'batch', 'keeps-two-rows'));
+    const runs: number[] = [];
+    const e = await OnnxEmbedder.load(file, {
+      onRun: (n) => runs.push(n),
+      onWarning: (m) => warnings.push(m),
+    });
+    try {
+      // two images together come back right, so the start-up probe lets batches through
+      expect(e.maxBatch).toBe(8);
+      expect(warnings).toEqual([]);
+      runs.length = 0;
+      const alone: Float32Array[] = [];
+      for (const c of colours) alone.push(await e.embed({ data: solid(c), size: 16 }));
+      runs.length = 0;
+      // six at once: the model gives two rows back, the batch fails, each image runs alone
+      const v = await embedAll(e);
+      v.forEach((x, i) => expect(Array.from(x)).toEqual(Array.from(alone[i]!)));
+      expect(runs).toEqual(colours.map(() => 1));
+      expect(warnings).toEqual([
+        expect.stringMatching(/first output has shape \[2, 3\] for 6 images.*one image a run/),
+      ]);
+      expect(e.maxBatch).toBe(1);
+      runs.length = 0;
+      await embedAll(e);
+      expect(runs).toEqual(colours.map(() => 1));
+    } finally {
+      await e.close();
+    }
+  });
+
   test('a model whose images change each other in a batch is run one image at a time', async () => {
     const { e, runs } = await load('batch', 'adds-the-batch-mean');
     try {

@@ -24,6 +24,7 @@ const bytes = (field: number, b: Buffer | string) => {
 const cat = (...parts: Buffer[]) => Buffer.concat(parts);
 
 const FLOAT = 1;
+const INT64 = 7;
 const ATTR_INT = 2;
 const ATTR_INTS = 7;
 
@@ -45,29 +46,51 @@ const reduceMean = (input: string, output: string, axes: number[], keepdims: 0 |
     bytes(5, cat(bytes(1, 'keepdims'), int(20, ATTR_INT), int(3, keepdims))),
   );
 
+/** A one-dimensional int64 initializer (TensorProto: dims 1, data_type 2, int64_data 7, name 8). */
+const int64s = (name: string, values: number[]) =>
+  cat(int(1, values.length), int(2, INT64), ...values.map((v) => int(7, v)), bytes(8, name));
+
 /**
  * `kind` makes a model that declares a free batch dimension and still cannot take a batch:
- * `pools-the-batch` averages over the images too (one row back, whatever the batch), and
- * `adds-the-batch-mean` returns one row per image but adds the batch's mean colour to each.
+ * `pools-the-batch` averages over the images too (one row back, whatever the batch),
+ * `adds-the-batch-mean` returns one row per image but adds the batch's mean colour to each, and
+ * `keeps-two-rows` gives back at most the first two images' rows (a batch of two is right, a
+ * larger one is not).
  */
+const KINDS = {
+  mean: { nodes: [reduceMean('pixels', 'embedding', [2, 3], 0)], initializers: [] },
+  'pools-the-batch': { nodes: [reduceMean('pixels', 'embedding', [0, 2, 3], 1)], initializers: [] },
+  'adds-the-batch-mean': {
+    nodes: [
+      reduceMean('pixels', 'rows', [2, 3], 0),
+      reduceMean('rows', 'batch_mean', [0], 1),
+      cat(bytes(1, 'rows'), bytes(1, 'batch_mean'), bytes(2, 'embedding'), bytes(4, 'Add')),
+    ],
+    initializers: [],
+  },
+  'keeps-two-rows': {
+    nodes: [
+      reduceMean('pixels', 'rows', [2, 3], 0),
+      cat(
+        ...['rows', 'starts', 'ends', 'axes'].map((i) => bytes(1, i)),
+        bytes(2, 'embedding'),
+        bytes(4, 'Slice'),
+      ),
+    ],
+    initializers: [int64s('starts', [0]), int64s('ends', [2]), int64s('axes', [0])],
+  },
+} satisfies Record<string, { nodes: Buffer[]; initializers: Buffer[] }>;
+
 export function meanColourModel(
   size: number,
   batch: number | string = 1,
-  kind: 'mean' | 'pools-the-batch' | 'adds-the-batch-mean' = 'mean',
+  kind: keyof typeof KINDS = 'mean',
 ): Buffer {
-  const nodes =
-    kind === 'mean'
-      ? [reduceMean('pixels', 'embedding', [2, 3], 0)]
-      : kind === 'pools-the-batch'
-        ? [reduceMean('pixels', 'embedding', [0, 2, 3], 1)]
-        : [
-            reduceMean('pixels', 'rows', [2, 3], 0),
-            reduceMean('rows', 'batch_mean', [0], 1),
-            cat(bytes(1, 'rows'), bytes(1, 'batch_mean'), bytes(2, 'embedding'), bytes(4, 'Add')),
-          ];
+  const { nodes, initializers } = KINDS[kind];
   const graph = cat(
     ...nodes.map((n) => bytes(1, n)),
     bytes(2, 'mean-colour'),
+    ...initializers.map((t) => bytes(5, t)),
     bytes(11, valueInfo('pixels', [batch, 3, size, size])),
     bytes(12, valueInfo('embedding', [batch, 3])),
   );

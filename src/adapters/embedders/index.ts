@@ -1,10 +1,10 @@
-import os from 'node:os';
 import type { EmbedderKind } from '../../config/env';
 import type { Embedder } from '../../ports/embedder';
 import { DescriptorEmbedder } from './descriptor';
 import { EfficientNetEmbedder } from './efficientnet';
 import { HybridEmbedder } from './hybrid';
 import { OnnxEmbedder } from './onnx';
+import type { SessionOptions } from './serial-session';
 
 /**
  * The default's mix: each part's unit vector weighted, so an item pair's cosine is
@@ -20,15 +20,10 @@ export function hybridId(w = HYBRID_WEIGHTS): string {
   return `hybrid-d${pct(w.descriptor)}e${pct(w.efficientnet)}-v1`;
 }
 
-export interface EmbedderOptions {
+/** The model session's options (threads, batch, metric and warning hooks), and which model. */
+export interface EmbedderOptions extends SessionOptions {
   modelPath?: string;
-  /** Threads of the model's runs (default: the machine's cores; runs are serialised). */
-  threads?: number;
   weights?: typeof HYBRID_WEIGHTS;
-  /** Most images in one model run (default DEFAULT_MAX_BATCH). */
-  maxBatch?: number;
-  /** Told the number of images of every model run (the batch-size metric). */
-  onRun?: (images: number) => void;
 }
 
 /** The process's embedder (one model session, shared by workers and lens). */
@@ -36,20 +31,16 @@ export async function createEmbedder(
   kind: EmbedderKind,
   opts: EmbedderOptions = {},
 ): Promise<Embedder> {
-  const session = {
-    threads: opts.threads ?? os.availableParallelism(),
-    maxBatch: opts.maxBatch,
-    onRun: opts.onRun,
-  };
+  const { modelPath, weights, ...session } = opts;
   switch (kind) {
     case 'descriptor':
       return new DescriptorEmbedder();
     case 'onnx':
-      return OnnxEmbedder.load(opts.modelPath!, session);
+      return OnnxEmbedder.load(modelPath!, session);
     case 'efficientnet':
       return EfficientNetEmbedder.load(session);
     case 'hybrid': {
-      const w = opts.weights ?? HYBRID_WEIGHTS;
+      const w = weights ?? HYBRID_WEIGHTS;
       return new HybridEmbedder(hybridId(w), [
         { embedder: new DescriptorEmbedder(), weight: w.descriptor },
         { embedder: await EfficientNetEmbedder.load(session), weight: w.efficientnet },

@@ -48,32 +48,11 @@ export class OnnxEmbedder implements Embedder {
     try {
       dims = (await probe.raw({ data: new Uint8Array(size * size * 3), size })).length;
       if (!dims) throw new Error('it produced an empty embedding');
-      if (session.maxBatch > 1 && !(await probe.batchesAgree())) session.limitBatch(1);
     } catch (e) {
       await session.close();
       throw new Error(`EMBEDDER_MODEL_PATH: ${file}: ${(e as Error).message}`, { cause: e });
     }
     return new OnnxEmbedder(session, id, size, dims);
-  }
-
-  /**
-   * Whether two images run together come back as each does alone: a model can declare a free
-   * batch dimension and still mix its images (a reshape, a statistic over the batch).
-   */
-  private async batchesAgree(): Promise<boolean> {
-    const size = this.inputSize;
-    const images = [0, 1].map((k) => ({
-      // a dark and a light image: mixed rows would differ even for a model that only averages
-      data: new Uint8Array(size * size * 3).map((_, i) => k * 128 + ((i * 7) % 128)),
-      size,
-    }));
-    const alone = [await this.raw(images[0]!), await this.raw(images[1]!)];
-    const together = await Promise.all(images.map((p) => this.raw(p)));
-    return together.every(
-      (v, k) =>
-        v.length === alone[k]!.length &&
-        v.every((x, i) => Math.abs(x - alone[k]![i]!) <= 1e-4 * (1 + Math.abs(alone[k]![i]!))),
-    );
   }
 
   private async raw({ data, size }: Pixels): Promise<Float32Array> {

@@ -34,7 +34,7 @@ ort.InferenceSession.create(workerData.model, {
   // several images a run only when the input's and the first output's first dimension are free
   let maxBatch = fixed(inShape) === undefined && fixed(outShape) === undefined ? workerData.maxBatch : 1;
   const batchable = fixed(inShape) === undefined || fixed(inShape) === 1;
-  parentPort.postMessage({ ready: true, side: inShape ? inShape[3] : undefined, maxBatch, batchable });
+  const side = inShape && typeof inShape[3] === 'number' && inShape[3] > 0 ? inShape[3] : 224;
   const input = session.inputNames[0];
   const output = session.outputNames[0];
   const run = async (group, size) => {
@@ -51,6 +51,31 @@ ort.InferenceSession.create(workerData.model, {
       throw new Error('the first output has shape [' + out.dims.join(', ') + '] for ' + n + ' images');
     const per = out.data.length / n;
     return group.map((g, i) => Float32Array.from(out.data.subarray(i * per, (i + 1) * per)));
+  };
+  // A model can declare a free batch dimension and still not take a batch (a reshape to one
+  // image, a statistic over the batch): two images run together must come back as each does
+  // alone, or the model is given one image a run. Undefined when batches are fine.
+  const probe = async () => {
+    const len = 3 * side * side;
+    // one image below zero and one above: mixed rows differ even for a model that only averages
+    const images = [-1, 1].map((sign) => ({
+      input: Float32Array.from({ length: len }, (_, i) => sign * (0.25 + ((i * 7) % 64) / 128)),
+    }));
+    let alone;
+    try {
+      alone = [(await run([images[0]], side))[0], (await run([images[1]], side))[0]];
+    } catch {
+      return undefined; // not a batching matter: the service's own runs will report it
+    }
+    try {
+      const together = await run(images, side);
+      const same = together.every((v, k) =>
+        v.length === alone[k].length &&
+        v.every((x, i) => Math.abs(x - alone[k][i]) <= 1e-4 * (1 + Math.abs(alone[k][i]))));
+      return same ? undefined : 'two images run together did not come back as each does alone';
+    } catch (e) {
+      return String((e && e.message) || e);
+    }
   };
   const send = (g, data, batch) => parentPort.postMessage({ id: g.id, data, batch }, [data.buffer]);
   const queue = [];
@@ -90,17 +115,17 @@ ort.InferenceSession.create(workerData.model, {
   // The native run is synchronous on this thread: messages that arrive meanwhile are delivered
   // after it returns, and find the drain still busy, so they are taken by its next run.
   parentPort.on('message', (m) => {
-    if (m.maxBatch) {
-      maxBatch = Math.max(1, Math.min(maxBatch, m.maxBatch | 0));
-      return;
-    }
     for (const item of m.items) queue.push(item);
     if (busy) return;
     busy = true;
     // after the messages already delivered in this turn, so they are run together
     setImmediate(drain);
   });
-}, (e) => parentPort.postMessage({ failed: String((e && e.message) || e) }));
+  return (maxBatch > 1 && batchable ? probe() : Promise.resolve(undefined)).then((degraded) => {
+    if (degraded) maxBatch = 1;
+    parentPort.postMessage({ ready: true, side, maxBatch, batchable, degraded });
+  });
+}).catch((e) => parentPort.postMessage({ failed: String((e && e.message) || e) }));
 `;
 
 type Reply = {
@@ -120,7 +145,12 @@ export interface SessionOptions {
   maxBatch?: number;
   /** Told the number of images of every run that succeeded (a metric). */
   onRun?: (images: number) => void;
+  /** Told when the model is found unable to take a batch (default: a process warning). */
+  onWarning?: (message: string) => void;
 }
+
+const DEGRADED = (reason: string) =>
+  `the model cannot take several images a run (${reason}); it is given one image a run`;
 
 /**
  * Per image, a run of 8 took 0.86 of a run of one on 2 cores, and 16 saved no more while the
@@ -150,14 +180,12 @@ export class SerialSession {
     readonly inputSize: number,
     private batchLimit: number,
     onRun: (images: number) => void,
+    onWarning: (message: string) => void,
   ) {
     thread.on('message', (m: Reply) => {
       if (m.degraded !== undefined) {
         this.batchLimit = 1;
-        process.emitWarning(
-          `the model failed on a batch and ran each image alone; it is given one image a run from now on (${m.degraded})`,
-          'EmbedderWarning',
-        );
+        onWarning(DEGRADED(m.degraded));
         return;
       }
       const p = this.pending.get(m.id);
@@ -204,6 +232,7 @@ export class SerialSession {
       side?: unknown;
       maxBatch?: unknown;
       batchable?: unknown;
+      degraded?: string;
     };
     const ready = await new Promise<Ready>((resolve, reject) => {
       const on = (event: string, f: Listener) => {
@@ -229,20 +258,20 @@ export class SerialSession {
         'the model takes a fixed batch of more than one image; expected 1 or dynamic',
       );
     }
-    const side = typeof ready.side === 'number' && ready.side > 0 ? ready.side : 224;
-    const limit = typeof ready.maxBatch === 'number' ? ready.maxBatch : 1;
-    return new SerialSession(thread, side, limit, opts.onRun ?? (() => {}));
+    const warn = opts.onWarning ?? ((m: string) => process.emitWarning(m, 'EmbedderWarning'));
+    if (ready.degraded) warn(DEGRADED(ready.degraded));
+    return new SerialSession(
+      thread,
+      ready.side as number,
+      ready.maxBatch as number,
+      opts.onRun ?? (() => {}),
+      warn,
+    );
   }
 
   /** Most images one run takes: 1 when the model's batch dimension is fixed or failed. */
   get maxBatch(): number {
     return this.batchLimit;
-  }
-
-  /** Lowers the most images a run takes (a model whose batches are not what its runs of one give). */
-  limitBatch(images: number): void {
-    this.batchLimit = Math.max(1, Math.min(this.batchLimit, Math.floor(images)));
-    this.thread.postMessage({ maxBatch: this.batchLimit });
   }
 
   /** The model's first output for one image (NCHW float input of 3 × size × size). */
