@@ -1,5 +1,11 @@
 import { invalid, type ErrorDetail } from './errors';
 
+/**
+ * How long a process prices requests and admits images with a plan it read: a plan change
+ * reaches every host within this (the counts themselves are never cached).
+ */
+export const PLAN_TTL_MS = 1000;
+
 export type LimitType = 'fixed' | 'unlimited';
 export interface Allowance {
   limitType: LimitType;

@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../observability/metrics';
 import type { ProcessingJob } from '../domain/item';
-import type { Allowance } from '../domain/plan';
+import { PLAN_TTL_MS, type Allowance } from '../domain/plan';
 import { ImageError, MAX_ATTEMPTS } from '../domain/processing';
-import type { AccountStore } from '../ports/account-store';
+import type { AccountStore, Organisation } from '../ports/account-store';
+import { RecentReads } from '../lib/recent-reads';
 import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ImageFetcher } from '../ports/image-fetcher';
@@ -37,6 +38,12 @@ export class ProcessImageHandler {
 
   /** Datasets never change organisation: remembered, so a job can step aside without a read. */
   private readonly orgOfDataset = new Map<string, string>();
+  /**
+   * Plans as read in the last second: a job needs its organisation's image allowance, and a
+   * read per image was one of five Elasticsearch round trips per job. A changed limit reaches
+   * every worker within PLAN_TTL_MS, as a changed request price does (metering).
+   */
+  private readonly plans = new RecentReads<Organisation>(PLAN_TTL_MS, () => this.now());
 
   readonly handle = async (job: ProcessingJob): Promise<void> => {
     try {
@@ -93,7 +100,7 @@ export class ProcessImageHandler {
       return;
     }
     if (item.state !== 'pending') return;
-    const org = await this.accounts.getOrg(orgName);
+    const org = await this.plans.get(orgName, () => this.accounts.getOrg(orgName));
     if (!org) return;
     await this.process(job, orgName, org.plan.images, endDownload);
   }
@@ -133,7 +140,7 @@ export class ProcessImageHandler {
       const features = await this.analyzer.analyze(bytes);
       const at = this.now();
       if (await this.store.markProcessed(job, features, at)) {
-        await this.ledger.recordImage({ ...key, at, processedAt: at });
+        await this.ledger.recordImage({ ...key, at, processedAt: at, held: limit !== undefined });
         this.metrics?.imageJobs.inc({ outcome: 'processed' });
       } else await this.countIfDone(job, release);
     } catch (e) {

@@ -69,6 +69,11 @@ export interface ImageCount extends ImageKey {
   at: number;
   /** When the item was marked processed from this url: tells processings of one url apart. */
   processedAt: number;
+  /**
+   * False when the job took no place in a fixed allowance (reserveImage) for this image, so
+   * there is none to free; left out when not known (a redelivered job), which frees any.
+   */
+  held?: boolean;
 }
 
 export const RESERVATION_TTL_MS = 15 * 60_000;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { RequestFacts } from '../domain/event-report';
-import type { RequestType } from '../domain/plan';
+import { PLAN_TTL_MS, type RequestType } from '../domain/plan';
 import type { AccountStore, Organisation } from '../ports/account-store';
 import type { EventLog } from '../ports/event-log';
 import type { ChargeReceipt, UsageLedger } from '../ports/usage-ledger';
@@ -14,11 +14,6 @@ export const toMicro = (credits: number): number => Math.round(credits * MICRO);
 
 /** After a 402, an organisation's requests are charged before any work for this long. */
 const REFUSED_MEMORY_MS = 2000;
-/**
- * How long a process prices requests with a plan it read: a plan change reaches every host
- * within this (the counts themselves are never cached).
- */
-const PLAN_TTL_MS = 1000;
 
 /** A request's charge, started before its dataset was read (see MeteringService.upfront). */
 export interface EarlyCharge {

@@ -697,6 +697,28 @@ describe('Elasticsearch embedding storage', () => {
 });
 
 describe('Elasticsearch grouped results', () => {
+  test("workers' single-item realtime reads asked together share an mget, each answered its own item", async () => {
+    await withEsStore(async ({ client, store }) => {
+      const ids = Array.from({ length: 20 }, (_, i) => `r${i}`);
+      await store.applyWrites(
+        'd',
+        ids.map((id) => ({ id, url: url(id) })),
+        'post',
+        T0,
+      );
+      let mgets = 0;
+      client.diagnostic.on('request', (_e, r) => {
+        if (r?.meta.request.params.path.endsWith('/_mget')) mgets++;
+      });
+      const read = await Promise.all(
+        [...ids, 'absent'].map((id) => store.getItems('d', [id], { latest: true })),
+      );
+      expect(read.map((r) => r.map((i) => i.id))).toEqual([...ids.map((id) => [id]), []]);
+      // the first read goes at once, the other 20 wait for it and go together
+      expect(mgets).toBeLessThanOrEqual(2);
+    });
+  });
+
   test('results finished together are stored in shared requests, each settled by its own outcome', async () => {
     await withEsStore(async ({ client, store }) => {
       const ids = Array.from({ length: 40 }, (_, i) => `g${i}`);

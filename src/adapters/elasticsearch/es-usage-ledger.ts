@@ -335,7 +335,8 @@ export class EsUsageLedger implements UsageLedger {
     if (failed)
       throw unavailable(`an image count was not written (${failed.status}); try again`, 1);
     const byHolds = new Map<string, ImageCount[]>();
-    for (const e of batch) {
+    // An image counted on an unlimited plan held no place: no holds document to read for it.
+    for (const e of batch.filter((x) => x.held !== false)) {
       const key = `${e.org}:${new Date(e.at).getUTCFullYear()}`;
       byHolds.set(key, [...(byHolds.get(key) ?? []), e]);
     }

@@ -145,8 +145,9 @@ export class EsIndices {
   }
 
   private readonly itemSettings = {
-    // writes wait for a refresh (202 means listed); a short interval keeps that wait small
-    refresh_interval: '250ms',
+    // Elasticsearch's default. Client writes ask for their own refresh (Refresher); workers'
+    // results, which nobody waits for, are searchable within a second.
+    refresh_interval: '1s',
     // a metadata array may hold up to 1,000 values per field
     'mapping.nested_objects.limit': 100_000,
   };
@@ -176,6 +177,13 @@ export class EsIndices {
     await this.client.indices.putMapping({
       index: this.allItems,
       properties: EMBEDDING_SOURCE_MAPPING as never,
+      allow_no_indices: true,
+      ignore_unavailable: true,
+    });
+    // Indices made with the former 250 ms interval take the current one (a no-op after).
+    await this.client.indices.putSettings({
+      index: this.allItems,
+      settings: { index: { refresh_interval: this.itemSettings.refresh_interval } },
       allow_no_indices: true,
       ignore_unavailable: true,
     });

@@ -8,6 +8,7 @@ import type {
 import type { StoredEmbedding } from '../../ports/content-store';
 import { docVector, fromDoc, type ItemDoc } from './document';
 import { staleQuery } from './dsl';
+import { GroupCommit } from '../group-commit';
 import { guard } from './guard';
 import { ItemIndex, orEmpty, type Hit } from './item-index';
 
@@ -21,6 +22,26 @@ type JobPage = { jobs: ProcessingJob[]; next?: string };
  * sweeps walk. A dataset whose index does not exist reads as empty.
  */
 export class ItemReads extends ItemIndex {
+  /**
+   * Workers read their item, realtime, as each job starts; jobs start together when a grouped
+   * result write answers several at once. Reads asked for while one is in flight go together
+   * in the next `mget`, one round trip instead of one per job.
+   */
+  private readonly latestReads = new Map<string, GroupCommit<string, Hit | undefined>>();
+
+  private latestOne(datasetId: string, id: string): Promise<Hit | undefined> {
+    let group = this.latestReads.get(datasetId);
+    if (!group) {
+      if (this.latestReads.size > 10_000) this.latestReads.clear();
+      group = new GroupCommit(async (ids: string[]) => {
+        const byId = new Map((await this.mget(datasetId, ids)).hits.map((h) => [h._id, h]));
+        return ids.map((x) => byId.get(x));
+      }, 1000);
+      this.latestReads.set(datasetId, group);
+    }
+    return group.submit(id);
+  }
+
   existingIds(datasetId: string, ids: string[]): Promise<Set<string>> {
     return guard(async () => {
       const { hits } = await this.mget(datasetId, ids, { source: false });
@@ -33,11 +54,15 @@ export class ItemReads extends ItemIndex {
     ids: string[],
     opts: { latest?: boolean } = {},
   ): Promise<StoredItem[]> {
-    return guard(async () =>
-      (await this.mget(datasetId, ids, { realtime: !!opts.latest })).hits.map((h) =>
+    return guard(async () => {
+      if (opts.latest && ids.length === 1) {
+        const hit = await this.latestOne(datasetId, ids[0]!);
+        return hit?._source ? [fromDoc(hit._source)] : [];
+      }
+      return (await this.mget(datasetId, ids, { realtime: !!opts.latest })).hits.map((h) =>
         fromDoc(h._source!),
-      ),
-    );
+      );
+    });
   }
 
   getEmbedding(

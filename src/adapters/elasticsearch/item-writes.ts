@@ -7,11 +7,15 @@ import type { FieldCatalogues } from './field-catalogue';
 import { CAS_RETRIES, backoff, guard, toUnavailable, unavailable } from './guard';
 import type { EsIndices } from './indices';
 import { ItemIndex, type Hit } from './item-index';
+import { Refresher } from './refresher';
 
 type BulkResult = { status: number; error?: { type: string; reason?: string | null } };
 
 /** Client writes of items (POST/PUT/DELETE content, dataset deletion). */
 export class ItemWrites extends ItemIndex {
+  /** A client's writes are searchable when answered; the index itself refreshes every second. */
+  private readonly refresher = new Refresher(() => this.client);
+
   constructor(
     indices: EsIndices,
     private readonly catalogues: FieldCatalogues,
@@ -61,18 +65,17 @@ export class ItemWrites extends ItemIndex {
             else jobs.delete(id);
           }
           if (!ops.length) break;
-          const r = await this.client
-            .bulk({ operations: ops as never[], refresh: 'wait_for' })
-            .catch((e: unknown) => {
-              for (const id of planned) unknown.add(id);
-              throw e;
-            });
+          const r = await this.client.bulk({ operations: ops as never[] }).catch((e: unknown) => {
+            for (const id of planned) unknown.add(id);
+            throw e;
+          });
           const results = r.items.map((it) => it.index ?? it.create);
           results.forEach((res, i) => {
             if (res && !res.error) written.add(planned[i]!);
           });
           pending = await this.retryable(datasetId, planned, results);
         }
+        if (written.size) await this.refresher.visible(this.index(datasetId));
       } catch (e) {
         // Whatever failed (a refusal, a lost connection on a later round), what was written
         // must still get its jobs, and so must what may have been: a job for an item that was
@@ -164,8 +167,8 @@ export class ItemWrites extends ItemIndex {
       // Deletes never create an index: on a missing one each answers index_not_found.
       const r = await this.client.bulk({
         operations: ids.map((id) => ({ delete: { _index: this.index(datasetId), _id: id } })),
-        refresh: 'wait_for',
       });
+      await this.refresher.visible(this.index(datasetId));
       this.catalogues.invalidate(datasetId);
       const failed = r.items
         .map((i) => i.delete)

@@ -1,0 +1,72 @@
+/**
+ * What a worker reads per image: its organisation's plan at most once a second (it was one
+ * Elasticsearch round trip per image), still seeing a changed limit after that; and whether the
+ * image held a place in a fixed allowance, so the ledger frees only places that were taken.
+ */
+import pino from 'pino';
+import type { ProcessingJob } from '../../src/domain/item';
+import { PLAN_TTL_MS, type Allowance } from '../../src/domain/plan';
+import { FairShare } from '../../src/jobs/fair-share';
+import { ProcessImageHandler } from '../../src/jobs/process-image';
+import type { ImageCount } from '../../src/ports/usage-ledger';
+
+function worker(images: () => Allowance) {
+  let now = 1_000_000;
+  const planReads: number[] = [];
+  const counted: ImageCount[] = [];
+  const jobOf = (n: number): ProcessingJob => ({
+    datasetId: 'd1',
+    itemId: `i${n}`,
+    url: `http://images.example/${n}.png`,
+    attempt: 1,
+  });
+  const handler = new ProcessImageHandler(
+    {
+      getItems: async (_d: string, [id]: string[]) => [
+        { id, url: `http://images.example/${id!.slice(1)}.png`, state: 'pending' },
+      ],
+      markProcessed: async () => true,
+    } as never,
+    {
+      getDatasetById: async () => ({ org: 'o1' }),
+      getOrg: async () => {
+        planReads.push(now);
+        return { name: 'o1', plan: { images: images() } };
+      },
+    } as never,
+    {
+      reserveImage: async () => true,
+      recordImage: async (e: ImageCount) => void counted.push(e),
+    } as never,
+    { fetch: async () => Buffer.alloc(1) } as never,
+    {
+      analyze: async () => ({ width: 1, height: 1, format: 'png', vector: [1], embedder: 'e1' }),
+    } as never,
+    pino({ level: 'silent' }),
+    () => now,
+    10,
+    'e1',
+    new FairShare(64),
+  );
+  return {
+    planReads,
+    counted,
+    run: (from: number, n: number) =>
+      Promise.all(Array.from({ length: n }, (_, i) => handler.handle(jobOf(from + i)))),
+    advance: (ms: number) => (now += ms),
+  };
+}
+
+test("a worker reads its organisation's plan once for a burst of images, and again after PLAN_TTL_MS", async () => {
+  let limit: Allowance = { limitType: 'unlimited' };
+  const w = worker(() => limit);
+  await w.run(0, 20);
+  expect(w.planReads).toHaveLength(1);
+  limit = { limitType: 'fixed', limit: 5 };
+  w.advance(PLAN_TTL_MS + 1);
+  await w.run(20, 5);
+  expect(w.planReads).toHaveLength(2);
+  // the raised limit's images took a place; those before did not
+  expect(w.counted.slice(0, 20).every((c) => c.held === false)).toBe(true);
+  expect(w.counted.slice(20).every((c) => c.held === true)).toBe(true);
+});
