@@ -9,7 +9,7 @@ import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ImageFetcher } from '../ports/image-fetcher';
 import { Defer, RetryLater, type JobQueue } from '../ports/job-queue';
-import type { UsageLedger } from '../ports/usage-ledger';
+import type { ImageKey, UsageLedger } from '../ports/usage-ledger';
 import { settlementFor } from '../ports/retry-rule';
 import { deferDelayMs, type FairShare } from './fair-share';
 
@@ -100,25 +100,40 @@ export class ProcessImageHandler {
       return;
     }
     if (item.state !== 'pending') return;
-    const org = await this.plans.get(orgName, () => this.accounts.getOrg(orgName));
-    if (!org) return;
-    await this.process(job, orgName, org.plan.images, endDownload);
+    await this.process(job, orgName, endDownload);
+  }
+
+  /** The organisation's image allowance; `fresh` reads it again whatever this process knows. */
+  private async allowance(orgName: string, fresh: boolean): Promise<Allowance | undefined> {
+    if (fresh) this.plans.forget(orgName);
+    return (await this.plans.get(orgName, () => this.accounts.getOrg(orgName)))?.plan.images;
+  }
+
+  /** Only a fixed limit needs a place held before download; unlimited plans just count after. */
+  private admit(key: ImageKey & { org: string }, at: number, images: Allowance): Promise<boolean> {
+    if (images.limitType !== 'fixed') return Promise.resolve(true);
+    return this.ledger.reserveImage({ ...key, at }, images.limit);
   }
 
   private async process(
     job: ProcessingJob,
     orgName: string,
-    images: Allowance,
     endDownload: () => void,
   ): Promise<void> {
     const key = { org: orgName, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
-    const limit = images.limitType === 'fixed' ? images.limit : undefined;
     const reservedAt = this.now();
-    // Only a fixed limit needs a place held before download; unlimited plans just count after.
-    if (
-      limit !== undefined &&
-      !(await this.ledger.reserveImage({ ...key, at: reservedAt }, limit))
-    ) {
+    let images = await this.allowance(orgName, false);
+    if (!images) return;
+    let admitted = await this.admit(key, reservedAt, images);
+    if (!admitted) {
+      // The refusal rested on a plan read up to PLAN_TTL_MS ago: a limit raised since (and the
+      // sweep that queued this job again) must not postpone it once more.
+      images = await this.allowance(orgName, true);
+      if (!images) return;
+      admitted = await this.admit(key, reservedAt, images);
+    }
+    const limit = images.limitType === 'fixed' ? images.limit : undefined;
+    if (!admitted) {
       const year = new Date(this.now()).getUTCFullYear();
       await this.store.markPostponed(
         job,

@@ -697,6 +697,35 @@ describe('Elasticsearch embedding storage', () => {
 });
 
 describe('Elasticsearch grouped results', () => {
+  test("a worker's result is written against its own read of the item, and a change since still wins", async () => {
+    await withEsStore(async ({ client, store }) => {
+      const [a, b] = await store.applyWrites(
+        'd',
+        [
+          { id: 'a', url: url('a') },
+          { id: 'b', url: url('b') },
+        ],
+        'post',
+        T0,
+      );
+      await store.getItems('d', ['a'], { latest: true });
+      await store.getItems('d', ['b'], { latest: true });
+      // b changes after the worker read it: its remembered version is stale
+      await store.applyWrites('d', [{ id: 'b', url: url('b', 2) }], 'put', T0 + 1);
+      let reads = 0;
+      client.diagnostic.on('request', (_e, r) => {
+        if (r?.meta.request.params.path.endsWith('/_mget')) reads++;
+      });
+      expect(await store.markProcessed(a!, features, T0 + 2)).toBe(true);
+      expect(reads).toBe(0);
+      // the versioned write conflicts, the item is read again, and the old url's result is dropped
+      expect(await store.markProcessed(b!, features, T0 + 2)).toBe(false);
+      expect(reads).toBeGreaterThan(0);
+      const [item] = await store.getItems('d', ['b'], { latest: true });
+      expect(item).toMatchObject({ url: url('b', 2), state: 'pending' });
+    });
+  });
+
   test("workers' single-item realtime reads asked together share an mget, each answered its own item", async () => {
     await withEsStore(async ({ client, store }) => {
       const ids = Array.from({ length: 20 }, (_, i) => `r${i}`);

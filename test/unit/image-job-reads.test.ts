@@ -10,10 +10,11 @@ import { FairShare } from '../../src/jobs/fair-share';
 import { ProcessImageHandler } from '../../src/jobs/process-image';
 import type { ImageCount } from '../../src/ports/usage-ledger';
 
-function worker(images: () => Allowance) {
+function worker(images: () => Allowance, reserve: (limit: number) => boolean = () => true) {
   let now = 1_000_000;
   const planReads: number[] = [];
   const counted: ImageCount[] = [];
+  const postponed: string[] = [];
   const jobOf = (n: number): ProcessingJob => ({
     datasetId: 'd1',
     itemId: `i${n}`,
@@ -26,6 +27,7 @@ function worker(images: () => Allowance) {
         { id, url: `http://images.example/${id!.slice(1)}.png`, state: 'pending' },
       ],
       markProcessed: async () => true,
+      markPostponed: async (j: ProcessingJob) => void postponed.push(j.itemId),
     } as never,
     {
       getDatasetById: async () => ({ org: 'o1' }),
@@ -35,7 +37,7 @@ function worker(images: () => Allowance) {
       },
     } as never,
     {
-      reserveImage: async () => true,
+      reserveImage: async (_e: unknown, limit: number) => reserve(limit),
       recordImage: async (e: ImageCount) => void counted.push(e),
     } as never,
     { fetch: async () => Buffer.alloc(1) } as never,
@@ -51,6 +53,7 @@ function worker(images: () => Allowance) {
   return {
     planReads,
     counted,
+    postponed,
     run: (from: number, n: number) =>
       Promise.all(Array.from({ length: n }, (_, i) => handler.handle(jobOf(from + i)))),
     advance: (ms: number) => (now += ms),
@@ -69,4 +72,17 @@ test("a worker reads its organisation's plan once for a burst of images, and aga
   // the raised limit's images took a place; those before did not
   expect(w.counted.slice(0, 20).every((c) => c.held === false)).toBe(true);
   expect(w.counted.slice(20).every((c) => c.held === true)).toBe(true);
+});
+
+test('a limit raised within PLAN_TTL_MS admits the image: a refusal reads the plan again before postponing', async () => {
+  let limit = 5;
+  const w = worker(
+    () => ({ limitType: 'fixed', limit }),
+    (l) => l > 5, // five images are counted already
+  );
+  await w.run(0, 1);
+  expect([w.counted.length, w.postponed]).toEqual([0, ['i0']]); // under the limit of 5
+  limit = 10; // raised; the sweep queues the item again at once
+  await w.run(0, 1);
+  expect([w.counted.length, w.postponed]).toEqual([1, ['i0']]);
 });

@@ -24,6 +24,7 @@ import type { EsIndices } from './indices';
 import { ItemProcessing } from './item-processing';
 import { ItemReads } from './item-reads';
 import { ItemWrites } from './item-writes';
+import { KnownVersions } from './known-versions';
 import { EsSearchEngine } from './search-engine';
 
 type JobPage = { jobs: ProcessingJob[]; next?: string };
@@ -34,6 +35,7 @@ type JobPage = { jobs: ProcessingJob[]; next?: string };
  * - ItemWrites: client writes with optimistic concurrency, deletes, dataset deletion;
  * - ItemProcessing: workers' results (compare-and-swap) and the vector fields;
  * - ItemReads: details, listing, counts, errors, embeddings, job pages;
+ * - KnownVersions: a worker's realtime read of its item, kept for its result write;
  * - FieldCatalogues: metadata fields and value kinds (a 2 s per-instance cache);
  * - EsSearchEngine: search, facets, similar, sample.
  * Nothing here remembers whether an index exists: another host may create or delete it.
@@ -53,8 +55,9 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
   ) {
     this.catalogues = new FieldCatalogues(indices, now);
     this.writes = new ItemWrites(indices, this.catalogues, vectorDims);
-    this.processing = new ItemProcessing(indices, vectorDims);
-    this.reads = new ItemReads(indices);
+    const known = new KnownVersions();
+    this.processing = new ItemProcessing(indices, vectorDims, known);
+    this.reads = new ItemReads(indices, known);
     this.engine = new EsSearchEngine(indices);
   }
 

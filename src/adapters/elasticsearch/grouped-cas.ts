@@ -1,6 +1,7 @@
 import type { Client } from '@elastic/elasticsearch';
 import { GroupCommit } from '../group-commit';
 import type { ItemDoc } from './document';
+import type { Hit } from './item-index';
 
 /** What became of one change in a group: written, nothing to write, or left to the caller. */
 export type GroupedOutcome = 'written' | 'unchanged' | 'retry';
@@ -9,6 +10,8 @@ interface Pending {
   index: string;
   id: string;
   change: (doc: ItemDoc) => ItemDoc | undefined;
+  /** The document and its version as the caller last read it: written against without a read. */
+  known?: Hit;
 }
 
 /** Enough for every worker slot of a few processes; a bulk of 1,420-float items stays ~5 MB. */
@@ -16,8 +19,9 @@ const MAX_GROUP = 128;
 
 /**
  * Workers' item results as group commits (GroupCommit): the results finished while one
- * read-check-write is in flight go together in the next, as one realtime `mget` and one `_bulk`
- * with each document's `if_seq_no`/`if_primary_term`, instead of a GET and a PUT per image.
+ * read-check-write is in flight go together in the next, as one realtime `mget` (of the items
+ * the caller did not read a moment ago) and one `_bulk` with each document's
+ * `if_seq_no`/`if_primary_term`, instead of a GET and a PUT per image.
  * Each caller's promise settles only once its own write is acknowledged, so a job is never
  * acknowledged before its result is stored.
  *
@@ -33,8 +37,9 @@ export class GroupedCas {
     index: string,
     id: string,
     change: (doc: ItemDoc) => ItemDoc | undefined,
+    known?: Hit,
   ): Promise<GroupedOutcome> {
-    return this.group.submit({ index, id, change });
+    return this.group.submit({ index, id, change, ...(known ? { known } : {}) });
   }
 
   private async commit(group: Pending[]): Promise<GroupedOutcome[]> {
@@ -47,14 +52,22 @@ export class GroupedCas {
       seen.add(key);
       return [i];
     });
-    const { docs } = await this.client().mget<ItemDoc>({
-      docs: unique.map((i) => ({ _index: group[i]!.index, _id: group[i]!.id })),
-      realtime: true,
-    });
+    // Only what no caller read a moment ago is read now (KnownVersions).
+    const toRead = unique.filter((i) => !group[i]!.known);
+    const read = toRead.length
+      ? (
+          await this.client().mget<ItemDoc>({
+            docs: toRead.map((i) => ({ _index: group[i]!.index, _id: group[i]!.id })),
+            realtime: true,
+          })
+        ).docs
+      : [];
+    const readAt = new Map(toRead.map((i, k) => [i, read[k]!]));
     const ops: object[] = [];
     const written: number[] = [];
-    docs.forEach((d, k) => {
-      const i = unique[k]!;
+    unique.forEach((i) => {
+      const known = group[i]!.known;
+      const d = known ? { ...known, found: true as const } : readAt.get(i)!;
       // per-document errors and absent documents go to the caller's loop, which tells them apart
       if (!('found' in d) || !d.found || !d._source) return;
       let next: ItemDoc | undefined;
@@ -64,7 +77,8 @@ export class GroupedCas {
         return; // this item's own loop meets the problem again and reports it; the group goes on
       }
       if (!next) {
-        out[i] = 'unchanged';
+        // "Nothing to do" is only the answer of a fresh read; a remembered one is checked again.
+        out[i] = known ? 'retry' : 'unchanged';
         return;
       }
       ops.push(

@@ -6,6 +6,7 @@ import { CAS_RETRIES, backoff, guard, unavailable } from './guard';
 import { GroupedCas } from './grouped-cas';
 import { isConflict, type EsIndices } from './indices';
 import { ItemIndex } from './item-index';
+import type { KnownVersions } from './known-versions';
 import { vectorMapping } from './mapping';
 
 /** The strict item mapping refused a document because it has a field the index lacks. */
@@ -38,6 +39,8 @@ export class ItemProcessing extends ItemIndex {
   constructor(
     indices: EsIndices,
     private readonly vectorDims: number,
+    /** Items as this process's workers just read them (ItemReads): written without a read. */
+    private readonly known?: KnownVersions,
   ) {
     super(indices);
   }
@@ -110,7 +113,13 @@ export class ItemProcessing extends ItemIndex {
     change: (doc: ItemDoc) => ItemDoc | undefined,
   ): Promise<boolean> {
     // First with whatever other results are being stored now; alone if that did not settle it.
-    const grouped = await this.grouped.submit(this.index(job.datasetId), job.itemId, change);
+    const index = this.index(job.datasetId);
+    const grouped = await this.grouped.submit(
+      index,
+      job.itemId,
+      change,
+      this.known?.take(index, job.itemId),
+    );
     if (grouped !== 'retry') return grouped === 'written';
     let fieldAdded = false;
     for (let attempt = 0; attempt < CAS_RETRIES; attempt++) {

@@ -10,6 +10,8 @@ import { docVector, fromDoc, type ItemDoc } from './document';
 import { staleQuery } from './dsl';
 import { GroupCommit } from '../group-commit';
 import { guard } from './guard';
+import type { EsIndices } from './indices';
+import type { KnownVersions } from './known-versions';
 import { ItemIndex, orEmpty, type Hit } from './item-index';
 
 /** GET content pages past this window walk the index with search_after. */
@@ -22,6 +24,14 @@ type JobPage = { jobs: ProcessingJob[]; next?: string };
  * sweeps walk. A dataset whose index does not exist reads as empty.
  */
 export class ItemReads extends ItemIndex {
+  constructor(
+    indices: EsIndices,
+    /** Where a worker's realtime read of its item is kept for the result write that follows. */
+    private readonly known?: KnownVersions,
+  ) {
+    super(indices);
+  }
+
   /**
    * Workers read their item, realtime, as each job starts; jobs start together when a grouped
    * result write answers several at once. Reads asked for while one is in flight go together
@@ -34,7 +44,9 @@ export class ItemReads extends ItemIndex {
     if (!group) {
       if (this.latestReads.size > 10_000) this.latestReads.clear();
       group = new GroupCommit(async (ids: string[]) => {
-        const byId = new Map((await this.mget(datasetId, ids)).hits.map((h) => [h._id, h]));
+        const { hits } = await this.mget(datasetId, ids);
+        for (const h of hits) this.known?.remember(this.index(datasetId), h);
+        const byId = new Map(hits.map((h) => [h._id, h]));
         return ids.map((x) => byId.get(x));
       }, 1000);
       this.latestReads.set(datasetId, group);
