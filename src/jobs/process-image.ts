@@ -103,12 +103,6 @@ export class ProcessImageHandler {
     await this.process(job, orgName, endDownload);
   }
 
-  /** The organisation's image allowance; `fresh` reads it again whatever this process knows. */
-  private async allowance(orgName: string, fresh: boolean): Promise<Allowance | undefined> {
-    if (fresh) this.plans.forget(orgName);
-    return (await this.plans.get(orgName, () => this.accounts.getOrg(orgName)))?.plan.images;
-  }
-
   /** Only a fixed limit needs a place held before download; unlimited plans just count after. */
   private admit(key: ImageKey & { org: string }, at: number, images: Allowance): Promise<boolean> {
     if (images.limitType !== 'fixed') return Promise.resolve(true);
@@ -122,15 +116,20 @@ export class ProcessImageHandler {
   ): Promise<void> {
     const key = { org: orgName, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
     const reservedAt = this.now();
-    let images = await this.allowance(orgName, false);
+    let images = (await this.plans.get(orgName, () => this.accounts.getOrg(orgName)))?.plan.images;
     if (!images) return;
     let admitted = await this.admit(key, reservedAt, images);
     if (!admitted) {
       // The refusal rested on a plan read up to PLAN_TTL_MS ago: a limit raised since (and the
-      // sweep that queued this job again) must not postpone it once more.
-      images = await this.allowance(orgName, true);
-      if (!images) return;
-      admitted = await this.admit(key, reservedAt, images);
+      // sweep that queued this job again) must not postpone it once more. Asked again only when
+      // the plan did change: a refusal is a count of the year's images, not a cheap check.
+      const fresh = (await this.accounts.getOrg(orgName))?.plan.images;
+      if (!fresh) return;
+      if (fresh.limitType !== images.limitType || fresh.limit !== images.limit) {
+        this.plans.forget(orgName);
+        images = fresh;
+        admitted = await this.admit(key, reservedAt, images);
+      }
     }
     const limit = images.limitType === 'fixed' ? images.limit : undefined;
     if (!admitted) {

@@ -726,6 +726,17 @@ describe('Elasticsearch grouped results', () => {
     });
   });
 
+  test("a worker's result for a dataset deleted after its read changes nothing and makes no index", async () => {
+    await withEsStore(async ({ client, indices, store }) => {
+      await indices.ensureItemTemplate(DIMS);
+      const [job] = await store.applyWrites('d', [{ id: 'x', url: url('x') }], 'post', T0);
+      await store.getItems('d', ['x'], { latest: true });
+      await store.dropDataset('d');
+      expect(await store.markProcessed(job!, features, T0 + 1)).toBe(false);
+      expect(await client.indices.exists({ index: indices.items('d') })).toBe(false);
+    });
+  });
+
   test("workers' single-item realtime reads asked together share an mget, each answered its own item", async () => {
     await withEsStore(async ({ client, store }) => {
       const ids = Array.from({ length: 20 }, (_, i) => `r${i}`);

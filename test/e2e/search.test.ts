@@ -69,10 +69,12 @@ beforeAll(async () => {
     metadata: d.metadata,
     privateMetadata: privateOf(i),
   }));
-  await t.call('POST', `${ds.base}/content`, {
+  const posted = await t.call('POST', `${ds.base}/content`, {
     token: ds.orgToken,
     body: { content: content.slice(0, 150) },
   });
+  if (posted.status !== 202)
+    throw new Error(`POST content: ${posted.status} ${JSON.stringify(posted.body)}`);
   await waitProcessed(t, ds.base, ds.orgToken, 150);
 }, 120_000);
 afterAll(async () => {
@@ -113,7 +115,11 @@ describe('before 200 processed items', () => {
       metadata: d.metadata,
       privateMetadata: privateOf(150 + i),
     }));
-    await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
+    const posted = await t.call('POST', `${ds.base}/content`, {
+      token: ds.orgToken,
+      body: { content },
+    });
+    expect([posted.status, posted.body]).toEqual([202, expect.anything()]);
     await waitProcessed(t, ds.base, ds.orgToken, 210);
     expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe(
       'published',

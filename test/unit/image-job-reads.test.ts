@@ -11,6 +11,7 @@ import { ProcessImageHandler } from '../../src/jobs/process-image';
 import type { ImageCount } from '../../src/ports/usage-ledger';
 
 function worker(images: () => Allowance, reserve: (limit: number) => boolean = () => true) {
+  let reserves = 0;
   let now = 1_000_000;
   const planReads: number[] = [];
   const counted: ImageCount[] = [];
@@ -37,7 +38,10 @@ function worker(images: () => Allowance, reserve: (limit: number) => boolean = (
       },
     } as never,
     {
-      reserveImage: async (_e: unknown, limit: number) => reserve(limit),
+      reserveImage: async (_e: unknown, limit: number) => {
+        reserves++;
+        return reserve(limit);
+      },
       recordImage: async (e: ImageCount) => void counted.push(e),
     } as never,
     { fetch: async () => Buffer.alloc(1) } as never,
@@ -57,6 +61,7 @@ function worker(images: () => Allowance, reserve: (limit: number) => boolean = (
     run: (from: number, n: number) =>
       Promise.all(Array.from({ length: n }, (_, i) => handler.handle(jobOf(from + i)))),
     advance: (ms: number) => (now += ms),
+    reserves: () => reserves,
   };
 }
 
@@ -85,4 +90,14 @@ test('a limit raised within PLAN_TTL_MS admits the image: a refusal reads the pl
   limit = 10; // raised; the sweep queues the item again at once
   await w.run(0, 1);
   expect([w.counted.length, w.postponed]).toEqual([1, ['i0']]);
+});
+
+test('a refusal under an unchanged plan is not asked twice (each asks for a count of the year)', async () => {
+  const w = worker(
+    () => ({ limitType: 'fixed', limit: 5 }),
+    () => false,
+  );
+  await w.run(0, 3);
+  expect(w.postponed).toEqual(['i0', 'i1', 'i2']);
+  expect(w.reserves()).toBe(3);
 });

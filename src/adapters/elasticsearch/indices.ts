@@ -159,14 +159,18 @@ export class EsIndices {
 
   /**
    * An index template for item indices. Elasticsearch creates a missing index on a write by
-   * default: a late write for a dataset another host just deleted would otherwise make an
-   * index with guessed mappings, which breaks the sweeps that sort every item index by
-   * `dataset`. With the template such an index gets the real mapping (and is harmless).
+   * default: a late write for a dataset another host just deleted (a worker's result, written
+   * against the version it read before the download) would make an empty index nobody deletes.
+   * The template forbids that (`allow_auto_create: false`): such a write answers
+   * index_not_found, which every writer here treats as "the dataset is gone" or creates the
+   * index itself first (ItemWrites). An index made anyway gets the real mapping, so the sweeps
+   * that sort every item index by `dataset` keep working.
    */
   async ensureItemTemplate(dims: number): Promise<void> {
     await this.client.indices.putIndexTemplate({
       name: `${this.prefix}items`,
       index_patterns: [this.allItems],
+      allow_auto_create: false,
       template: {
         settings: { index: this.settings(this.itemSettings) },
         mappings: itemMapping(dims) as never,

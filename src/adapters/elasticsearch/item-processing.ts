@@ -5,7 +5,7 @@ import { docVector, fromDoc, toDoc, type ItemDoc } from './document';
 import { CAS_RETRIES, backoff, guard, unavailable } from './guard';
 import { GroupedCas } from './grouped-cas';
 import { isConflict, type EsIndices } from './indices';
-import { ItemIndex } from './item-index';
+import { ItemIndex, isIndexMissing } from './item-index';
 import type { KnownVersions } from './known-versions';
 import { vectorMapping } from './mapping';
 
@@ -141,6 +141,8 @@ export class ItemProcessing extends ItemIndex {
         return true;
       } catch (e) {
         if (isConflict(e)) continue;
+        // deleted since the read (item indices are never created by a write): nothing to change
+        if (isIndexMissing(e)) return false;
         const dims = docVector(next)?.length;
         if (fieldAdded || !dims || !isUnmappedField(e)) throw e;
         // An index created by a host with another embedder size: give it this size's field.

@@ -75,6 +75,12 @@ export class ItemWrites extends ItemIndex {
           });
           pending = await this.retryable(datasetId, planned, results);
         }
+        // Inside the try: the items written in earlier rounds still get their jobs (PartialWrite).
+        if (pending.length)
+          throw unavailable(
+            `items changed concurrently too often: ${pending.slice(0, 5).join(', ')}`,
+            1,
+          );
         if (written.size) await this.refresher.visible(this.index(datasetId));
       } catch (e) {
         // Whatever failed (a refusal, a lost connection on a later round), what was written
@@ -88,11 +94,6 @@ export class ItemWrites extends ItemIndex {
       } finally {
         this.catalogues.invalidate(datasetId);
       }
-      if (pending.length)
-        throw unavailable(
-          `items changed concurrently too often: ${pending.slice(0, 5).join(', ')}`,
-          1,
-        );
       return [...jobs.values()];
     });
   }
