@@ -38,3 +38,28 @@ export class GroupCommit<Req, Res> {
     }
   }
 }
+
+/**
+ * A GroupCommit per key (an organisation's counter, an index, a dataset): batches never mix
+ * keys, and each key has at most one commit in flight. The keys are forgotten all at once past
+ * `maxKeys`, which bounds the memory; a commit still in flight for a forgotten key finishes.
+ */
+export class KeyedGroupCommit<Req, Res> {
+  private readonly groups = new Map<string, GroupCommit<Req, Res>>();
+
+  constructor(
+    private readonly commit: (key: string, batch: Req[]) => Promise<Res[]>,
+    private readonly maxBatch: number,
+    private readonly maxKeys = 10_000,
+  ) {}
+
+  submit(key: string, req: Req): Promise<Res> {
+    let group = this.groups.get(key);
+    if (!group) {
+      if (this.groups.size >= this.maxKeys) this.groups.clear();
+      group = new GroupCommit((batch: Req[]) => this.commit(key, batch), this.maxBatch);
+      this.groups.set(key, group);
+    }
+    return group.submit(req);
+  }
+}

@@ -11,7 +11,7 @@ import {
   type UsageLedger,
 } from '../../ports/usage-ledger';
 import { casUpdate, getVersioned, type Versioned } from './cas';
-import { GroupCommit } from '../group-commit';
+import { GroupCommit, KeyedGroupCommit } from '../group-commit';
 import { guard, unavailable } from './guard';
 import type { EsIndices } from './indices';
 
@@ -81,7 +81,10 @@ const hash = (...parts: Array<string | number>): string =>
  * checked against the count of those documents in the same versioned write.
  */
 export class EsUsageLedger implements UsageLedger {
-  private readonly counters = new Map<string, GroupCommit<CreditOp, boolean>>();
+  private readonly counters = new KeyedGroupCommit(
+    (key: string, ops: CreditOp[]) => this.apply(key, ops),
+    Infinity,
+  );
   /** Each counter as this process last wrote it: the next write usually needs no read. */
   private readonly lastWritten = new Map<string, Versioned<CreditsDoc>>();
 
@@ -114,14 +117,7 @@ export class EsUsageLedger implements UsageLedger {
 
   /** One write in flight per counter (GroupCommit): what queues meanwhile goes in the next. */
   private submit(op: CreditOp): Promise<boolean> {
-    const key = `${op.c.org}:${ym(op.c.at)}`;
-    let counter = this.counters.get(key);
-    if (!counter) {
-      if (this.counters.size > 10_000) this.counters.clear();
-      counter = new GroupCommit((ops: CreditOp[]) => this.apply(key, ops), Infinity);
-      this.counters.set(key, counter);
-    }
-    return counter.submit(op);
+    return this.counters.submit(`${op.c.org}:${ym(op.c.at)}`, op);
   }
 
   private apply(key: string, ops: CreditOp[]): Promise<boolean[]> {

@@ -8,7 +8,7 @@ import type {
 import type { StoredEmbedding } from '../../ports/content-store';
 import { docVector, fromDoc, type ItemDoc } from './document';
 import { staleQuery } from './dsl';
-import { GroupCommit } from '../group-commit';
+import { KeyedGroupCommit } from '../group-commit';
 import { guard } from './guard';
 import type { EsIndices } from './indices';
 import type { KnownVersions } from './known-versions';
@@ -37,22 +37,15 @@ export class ItemReads extends ItemIndex {
    * result write answers several at once. Reads asked for while one is in flight go together
    * in the next `mget`, one round trip instead of one per job.
    */
-  private readonly latestReads = new Map<string, GroupCommit<string, Hit | undefined>>();
-
-  private latestOne(datasetId: string, id: string): Promise<Hit | undefined> {
-    let group = this.latestReads.get(datasetId);
-    if (!group) {
-      if (this.latestReads.size > 10_000) this.latestReads.clear();
-      group = new GroupCommit(async (ids: string[]) => {
-        const { hits } = await this.mget(datasetId, ids);
-        for (const h of hits) this.known?.remember(this.index(datasetId), h);
-        const byId = new Map(hits.map((h) => [h._id, h]));
-        return ids.map((x) => byId.get(x));
-      }, 1000);
-      this.latestReads.set(datasetId, group);
-    }
-    return group.submit(id);
-  }
+  private readonly latestReads = new KeyedGroupCommit(
+    async (datasetId: string, ids: string[]): Promise<Array<Hit | undefined>> => {
+      const { hits } = await this.mget(datasetId, ids);
+      for (const h of hits) this.known?.remember(this.index(datasetId), h);
+      const byId = new Map(hits.map((h) => [h._id, h]));
+      return ids.map((x) => byId.get(x));
+    },
+    1000,
+  );
 
   existingIds(datasetId: string, ids: string[]): Promise<Set<string>> {
     return guard(async () => {
@@ -68,7 +61,7 @@ export class ItemReads extends ItemIndex {
   ): Promise<StoredItem[]> {
     return guard(async () => {
       if (opts.latest && ids.length === 1) {
-        const hit = await this.latestOne(datasetId, ids[0]!);
+        const hit = await this.latestReads.submit(datasetId, ids[0]!);
         return hit?._source ? [fromDoc(hit._source)] : [];
       }
       return (await this.mget(datasetId, ids, { realtime: !!opts.latest })).hits.map((h) =>

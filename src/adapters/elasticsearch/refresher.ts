@@ -1,5 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
-import { GroupCommit } from '../group-commit';
+import { KeyedGroupCommit } from '../group-commit';
 
 /**
  * The least time between two refreshes this process asks of one index: writes arriving within
@@ -20,7 +20,10 @@ export const MIN_REFRESH_GAP_MS = 100;
  * the next.
  */
 export class Refresher {
-  private readonly byIndex = new Map<string, GroupCommit<void, void>>();
+  private readonly refreshes = new KeyedGroupCommit(
+    (index: string, waiting: void[]) => this.refresh(index, waiting.length),
+    Infinity,
+  );
   private readonly lastStarted = new Map<string, number>();
 
   constructor(
@@ -30,21 +33,13 @@ export class Refresher {
 
   /** Resolves once everything written to `index` before the call is searchable. */
   visible(index: string): Promise<void> {
-    let group = this.byIndex.get(index);
-    if (!group) {
-      if (this.byIndex.size > 10_000) {
-        this.byIndex.clear();
-        this.lastStarted.clear();
-      }
-      group = new GroupCommit((batch: void[]) => this.refresh(index, batch.length), Infinity);
-      this.byIndex.set(index, group);
-    }
-    return group.submit();
+    return this.refreshes.submit(index, undefined);
   }
 
   private async refresh(index: string, waiting: number): Promise<void[]> {
     const wait = (this.lastStarted.get(index) ?? 0) + this.minGapMs - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (this.lastStarted.size >= 10_000) this.lastStarted.clear();
     this.lastStarted.set(index, Date.now());
     // A dataset deleted meanwhile has no index left to make anything visible in.
     await this.client().indices.refresh({ index, ignore_unavailable: true });
