@@ -39,6 +39,7 @@ import { AuthService } from '../services/auth';
 import { ContentService } from '../services/content';
 import { DatasetService } from '../services/datasets';
 import { OrganisationService } from '../services/organisations';
+import { PlanReads } from '../services/plans';
 import { MeteringService } from '../services/metering';
 import { SimilarityService } from '../services/similarity';
 import { UsageService } from '../services/usage';
@@ -222,8 +223,9 @@ export async function buildContainer(
     ? await auth.ensureOperatorToken(clock())
     : undefined;
   const serverKey = await keys.serverKey();
+  const plans = new PlanReads(accounts, now);
   const metering = new MeteringService(
-    accounts,
+    plans,
     ledger,
     events,
     log.child({ component: 'metering' }),
@@ -262,6 +264,7 @@ export async function buildContainer(
     processImage: new ProcessImageHandler(
       content,
       accounts,
+      plans,
       ledger,
       fetcher,
       analyzer,

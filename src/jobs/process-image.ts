@@ -1,16 +1,16 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../observability/metrics';
 import type { ProcessingJob } from '../domain/item';
-import { PLAN_TTL_MS, type Allowance } from '../domain/plan';
+import type { Allowance } from '../domain/plan';
 import { ImageError, MAX_ATTEMPTS } from '../domain/processing';
-import type { AccountStore, Organisation } from '../ports/account-store';
-import { RecentReads } from '../lib/recent-reads';
+import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ImageFetcher } from '../ports/image-fetcher';
 import { Defer, RetryLater, type JobQueue } from '../ports/job-queue';
 import type { ImageKey, UsageLedger } from '../ports/usage-ledger';
 import { settlementFor } from '../ports/retry-rule';
+import type { PlanReads } from '../services/plans';
 import { deferDelayMs, type FairShare } from './fair-share';
 
 export const PROCESS_IMAGE = 'process-image';
@@ -24,6 +24,8 @@ export class ProcessImageHandler {
   constructor(
     private readonly store: ContentStore,
     private readonly accounts: AccountStore,
+    /** Plans as this process read them in the last second (shared with metering). */
+    private readonly plans: PlanReads,
     private readonly ledger: UsageLedger,
     private readonly fetcher: ImageFetcher,
     private readonly analyzer: ImageAnalyzer,
@@ -38,13 +40,6 @@ export class ProcessImageHandler {
 
   /** Datasets never change organisation: remembered, so a job can step aside without a read. */
   private readonly orgOfDataset = new Map<string, string>();
-  /**
-   * Plans as read in the last second: a job needs its organisation's image allowance, and a
-   * read per image was one of five Elasticsearch round trips per job. A changed limit reaches
-   * every worker within PLAN_TTL_MS, as a changed request price does (metering).
-   */
-  private readonly plans = new RecentReads<Organisation>(PLAN_TTL_MS, () => this.now());
-
   readonly handle = async (job: ProcessingJob): Promise<void> => {
     try {
       await this.handleOnce(job);
@@ -116,17 +111,16 @@ export class ProcessImageHandler {
   ): Promise<void> {
     const key = { org: orgName, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
     const reservedAt = this.now();
-    let images = (await this.plans.get(orgName, () => this.accounts.getOrg(orgName)))?.plan.images;
+    let images = (await this.plans.get(orgName))?.plan.images;
     if (!images) return;
     let admitted = await this.admit(key, reservedAt, images);
     if (!admitted) {
       // The refusal rested on a plan read up to PLAN_TTL_MS ago: a limit raised since (and the
       // sweep that queued this job again) must not postpone it once more. Asked again only when
       // the plan did change: a refusal is a count of the year's images, not a cheap check.
-      const fresh = (await this.accounts.getOrg(orgName))?.plan.images;
+      const fresh = (await this.plans.fresh(orgName))?.plan.images;
       if (!fresh) return;
       if (fresh.limitType !== images.limitType || fresh.limit !== images.limit) {
-        this.plans.forget(orgName);
         images = fresh;
         admitted = await this.admit(key, reservedAt, images);
       }

@@ -2,11 +2,11 @@ import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { RequestFacts } from '../domain/event-report';
-import { PLAN_TTL_MS, type RequestType } from '../domain/plan';
-import type { AccountStore, Organisation } from '../ports/account-store';
+import type { RequestType } from '../domain/plan';
+import type { Organisation } from '../ports/account-store';
+import type { PlanReads } from './plans';
 import type { EventLog } from '../ports/event-log';
 import type { ChargeReceipt, UsageLedger } from '../ports/usage-ledger';
-import { RecentReads } from '../lib/recent-reads';
 import type { Principal } from './principal';
 
 export const MICRO = 1_000_000;
@@ -35,20 +35,17 @@ export class MeteringService {
   /** Organisations refused recently, and until when to charge them before working. */
   private readonly refused = new Map<string, number>();
   private readonly logging = new Set<Promise<void>>();
-  private readonly plans: RecentReads<Organisation>;
 
   constructor(
-    private readonly accounts: AccountStore,
+    private readonly plans: PlanReads,
     private readonly ledger: UsageLedger,
     private readonly events: EventLog,
     private readonly log: Logger,
     private readonly now: () => number,
-  ) {
-    this.plans = new RecentReads(PLAN_TTL_MS, now);
-  }
+  ) {}
 
   private async organisation(name: string): Promise<Organisation> {
-    const org = await this.plans.get(name, () => this.accounts.getOrg(name));
+    const org = await this.plans.get(name);
     if (!org) throw new AppError('not_found', `organisation '${name}' not found`);
     return org;
   }

@@ -22,6 +22,8 @@ import { tempDir } from '../helpers/app';
 const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
 
 interface Engines {
+  /** What the service does at start before any request (the item template on Elasticsearch). */
+  ready?: Promise<void>;
   store: ContentStore;
   engine: SearchEngine;
   /** The same data as a process whose embedder makes vectors of `dims` would see it. */
@@ -54,6 +56,8 @@ const adapters: Array<[string, () => Engines]> = [
       const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
       const es = new ElasticsearchStore(indices, Date.now, DIMS);
       return {
+        // as the container does at start: no write may create an item index by itself
+        ready: indices.ensureItemTemplate(DIMS),
         store: es,
         engine: es,
         sized: (dims) => {
@@ -62,6 +66,9 @@ const adapters: Array<[string, () => Engines]> = [
         },
         close: async () => {
           await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
+          await client.indices
+            .deleteIndexTemplate({ name: `${prefix}items` })
+            .catch(() => undefined);
           await client.close();
         },
       };
@@ -90,9 +97,10 @@ const url = (id: string, v = 1): string => `https://img.test/${id}-v${v}.png`;
 describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make) => {
   let e: Engines;
   let ds: string;
-  beforeEach(() => {
+  beforeEach(async () => {
     e = make();
     ds = `ds${Math.random().toString(36).slice(2, 10)}`;
+    await e.ready;
   });
   afterEach(() => e.close());
 
@@ -470,6 +478,8 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     ]);
     expect(await e.store.markProcessed(jobs[0], features, T0 + 1)).toBe(true);
     await settled(1);
+    // b's worker has read its item (realtime, as each job starts) and is downloading the image
+    expect(await e.store.getItems(ds, ['b'], { latest: true })).toHaveLength(1);
     const other = e.sized(DIMS); // another process of the installation
     await other.store.dropDataset(ds);
     expect(await e.store.list(ds, 0, 10)).toEqual([]);
@@ -513,6 +523,7 @@ async function withEsStore(
     await fn({ client, indices, store: new ElasticsearchStore(indices, Date.now, DIMS) });
   } finally {
     await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
+    await client.indices.deleteIndexTemplate({ name: `${prefix}items` }).catch(() => undefined);
     await client.close();
   }
 }

@@ -8,6 +8,7 @@ import type { ProcessingJob } from '../../src/domain/item';
 import { PLAN_TTL_MS, type Allowance } from '../../src/domain/plan';
 import { FairShare } from '../../src/jobs/fair-share';
 import { ProcessImageHandler } from '../../src/jobs/process-image';
+import { PlanReads } from '../../src/services/plans';
 import type { ImageCount } from '../../src/ports/usage-ledger';
 
 function worker(images: () => Allowance, reserve: (limit: number) => boolean = () => true) {
@@ -22,6 +23,13 @@ function worker(images: () => Allowance, reserve: (limit: number) => boolean = (
     url: `http://images.example/${n}.png`,
     attempt: 1,
   });
+  const accounts = {
+    getDatasetById: async () => ({ org: 'o1' }),
+    getOrg: async () => {
+      planReads.push(now);
+      return { name: 'o1', plan: { images: images() } };
+    },
+  } as never;
   const handler = new ProcessImageHandler(
     {
       getItems: async (_d: string, [id]: string[]) => [
@@ -30,13 +38,8 @@ function worker(images: () => Allowance, reserve: (limit: number) => boolean = (
       markProcessed: async () => true,
       markPostponed: async (j: ProcessingJob) => void postponed.push(j.itemId),
     } as never,
-    {
-      getDatasetById: async () => ({ org: 'o1' }),
-      getOrg: async () => {
-        planReads.push(now);
-        return { name: 'o1', plan: { images: images() } };
-      },
-    } as never,
+    accounts,
+    new PlanReads(accounts, () => now),
     {
       reserveImage: async (_e: unknown, limit: number) => {
         reserves++;
