@@ -23,6 +23,7 @@ import { AmqpJobQueue } from '../adapters/queue/rabbitmq/amqp-queue';
 import { SqliteJobQueue } from '../adapters/queue/in-process/sqlite-queue';
 import { redactUrl, type Config } from '../config/env';
 import { FairShare } from '../jobs/fair-share';
+import { Slots } from '../lib/slots';
 import { ProcessImageHandler } from '../jobs/process-image';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
@@ -273,6 +274,7 @@ export async function buildContainer(
       config.RETRY_BASE_MS,
       embedder.id,
       new FairShare(config.WORKER_CONCURRENCY),
+      new Slots(config.WORKER_CONCURRENCY),
       metrics,
     ),
     metrics,

@@ -31,7 +31,9 @@ export async function startApp(
     };
     await container.queue.consume(
       container.processImage.handle,
-      config.WORKER_CONCURRENCY,
+      // Twice the images at once: a job whose result is being stored gives its image slot to
+      // the next one (ProcessImageHandler), so writes never leave the analyser idle.
+      config.WORKER_CONCURRENCY * 2,
       storeAnswers,
     );
     await adoptEmbedder(container.accounts, container.embedder, container.log);

@@ -11,6 +11,7 @@ import { Defer, RetryLater, type JobQueue } from '../ports/job-queue';
 import type { ImageKey, UsageLedger } from '../ports/usage-ledger';
 import { settlementFor } from '../ports/retry-rule';
 import type { PlanReads } from '../services/plans';
+import { Slots } from '../lib/slots';
 import { deferDelayMs, type FairShare } from './fair-share';
 
 export const PROCESS_IMAGE = 'process-image';
@@ -35,6 +36,8 @@ export class ProcessImageHandler {
     /** The analyzer's embedder: items embedded by another one are re-embedded. */
     private readonly embedderId: string,
     private readonly fair: FairShare,
+    /** Jobs downloading or being analysed at once (WORKER_CONCURRENCY). */
+    private readonly imageSlots: Slots,
     private readonly metrics?: Metrics,
   ) {}
 
@@ -63,12 +66,17 @@ export class ProcessImageHandler {
   private readonly handleOnce = async (job: ProcessingJob): Promise<void> => {
     const orgName = await this.orgOf(job.datasetId);
     if (orgName === undefined) return; // the dataset is gone, and its items with it
-    const slot = this.fair.tryAcquire(new URL(job.url).host, orgName);
-    if (!slot) throw new Defer(deferDelayMs(job.deferrals ?? 0));
+    const endImage = await this.imageSlots.acquire();
     try {
-      await this.run(job, orgName, slot);
+      const slot = this.fair.tryAcquire(new URL(job.url).host, orgName);
+      if (!slot) throw new Defer(deferDelayMs(job.deferrals ?? 0));
+      try {
+        await this.run(job, orgName, slot, endImage);
+      } finally {
+        slot();
+      }
     } finally {
-      slot();
+      endImage();
     }
   };
 
@@ -82,7 +90,12 @@ export class ProcessImageHandler {
     return ds.org;
   }
 
-  private async run(job: ProcessingJob, orgName: string, endDownload: () => void): Promise<void> {
+  private async run(
+    job: ProcessingJob,
+    orgName: string,
+    endDownload: () => void,
+    endImage: () => void,
+  ): Promise<void> {
     const [item] = await this.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (!item || item.url !== job.url) return;
     if (item.state === 'processed') {
@@ -95,7 +108,7 @@ export class ProcessImageHandler {
       return;
     }
     if (item.state !== 'pending') return;
-    await this.process(job, orgName, endDownload);
+    await this.process(job, orgName, endDownload, endImage);
   }
 
   /** Only a fixed limit needs a place held before download; unlimited plans just count after. */
@@ -108,6 +121,7 @@ export class ProcessImageHandler {
     job: ProcessingJob,
     orgName: string,
     endDownload: () => void,
+    endImage: () => void,
   ): Promise<void> {
     const key = { org: orgName, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
     const reservedAt = this.now();
@@ -145,7 +159,7 @@ export class ProcessImageHandler {
     const timer = this.metrics?.imageJobDuration.startTimer();
     try {
       const bytes = await this.fetcher.fetch(job.url).finally(endDownload);
-      const features = await this.analyzer.analyze(bytes);
+      const features = await this.analyzer.analyze(bytes).finally(endImage);
       const at = this.now();
       if (await this.store.markProcessed(job, features, at)) {
         await this.ledger.recordImage({ ...key, at, processedAt: at, held: limit !== undefined });

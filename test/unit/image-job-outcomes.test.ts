@@ -7,6 +7,7 @@ import pino from 'pino';
 import { AppError } from '../../src/domain/errors';
 import type { ProcessingJob } from '../../src/domain/item';
 import { FairShare } from '../../src/jobs/fair-share';
+import { Slots } from '../../src/lib/slots';
 import { ProcessImageHandler } from '../../src/jobs/process-image';
 import { Metrics } from '../../src/observability/metrics';
 import { MAX_UNEXPECTED_ATTEMPTS } from '../../src/ports/retry-rule';
@@ -32,6 +33,7 @@ async function outcomes(fail: () => Error, attempt = 1): Promise<Record<string, 
     10,
     'e1',
     new FairShare(2),
+    new Slots(2),
     metrics,
   );
   await expect(handler.handle(job(attempt))).rejects.toBeInstanceOf(Error);

@@ -7,6 +7,7 @@ import pino from 'pino';
 import type { ProcessingJob } from '../../src/domain/item';
 import { PLAN_TTL_MS, type Allowance } from '../../src/domain/plan';
 import { FairShare } from '../../src/jobs/fair-share';
+import { Slots } from '../../src/lib/slots';
 import { ProcessImageHandler } from '../../src/jobs/process-image';
 import { PlanReads } from '../../src/services/plans';
 import type { ImageCount } from '../../src/ports/usage-ledger';
@@ -56,6 +57,7 @@ function worker(images: () => Allowance, reserve: (limit: number) => boolean = (
     10,
     'e1',
     new FairShare(64),
+    new Slots(64),
   );
   return {
     planReads,
