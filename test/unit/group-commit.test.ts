@@ -37,3 +37,51 @@ test('a failed batch fails its own requests only; the next batch is still writte
   await expect(failing).rejects.toThrow('store unreachable');
   expect(await next).toBe('B');
 });
+
+describe('with a linger', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  test('requests arriving within lingerMs of the first share one batch, written no later than that', async () => {
+    const batches: number[][] = [];
+    const g = new GroupCommit(
+      async (batch: number[]) => {
+        batches.push(batch);
+        return batch;
+      },
+      10,
+      20,
+    );
+    const first = g.submit(1);
+    await jest.advanceTimersByTimeAsync(5);
+    const second = g.submit(2);
+    await jest.advanceTimersByTimeAsync(10);
+    expect(batches).toEqual([]);
+    await jest.advanceTimersByTimeAsync(5);
+    expect(batches).toEqual([[1, 2]]);
+    expect(await Promise.all([first, second])).toEqual([1, 2]);
+    // a lone request later waits its own linger, not more
+    const third = g.submit(3);
+    await jest.advanceTimersByTimeAsync(20);
+    expect(await third).toBe(3);
+    expect(batches).toEqual([[1, 2], [3]]);
+  });
+
+  test('a full batch is written at once, without waiting out the linger', async () => {
+    const batches: number[][] = [];
+    const g = new GroupCommit(
+      async (batch: number[]) => {
+        batches.push(batch);
+        return batch;
+      },
+      3,
+      1000,
+    );
+    const all = [1, 2, 3, 4].map((n) => g.submit(n));
+    await jest.advanceTimersByTimeAsync(0);
+    expect(batches).toEqual([[1, 2, 3]]);
+    await jest.advanceTimersByTimeAsync(1000);
+    expect(await Promise.all(all)).toEqual([1, 2, 3, 4]);
+    expect(batches).toEqual([[1, 2, 3], [4]]);
+  });
+});

@@ -11,7 +11,7 @@ import {
   type UsageLedger,
 } from '../../ports/usage-ledger';
 import { casUpdate, getVersioned, type Versioned } from './cas';
-import { GroupCommit, KeyedGroupCommit } from '../group-commit';
+import { GroupCommit, KeyedGroupCommit, WORKER_LINGER_MS } from '../group-commit';
 import { guard, unavailable } from './guard';
 import type { EsIndices } from './indices';
 
@@ -91,6 +91,7 @@ export class EsUsageLedger implements UsageLedger {
   private readonly imageRecords = new GroupCommit(
     (batch: ImageCount[]) => this.recordImages(batch),
     IMAGE_GROUP,
+    WORKER_LINGER_MS,
   );
 
   constructor(private readonly indices: EsIndices) {}

@@ -1,5 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
-import { GroupCommit } from '../group-commit';
+import { GroupCommit, WORKER_LINGER_MS } from '../group-commit';
 import type { ItemDoc } from './document';
 import type { Hit } from './item-index';
 
@@ -29,7 +29,11 @@ const MAX_GROUP = 128;
  * answered `retry`: the caller's own one-item loop reads again and handles it.
  */
 export class GroupedCas {
-  private readonly group = new GroupCommit((batch: Pending[]) => this.commit(batch), MAX_GROUP);
+  private readonly group = new GroupCommit(
+    (batch: Pending[]) => this.commit(batch),
+    MAX_GROUP,
+    WORKER_LINGER_MS,
+  );
 
   constructor(private readonly client: () => Client) {}
 
