@@ -31,8 +31,8 @@ export async function startApp(
     };
     await container.queue.consume(
       container.processImage.handle,
-      // Twice the images at once: a job whose result is being stored gives its image slot to
-      // the next one (ProcessImageHandler), so writes never leave the analyser idle.
+      // Twice the jobs in hand: one whose result is being stored has given its image slot to
+      // the next (ProcessImageHandler), so the analyser is not left idle behind store writes.
       config.WORKER_CONCURRENCY * 2,
       storeAnswers,
     );
@@ -72,6 +72,8 @@ export async function startApp(
       stopped = true;
       recovery?.stop();
       await server?.close();
+      // jobs not yet at an image slot go back to the queue now instead of downloading
+      container.processImage.stop();
       await container.queue.stop();
       await container.close();
     },

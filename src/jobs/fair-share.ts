@@ -27,6 +27,18 @@ export class FairShare {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /**
+   * An organisation with a job waiting for this worker: it counts as active at once, so the
+   * jobs of others already waiting step aside for it when their turn comes.
+   */
+  noteWaiting(org: string): void {
+    const now = this.now();
+    const o = this.orgs.get(org);
+    if (o) o.seenAt = now;
+    else this.orgs.set(org, { inFlight: 0, seenAt: now });
+    this.forget(now);
+  }
+
   /** A slot for one download (call the returned function when it ends), or undefined. */
   tryAcquire(host: string, org: string): (() => void) | undefined {
     const now = this.now();

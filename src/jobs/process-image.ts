@@ -1,8 +1,13 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../observability/metrics';
-import type { ProcessingJob } from '../domain/item';
+import type { ProcessingJob, StoredItem } from '../domain/item';
 import type { Allowance } from '../domain/plan';
-import { ImageError, MAX_ATTEMPTS } from '../domain/processing';
+import {
+  ImageError,
+  MAX_ATTEMPTS,
+  type ImageFeatures,
+  type ProcessingFailure,
+} from '../domain/processing';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
@@ -11,10 +16,13 @@ import { Defer, RetryLater, type JobQueue } from '../ports/job-queue';
 import type { ImageKey, UsageLedger } from '../ports/usage-ledger';
 import { settlementFor } from '../ports/retry-rule';
 import type { PlanReads } from '../services/plans';
-import { Slots } from '../lib/slots';
+import { SlotsClosed, type Slots } from '../lib/slots';
 import { deferDelayMs, type FairShare } from './fair-share';
 
 export const PROCESS_IMAGE = 'process-image';
+
+/** The store writes that record a job's outcome, run once its image slot is given back. */
+type Recording = () => Promise<void>;
 
 /**
  * Downloads an item's image, turns it into features and forgets the bytes. Idempotent: a job
@@ -63,22 +71,45 @@ export class ProcessImageHandler {
     else if (kind === 'dead') this.metrics?.imageJobs.inc({ outcome: 'failed' });
   }
 
+  /**
+   * The image work (reads, download, analysis) holds one of WORKER_CONCURRENCY image slots and,
+   * for the download, a fair share; the store writes that record its outcome run after both
+   * are given back, so a result waiting to share a write never keeps the next image waiting.
+   */
   private readonly handleOnce = async (job: ProcessingJob): Promise<void> => {
     const orgName = await this.orgOf(job.datasetId);
     if (orgName === undefined) return; // the dataset is gone, and its items with it
-    const endImage = await this.imageSlots.acquire();
+    // Read before waiting for a slot: jobs handed over together share one read (a realtime
+    // mget on Elasticsearch). The result's write is versioned, so a change meanwhile is seen.
+    const [item] = await this.store.getItems(job.datasetId, [job.itemId], { latest: true });
+    if (!item || item.url !== job.url) return;
+    if (item.state !== 'pending' && item.state !== 'processed') return;
+    // Seen while it waits for a slot: another tenant's jobs already waiting step aside for it.
+    this.fair.noteWaiting(orgName);
+    let record: Recording | undefined;
+    const endImage = await this.imageSlots.acquire().catch((e: unknown) => {
+      // stopping: the job goes back to the queue untouched, for another worker
+      if (e instanceof SlotsClosed) throw new Defer(0);
+      throw e;
+    });
     try {
       const slot = this.fair.tryAcquire(new URL(job.url).host, orgName);
       if (!slot) throw new Defer(deferDelayMs(job.deferrals ?? 0));
       try {
-        await this.run(job, orgName, slot, endImage);
+        record = await this.run(job, item, orgName, slot);
       } finally {
         slot();
       }
     } finally {
       endImage();
     }
+    await record?.();
   };
+
+  /** Jobs still waiting for an image slot go back to the queue; those holding one finish. */
+  stop(): void {
+    this.imageSlots.close();
+  }
 
   private async orgOf(datasetId: string): Promise<string | undefined> {
     const known = this.orgOfDataset.get(datasetId);
@@ -92,23 +123,25 @@ export class ProcessImageHandler {
 
   private async run(
     job: ProcessingJob,
+    item: StoredItem,
     orgName: string,
     endDownload: () => void,
-    endImage: () => void,
-  ): Promise<void> {
-    const [item] = await this.store.getItems(job.datasetId, [job.itemId], { latest: true });
-    if (!item || item.url !== job.url) return;
+  ): Promise<Recording | undefined> {
     if (item.state === 'processed') {
-      // Redelivered after a crash between the result and the count: counting is idempotent
-      // per processing, which the item's processedAt names (0 for items processed before it
-      // was recorded, as their ledger rows say).
-      await this.countImage(job, item.image?.processedAt ?? 0, item.updatedAt);
       const embedding = await this.store.getEmbedding(job.datasetId, job.itemId, { latest: true });
-      if (embedding && embedding.embedder !== this.embedderId) await this.reembed(job);
-      return;
+      const reembedded =
+        embedding && embedding.embedder !== this.embedderId
+          ? await this.reembed(job, endDownload)
+          : undefined;
+      return async () => {
+        // Redelivered after a crash between the result and the count: counting is idempotent
+        // per processing, which the item's processedAt names (0 for items processed before it
+        // was recorded, as their ledger rows say).
+        await this.countImage(job, item.image?.processedAt ?? 0, item.updatedAt);
+        await reembedded?.();
+      };
     }
-    if (item.state !== 'pending') return;
-    await this.process(job, orgName, endDownload, endImage);
+    return this.process(job, orgName, endDownload);
   }
 
   /** Only a fixed limit needs a place held before download; unlimited plans just count after. */
@@ -121,19 +154,18 @@ export class ProcessImageHandler {
     job: ProcessingJob,
     orgName: string,
     endDownload: () => void,
-    endImage: () => void,
-  ): Promise<void> {
+  ): Promise<Recording | undefined> {
     const key = { org: orgName, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
     const reservedAt = this.now();
     let images = (await this.plans.get(orgName))?.plan.images;
-    if (!images) return;
+    if (!images) return undefined;
     let admitted = await this.admit(key, reservedAt, images);
     if (!admitted) {
       // The refusal rested on a plan read up to PLAN_TTL_MS ago: a limit raised since (and the
       // sweep that queued this job again) must not postpone it once more. Asked again only when
       // the plan did change: a refusal is a count of the year's images, not a cheap check.
       const fresh = (await this.plans.fresh(orgName))?.plan.images;
-      if (!fresh) return;
+      if (!fresh) return undefined;
       if (fresh.limitType !== images.limitType || fresh.limit !== images.limit) {
         images = fresh;
         admitted = await this.admit(key, reservedAt, images);
@@ -142,41 +174,52 @@ export class ProcessImageHandler {
     const limit = images.limitType === 'fixed' ? images.limit : undefined;
     if (!admitted) {
       const year = new Date(this.now()).getUTCFullYear();
-      await this.store.markPostponed(
-        job,
-        {
-          code: 'quota_postponed',
-          message: `the yearly package of ${limit} images for ${year} is used up; the item is processed when the limit allows`,
-          attempts: job.attempt,
-        },
-        this.now(),
-      );
-      return;
+      const failure: ProcessingFailure = {
+        code: 'quota_postponed',
+        message: `the yearly package of ${limit} images for ${year} is used up; the item is processed when the limit allows`,
+        attempts: job.attempt,
+      };
+      return async () => void (await this.store.markPostponed(job, failure, this.now()));
     }
     const release = async (): Promise<void> => {
       if (limit !== undefined) await this.ledger.releaseImage({ ...key, at: reservedAt });
     };
     const timer = this.metrics?.imageJobDuration.startTimer();
+    let features: ImageFeatures;
     try {
       const bytes = await this.fetcher.fetch(job.url).finally(endDownload);
-      const features = await this.analyzer.analyze(bytes).finally(endImage);
-      const at = this.now();
-      if (await this.store.markProcessed(job, features, at)) {
-        await this.ledger.recordImage({ ...key, at, processedAt: at, held: limit !== undefined });
-        this.metrics?.imageJobs.inc({ outcome: 'processed' });
-      } else await this.countIfDone(job, release);
+      features = await this.analyzer.analyze(bytes);
     } catch (e) {
-      await release().catch(() => undefined);
-      this.retryIfTransient(e, job);
-      await this.store.markFailed(
-        job,
-        { code: e.code, message: e.message, attempts: job.attempt },
-        this.now(),
-      );
-      this.metrics?.imageJobs.inc({ outcome: 'failed' });
-    } finally {
-      timer?.();
+      return async () => {
+        try {
+          await release().catch(() => undefined);
+          this.retryIfTransient(e, job);
+          await this.store.markFailed(
+            job,
+            { code: e.code, message: e.message, attempts: job.attempt },
+            this.now(),
+          );
+          this.metrics?.imageJobs.inc({ outcome: 'failed' });
+        } finally {
+          timer?.();
+        }
+      };
     }
+    return async () => {
+      try {
+        const at = this.now();
+        if (await this.store.markProcessed(job, features, at)) {
+          await this.ledger.recordImage({ ...key, at, processedAt: at, held: limit !== undefined });
+          this.metrics?.imageJobs.inc({ outcome: 'processed' });
+        } else await this.countIfDone(job, release);
+      } catch (e) {
+        // the result could not be stored: the place held for it is given back, as before
+        await release().catch(() => undefined);
+        throw e;
+      } finally {
+        timer?.();
+      }
+    };
   }
 
   /**
@@ -213,10 +256,11 @@ export class ProcessImageHandler {
    * Not a new image for metering (same url), and a failure leaves the item searchable, only
    * without a vector (recorded, so sweeps do not fetch it forever).
    */
-  private async reembed(job: ProcessingJob): Promise<void> {
+  private async reembed(job: ProcessingJob, endDownload: () => void): Promise<Recording> {
     let vector: number[] = [];
     try {
-      vector = (await this.analyzer.analyze(await this.fetcher.fetch(job.url))).vector;
+      const bytes = await this.fetcher.fetch(job.url).finally(endDownload);
+      vector = (await this.analyzer.analyze(bytes)).vector;
     } catch (e) {
       this.retryIfTransient(e, job);
       this.log.warn(
@@ -224,7 +268,8 @@ export class ProcessImageHandler {
         'could not re-embed an item after the embedder changed; it is left out of similarity',
       );
     }
-    await this.store.markEmbedded(job, { vector, embedder: this.embedderId });
+    return async () =>
+      void (await this.store.markEmbedded(job, { vector, embedder: this.embedderId }));
   }
 
   /** One image per successful processing of an item's url (contract §8), never twice. */

@@ -1,15 +1,27 @@
+/** What a waiter hears when the slots close under it (and anyone who asks afterwards). */
+export class SlotsClosed extends Error {
+  constructor() {
+    super('no more slots are given out');
+    this.name = 'SlotsClosed';
+  }
+}
+
 /**
  * At most `size` holders at once; the others wait in arrival order. `acquire` answers the
- * holder's release, which may be called more than once (only the first counts).
+ * holder's release, which may be called more than once (only the first counts). `close` turns
+ * the waiters away (SlotsClosed) and every later request; holders keep their slots.
  */
 export class Slots {
   private held = 0;
-  private readonly waiting: Array<() => void> = [];
+  private closed = false;
+  private readonly waiting: Array<{ resolve(): void; reject(e: Error): void }> = [];
 
   constructor(private readonly size: number) {}
 
   async acquire(): Promise<() => void> {
-    if (this.held >= this.size) await new Promise<void>((r) => this.waiting.push(r));
+    if (this.closed) throw new SlotsClosed();
+    if (this.held >= this.size)
+      await new Promise<void>((resolve, reject) => this.waiting.push({ resolve, reject }));
     else this.held++;
     let released = false;
     return () => {
@@ -17,8 +29,13 @@ export class Slots {
       released = true;
       // the slot passes straight to the next waiter, so `held` never dips and lets a newcomer in
       const next = this.waiting.shift();
-      if (next) next();
+      if (next) next.resolve();
       else this.held--;
     };
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const w of this.waiting.splice(0)) w.reject(new SlotsClosed());
   }
 }

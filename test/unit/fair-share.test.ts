@@ -68,4 +68,16 @@ describe('FairShare: worker download slots per image host and organisation', () 
   test('deferral delays double from 500 ms and stop growing at 16 s', () => {
     expect([0, 1, 2, 5, 9].map(deferDelayMs)).toEqual([500, 1000, 2000, 16000, 16000]);
   });
+
+  test('an organisation waiting for a slot counts at once: the busy one gets only its share', () => {
+    const fs = new FairShare(4, clock);
+    const fast = take(fs, 'cdn.example:443', 'a', 2);
+    now += 10;
+    fast.forEach((r) => r()); // the host is fast: a alone may use all four
+    expect(take(fs, 'cdn.example:443', 'a', 3)).toHaveLength(3);
+    fs.noteWaiting('b');
+    // a holds 3 of the 2 it may hold now that b waits: its next job steps aside
+    expect(fs.tryAcquire('cdn.example:443', 'a')).toBeUndefined();
+    expect(fs.tryAcquire('cdn.example:443', 'b')).toBeDefined();
+  });
 });

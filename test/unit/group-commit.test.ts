@@ -84,4 +84,29 @@ describe('with a linger', () => {
     expect(await Promise.all(all)).toEqual([1, 2, 3, 4]);
     expect(batches).toEqual([[1, 2, 3], [4]]);
   });
+
+  test('requests arriving during a commit wait only the rest of their own linger', async () => {
+    const batches: number[][] = [];
+    let release!: () => void;
+    const g = new GroupCommit(
+      async (batch: number[]) => {
+        batches.push(batch);
+        if (batches.length === 1) await new Promise<void>((r) => (release = r));
+        return batch;
+      },
+      10,
+      20,
+    );
+    const first = g.submit(1);
+    await jest.advanceTimersByTimeAsync(20);
+    expect(batches).toEqual([[1]]);
+    const second = g.submit(2);
+    await jest.advanceTimersByTimeAsync(15); // the first commit takes 15 ms
+    release();
+    await jest.advanceTimersByTimeAsync(4);
+    expect(batches).toEqual([[1]]);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(batches).toEqual([[1], [2]]);
+    expect(await Promise.all([first, second])).toEqual([1, 2]);
+  });
 });

@@ -1,52 +1,75 @@
 /**
- * A worker's image slots (WORKER_CONCURRENCY) cover the download and the analysis only: a job
- * whose result is still being stored (a grouped write waiting for others) has given its slot to
- * the next job, so store writes never leave the analyser idle.
+ * A worker's image slots (WORKER_CONCURRENCY) cover the reads, the download and the analysis
+ * only: a job whose outcome is still being stored (a grouped write waiting for others) has given
+ * its slot to the next job, whatever the outcome, so store writes never leave the analyser idle.
  */
 import pino from 'pino';
 import type { ProcessingJob } from '../../src/domain/item';
+import { ImageError } from '../../src/domain/processing';
 import { FairShare } from '../../src/jobs/fair-share';
 import { ProcessImageHandler } from '../../src/jobs/process-image';
 import { Slots } from '../../src/lib/slots';
+import { Defer } from '../../src/ports/job-queue';
 import { PlanReads } from '../../src/services/plans';
 
-function gate(): { wait: Promise<void>; open(): void } {
+interface Gate {
+  wait: Promise<void>;
+  open(): void;
+}
+
+function gate(): Gate {
   let open!: () => void;
   const wait = new Promise<void>((r) => (open = r));
   return { wait, open };
 }
 
-function worker(slots: number) {
+/** Every store write waits for its gate, named `<write>:<item>`; so does every analysis. */
+function worker(opts: { refuse?: boolean; failing?: string } = {}) {
   const analysing: string[] = [];
-  const writes = new Map<string, ReturnType<typeof gate>>();
-  const analyses = new Map<string, ReturnType<typeof gate>>();
+  const gates = new Map<string, Gate>();
+  const blocked = (name: string): Promise<void> => {
+    const g = gate();
+    gates.set(name, g);
+    return g.wait;
+  };
+  const write = (kind: string) => async (j: ProcessingJob) => {
+    await blocked(`${kind}:${j.itemId}`);
+    return true;
+  };
+  const images = opts.refuse ? { limitType: 'fixed', limit: 1 } : { limitType: 'unlimited' };
   const accounts = {
     getDatasetById: async () => ({ org: 'o1' }),
-    getOrg: async () => ({ name: 'o1', plan: { images: { limitType: 'unlimited' } } }),
+    getOrg: async () => ({ name: 'o1', plan: { images } }),
   } as never;
+  const slots = new Slots(1);
   const handler = new ProcessImageHandler(
     {
       getItems: async (_d: string, [id]: string[]) => [
         { id, url: `http://images.example/${id}.png`, state: 'pending' },
       ],
-      markProcessed: async (j: ProcessingJob) => {
-        const g = gate();
-        writes.set(j.itemId, g);
-        await g.wait;
-        return true;
-      },
+      markProcessed: write('processed'),
+      markPostponed: write('postponed'),
+      markFailed: write('failed'),
     } as never,
     accounts,
     new PlanReads(accounts, () => Date.now()),
-    { recordImage: async () => undefined } as never,
-    { fetch: async (url: string) => Buffer.from(url) } as never,
+    {
+      reserveImage: async () => false,
+      recordImage: async () => undefined,
+      releaseImage: async () => undefined,
+    } as never,
+    {
+      fetch: async (url: string) => {
+        if (opts.failing && url.includes(`/${opts.failing}.`))
+          throw new ImageError('unsupported_format', 'not an image');
+        return Buffer.from(url);
+      },
+    } as never,
     {
       analyze: async (bytes: Buffer) => {
         const id = /\/(\w+)\.png$/.exec(bytes.toString())![1]!;
         analysing.push(id);
-        const g = gate();
-        analyses.set(id, g);
-        await g.wait;
+        await blocked(`analyse:${id}`);
         return { width: 1, height: 1, format: 'png', vector: [1], embedder: 'e1' };
       },
     } as never,
@@ -55,7 +78,7 @@ function worker(slots: number) {
     10,
     'e1',
     new FairShare(64),
-    new Slots(slots),
+    slots,
   );
   const handle = (id: string) =>
     handler.handle({
@@ -64,25 +87,71 @@ function worker(slots: number) {
       url: `http://images.example/${id}.png`,
       attempt: 1,
     });
-  return { handle, analysing, writes, analyses };
+  const open = async (name: string) => {
+    await settle();
+    gates.get(name)!.open();
+  };
+  return { handle, analysing, gates, open, handler };
 }
 
-const settle = () => new Promise((r) => setImmediate(r));
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+};
 
 test('with one slot, a second image waits while the first is analysed, and starts while its result is stored', async () => {
-  const w = worker(1);
+  const w = worker();
   const a = w.handle('a');
   const b = w.handle('b');
   await settle();
   expect(w.analysing).toEqual(['a']);
-  w.analyses.get('a')!.open();
+  await w.open('analyse:a');
   await settle();
   // a's result is being written (its write has not answered): b is analysed meanwhile
-  expect(w.writes.has('a')).toBe(true);
+  expect(w.gates.has('processed:a')).toBe(true);
   expect(w.analysing).toEqual(['a', 'b']);
-  w.analyses.get('b')!.open();
-  await settle();
-  w.writes.get('a')!.open();
-  w.writes.get('b')!.open();
+  await w.open('analyse:b');
+  await w.open('processed:a');
+  await w.open('processed:b');
   await Promise.all([a, b]);
+});
+
+test('a failed image gives its slot back before its failure is stored', async () => {
+  const w = worker({ failing: 'a' });
+  const a = w.handle('a');
+  const b = w.handle('b');
+  await settle();
+  expect(w.gates.has('failed:a')).toBe(true);
+  expect(w.analysing).toEqual(['b']);
+  await w.open('failed:a');
+  await w.open('analyse:b');
+  await w.open('processed:b');
+  await Promise.all([a, b]);
+});
+
+test('a postponed image (its yearly package used up) gives its slot back before the postponement is stored', async () => {
+  const w = worker({ refuse: true });
+  const a = w.handle('a');
+  const b = w.handle('b');
+  await settle();
+  // both refused: b reached its slot while a's postponement was still being written
+  expect(w.gates.has('postponed:a')).toBe(true);
+  expect(w.gates.has('postponed:b')).toBe(true);
+  await w.open('postponed:a');
+  await w.open('postponed:b');
+  await Promise.all([a, b]);
+  expect(w.analysing).toEqual([]);
+});
+
+test('on stop, jobs waiting for a slot go back to the queue at once; the one holding it finishes', async () => {
+  const w = worker();
+  const a = w.handle('a');
+  const b = w.handle('b');
+  await settle();
+  w.handler.stop();
+  await expect(b).rejects.toEqual(new Defer(0));
+  await expect(w.handle('c')).rejects.toBeInstanceOf(Defer);
+  await w.open('analyse:a');
+  await w.open('processed:a');
+  await a;
+  expect(w.analysing).toEqual(['a']);
 });

@@ -1,4 +1,4 @@
-import { Slots } from '../../src/lib/slots';
+import { Slots, SlotsClosed } from '../../src/lib/slots';
 
 test('at most `size` holders; waiters get a slot in arrival order as holders release', async () => {
   const slots = new Slots(2);
@@ -28,4 +28,14 @@ test('a release called twice frees one slot only', async () => {
   a();
   await new Promise((r) => setImmediate(r));
   expect(got).toBe(1);
+});
+
+test('close turns the waiters and later requests away; holders keep their slots', async () => {
+  const slots = new Slots(1);
+  const held = await slots.acquire();
+  const waiting = slots.acquire();
+  slots.close();
+  await expect(waiting).rejects.toBeInstanceOf(SlotsClosed);
+  await expect(slots.acquire()).rejects.toBeInstanceOf(SlotsClosed);
+  held();
 });
