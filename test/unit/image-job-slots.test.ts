@@ -155,3 +155,66 @@ test('on stop, jobs waiting for a slot go back to the queue at once; the one hol
   await a;
   expect(w.analysing).toEqual(['a']);
 });
+
+test("a tenant whose job waits for a slot counts for the fair shares at once: the busy tenant's next job steps aside", async () => {
+  const downloads: string[] = [];
+  const gates = new Map<string, Gate>();
+  const accounts = {
+    getDatasetById: async (id: string) => ({ org: id === 'dB' ? 'oB' : 'oA' }),
+    getOrg: async (name: string) => ({ name, plan: { images: { limitType: 'unlimited' } } }),
+  } as never;
+  const handler = new ProcessImageHandler(
+    {
+      getItems: async (d: string, [id]: string[]) => [
+        { id, url: `http://${d}-${id}.example/i.png`, state: 'pending' },
+      ],
+      markProcessed: async () => true,
+    } as never,
+    accounts,
+    new PlanReads(accounts, () => Date.now()),
+    { recordImage: async () => undefined } as never,
+    {
+      fetch: async (url: string) => {
+        downloads.push(url);
+        const g = gate();
+        gates.set(url, g);
+        await g.wait;
+        return Buffer.alloc(1);
+      },
+    } as never,
+    {
+      analyze: async () => ({ width: 1, height: 1, format: 'png', vector: [1], embedder: 'e1' }),
+    } as never,
+    pino({ level: 'silent' }),
+    () => Date.now(),
+    10,
+    'e1',
+    new FairShare(4),
+    new Slots(3),
+  );
+  const job = (d: string, id: string): ProcessingJob => ({
+    datasetId: d,
+    itemId: id,
+    url: `http://${d}-${id}.example/i.png`,
+    attempt: 1,
+  });
+  // tenant A downloads three images (each from its own host), a fourth of A's waits, then B's
+  const a = ['a1', 'a2', 'a3'].map((id) => handler.handle(job('dA', id)));
+  await settle();
+  const a4 = handler.handle(job('dA', 'a4'));
+  const b1 = handler.handle(job('dB', 'b1'));
+  await settle();
+  expect(downloads).toHaveLength(3);
+  gates.get('http://dA-a1.example/i.png')!.open();
+  // a4 gets the slot first, but A already holds two downloads, its share beside B: it steps aside
+  await expect(a4).rejects.toBeInstanceOf(Defer);
+  await settle();
+  expect(downloads).toEqual([
+    'http://dA-a1.example/i.png',
+    'http://dA-a2.example/i.png',
+    'http://dA-a3.example/i.png',
+    'http://dB-b1.example/i.png',
+  ]);
+  for (const g of gates.values()) g.open();
+  await Promise.all([...a, b1]);
+});

@@ -90,6 +90,10 @@ export class AmqpJobQueue implements JobQueue {
 
   private async open(): Promise<Session> {
     const conn = await connectWithin(withHeartbeat(this.url), CONNECT_WAIT_MS);
+    // Each queue declaration listens for a refusal on the connection while it runs
+    // (topology.ts), and retry queues of several delays may be declared at once: more than
+    // Node's default of 10 is expected, not a leak.
+    conn.setMaxListeners(64);
     const support = (this.support ??= queueSupport(conn, this.log));
     try {
       const pub = await conn.createConfirmChannel();
