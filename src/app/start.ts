@@ -31,9 +31,7 @@ export async function startApp(
     };
     await container.queue.consume(
       container.processImage.handle,
-      // Twice the jobs in hand: one whose result is being stored has given its image slot to
-      // the next (ProcessImageHandler), so the analyser is not left idle behind store writes.
-      config.WORKER_CONCURRENCY * 2,
+      container.processImage.jobsInHand,
       storeAnswers,
     );
     await adoptEmbedder(container.accounts, container.embedder, container.log);

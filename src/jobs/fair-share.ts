@@ -33,19 +33,23 @@ export class FairShare {
    */
   noteWaiting(org: string): void {
     const now = this.now();
-    const o = this.orgs.get(org);
-    if (o) o.seenAt = now;
-    else this.orgs.set(org, { inFlight: 0, seenAt: now });
+    this.seen(org, now);
     this.forget(now);
+  }
+
+  /** The organisation's state, marked active as of `now`. */
+  private seen(org: string, now: number): { inFlight: number; seenAt: number } {
+    const o = this.orgs.get(org) ?? { inFlight: 0, seenAt: now };
+    o.seenAt = now;
+    this.orgs.set(org, o);
+    return o;
   }
 
   /** A slot for one download (call the returned function when it ends), or undefined. */
   tryAcquire(host: string, org: string): (() => void) | undefined {
     const now = this.now();
     const h = this.hosts.get(host) ?? { running: [] };
-    const o = this.orgs.get(org) ?? { inFlight: 0, seenAt: now };
-    o.seenAt = now;
-    this.orgs.set(org, o);
+    const o = this.seen(org, now);
     this.hosts.set(host, h);
     if (h.running.length >= this.hostCap(h, now) || o.inFlight >= this.orgCap(now)) {
       this.forget(now);

@@ -29,25 +29,37 @@ type Recording = () => Promise<void>;
  * whose url is no longer the item's (or that was already done) changes nothing, so redelivery
  * and the recovery sweep are harmless.
  */
+/** What a worker's image job needs; `imageSlots` is WORKER_CONCURRENCY. */
+export interface ImageJobDeps {
+  store: ContentStore;
+  accounts: AccountStore;
+  /** Plans as this process read them in the last second (shared with metering). */
+  plans: PlanReads;
+  ledger: UsageLedger;
+  fetcher: ImageFetcher;
+  analyzer: ImageAnalyzer;
+  log: Logger;
+  now: () => number;
+  retryBaseMs: number;
+  /** The analyzer's embedder: items embedded by another one are re-embedded. */
+  embedderId: string;
+  fair: FairShare;
+  /** Jobs downloading or being analysed at once. */
+  imageSlots: Slots;
+  metrics?: Metrics;
+}
+
 export class ProcessImageHandler {
-  constructor(
-    private readonly store: ContentStore,
-    private readonly accounts: AccountStore,
-    /** Plans as this process read them in the last second (shared with metering). */
-    private readonly plans: PlanReads,
-    private readonly ledger: UsageLedger,
-    private readonly fetcher: ImageFetcher,
-    private readonly analyzer: ImageAnalyzer,
-    private readonly log: Logger,
-    private readonly now: () => number,
-    private readonly retryBaseMs: number,
-    /** The analyzer's embedder: items embedded by another one are re-embedded. */
-    private readonly embedderId: string,
-    private readonly fair: FairShare,
-    /** Jobs downloading or being analysed at once (WORKER_CONCURRENCY). */
-    private readonly imageSlots: Slots,
-    private readonly metrics?: Metrics,
-  ) {}
+  constructor(private readonly deps: ImageJobDeps) {}
+
+  /**
+   * Jobs a worker should hold (the queue's prefetch): twice its image slots, since a job whose
+   * outcome is being stored has given its slot to the next, and the analyser would otherwise
+   * wait behind store writes.
+   */
+  get jobsInHand(): number {
+    return 2 * this.deps.imageSlots.size;
+  }
 
   /** Datasets never change organisation: remembered, so a job can step aside without a read. */
   private readonly orgOfDataset = new Map<string, string>();
@@ -67,8 +79,9 @@ export class ProcessImageHandler {
    */
   private countSettlement(e: unknown, job: ProcessingJob): void {
     const kind = settlementFor(e, job.attempt, 0).kind;
-    if (kind === 'retry' || kind === 'wait') this.metrics?.imageJobs.inc({ outcome: 'retried' });
-    else if (kind === 'dead') this.metrics?.imageJobs.inc({ outcome: 'failed' });
+    if (kind === 'retry' || kind === 'wait')
+      this.deps.metrics?.imageJobs.inc({ outcome: 'retried' });
+    else if (kind === 'dead') this.deps.metrics?.imageJobs.inc({ outcome: 'failed' });
   }
 
   /**
@@ -81,19 +94,19 @@ export class ProcessImageHandler {
     if (orgName === undefined) return; // the dataset is gone, and its items with it
     // Read before waiting for a slot: jobs handed over together share one read (a realtime
     // mget on Elasticsearch). The result's write is versioned, so a change meanwhile is seen.
-    const [item] = await this.store.getItems(job.datasetId, [job.itemId], { latest: true });
+    const [item] = await this.deps.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (!item || item.url !== job.url) return;
     if (item.state !== 'pending' && item.state !== 'processed') return;
     // Seen while it waits for a slot: another tenant's jobs already waiting step aside for it.
-    this.fair.noteWaiting(orgName);
+    this.deps.fair.noteWaiting(orgName);
     let record: Recording | undefined;
-    const endImage = await this.imageSlots.acquire().catch((e: unknown) => {
+    const endImage = await this.deps.imageSlots.acquire().catch((e: unknown) => {
       // stopping: the job goes back to the queue untouched, for another worker
       if (e instanceof SlotsClosed) throw new Defer(0);
       throw e;
     });
     try {
-      const slot = this.fair.tryAcquire(new URL(job.url).host, orgName);
+      const slot = this.deps.fair.tryAcquire(new URL(job.url).host, orgName);
       if (!slot) throw new Defer(deferDelayMs(job.deferrals ?? 0));
       try {
         record = await this.run(job, item, orgName, slot);
@@ -108,13 +121,13 @@ export class ProcessImageHandler {
 
   /** Jobs still waiting for an image slot go back to the queue; those holding one finish. */
   stop(): void {
-    this.imageSlots.close();
+    this.deps.imageSlots.close();
   }
 
   private async orgOf(datasetId: string): Promise<string | undefined> {
     const known = this.orgOfDataset.get(datasetId);
     if (known !== undefined) return known;
-    const ds = await this.accounts.getDatasetById(datasetId);
+    const ds = await this.deps.accounts.getDatasetById(datasetId);
     if (!ds) return undefined;
     if (this.orgOfDataset.size >= 10_000) this.orgOfDataset.clear();
     this.orgOfDataset.set(datasetId, ds.org);
@@ -128,9 +141,11 @@ export class ProcessImageHandler {
     endDownload: () => void,
   ): Promise<Recording | undefined> {
     if (item.state === 'processed') {
-      const embedding = await this.store.getEmbedding(job.datasetId, job.itemId, { latest: true });
+      const embedding = await this.deps.store.getEmbedding(job.datasetId, job.itemId, {
+        latest: true,
+      });
       const reembedded =
-        embedding && embedding.embedder !== this.embedderId
+        embedding && embedding.embedder !== this.deps.embedderId
           ? await this.reembed(job, endDownload)
           : undefined;
       return async () => {
@@ -147,7 +162,7 @@ export class ProcessImageHandler {
   /** Only a fixed limit needs a place held before download; unlimited plans just count after. */
   private admit(key: ImageKey & { org: string }, at: number, images: Allowance): Promise<boolean> {
     if (images.limitType !== 'fixed') return Promise.resolve(true);
-    return this.ledger.reserveImage({ ...key, at }, images.limit);
+    return this.deps.ledger.reserveImage({ ...key, at }, images.limit);
   }
 
   private async process(
@@ -156,15 +171,15 @@ export class ProcessImageHandler {
     endDownload: () => void,
   ): Promise<Recording | undefined> {
     const key = { org: orgName, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
-    const reservedAt = this.now();
-    let images = (await this.plans.get(orgName))?.plan.images;
+    const reservedAt = this.deps.now();
+    let images = (await this.deps.plans.get(orgName))?.plan.images;
     if (!images) return undefined;
     let admitted = await this.admit(key, reservedAt, images);
     if (!admitted) {
       // The refusal rested on a plan read up to PLAN_TTL_MS ago: a limit raised since (and the
       // sweep that queued this job again) must not postpone it once more. Asked again only when
       // the plan did change: a refusal is a count of the year's images, not a cheap check.
-      const fresh = (await this.plans.fresh(orgName))?.plan.images;
+      const fresh = (await this.deps.plans.fresh(orgName))?.plan.images;
       if (!fresh) return undefined;
       if (fresh.limitType !== images.limitType || fresh.limit !== images.limit) {
         images = fresh;
@@ -173,53 +188,70 @@ export class ProcessImageHandler {
     }
     const limit = images.limitType === 'fixed' ? images.limit : undefined;
     if (!admitted) {
-      const year = new Date(this.now()).getUTCFullYear();
+      const year = new Date(this.deps.now()).getUTCFullYear();
       const failure: ProcessingFailure = {
         code: 'quota_postponed',
         message: `the yearly package of ${limit} images for ${year} is used up; the item is processed when the limit allows`,
         attempts: job.attempt,
       };
-      return async () => void (await this.store.markPostponed(job, failure, this.now()));
+      return async () => void (await this.deps.store.markPostponed(job, failure, this.deps.now()));
     }
     const release = async (): Promise<void> => {
-      if (limit !== undefined) await this.ledger.releaseImage({ ...key, at: reservedAt });
+      if (limit !== undefined) await this.deps.ledger.releaseImage({ ...key, at: reservedAt });
     };
-    const timer = this.metrics?.imageJobDuration.startTimer();
-    let features: ImageFeatures;
-    try {
-      const bytes = await this.fetcher.fetch(job.url).finally(endDownload);
-      features = await this.analyzer.analyze(bytes);
-    } catch (e) {
-      return async () => {
-        try {
-          await release().catch(() => undefined);
-          this.retryIfTransient(e, job);
-          await this.store.markFailed(
-            job,
-            { code: e.code, message: e.message, attempts: job.attempt },
-            this.now(),
-          );
-          this.metrics?.imageJobs.inc({ outcome: 'failed' });
-        } finally {
-          timer?.();
-        }
-      };
-    }
+    const timer = this.deps.metrics?.imageJobDuration.startTimer();
+    const outcome = await this.deps.fetcher
+      .fetch(job.url)
+      .finally(endDownload)
+      .then((bytes) => this.deps.analyzer.analyze(bytes))
+      .then(
+        (features) => ({ features }),
+        (error: unknown) => ({ error }),
+      );
     return async () => {
       try {
-        const at = this.now();
-        if (await this.store.markProcessed(job, features, at)) {
-          await this.ledger.recordImage({ ...key, at, processedAt: at, held: limit !== undefined });
-          this.metrics?.imageJobs.inc({ outcome: 'processed' });
-        } else await this.countIfDone(job, release);
-      } catch (e) {
-        // the result could not be stored: the place held for it is given back, as before
-        await release().catch(() => undefined);
-        throw e;
+        if ('error' in outcome) await this.recordFailure(job, outcome.error, release);
+        else await this.recordResult(job, key, outcome.features, limit !== undefined, release);
       } finally {
         timer?.();
       }
     };
+  }
+
+  /** The image could not be had: the held place is given back, and the failure recorded. */
+  private async recordFailure(
+    job: ProcessingJob,
+    e: unknown,
+    release: () => Promise<void>,
+  ): Promise<void> {
+    await release().catch(() => undefined);
+    this.retryIfTransient(e, job);
+    await this.deps.store.markFailed(
+      job,
+      { code: e.code, message: e.message, attempts: job.attempt },
+      this.deps.now(),
+    );
+    this.deps.metrics?.imageJobs.inc({ outcome: 'failed' });
+  }
+
+  /** The features, then the image's count; a result that could not be stored frees its place. */
+  private async recordResult(
+    job: ProcessingJob,
+    key: ImageKey & { org: string },
+    features: ImageFeatures,
+    held: boolean,
+    release: () => Promise<void>,
+  ): Promise<void> {
+    try {
+      const at = this.deps.now();
+      if (await this.deps.store.markProcessed(job, features, at)) {
+        await this.deps.ledger.recordImage({ ...key, at, processedAt: at, held });
+        this.deps.metrics?.imageJobs.inc({ outcome: 'processed' });
+      } else await this.countIfDone(job, release);
+    } catch (e) {
+      await release().catch(() => undefined);
+      throw e;
+    }
   }
 
   /**
@@ -230,7 +262,7 @@ export class ProcessImageHandler {
    * idempotent per processing; otherwise the job is stale and its place is given back.
    */
   private async countIfDone(job: ProcessingJob, release: () => Promise<void>): Promise<void> {
-    const [item] = await this.store.getItems(job.datasetId, [job.itemId], { latest: true });
+    const [item] = await this.deps.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (item?.state === 'processed' && item.url === job.url) {
       await this.countImage(job, item.image?.processedAt ?? 0, item.updatedAt);
       return;
@@ -245,8 +277,8 @@ export class ProcessImageHandler {
   private retryIfTransient(e: unknown, job: ProcessingJob): asserts e is ImageError {
     if (!(e instanceof ImageError)) throw e;
     if (e.transient && job.attempt < MAX_ATTEMPTS) {
-      const delay = this.retryBaseMs * 4 ** (job.attempt - 1);
-      this.log.info({ job, code: e.code, delay }, 'transient image failure; retrying');
+      const delay = this.deps.retryBaseMs * 4 ** (job.attempt - 1);
+      this.deps.log.info({ job, code: e.code, delay }, 'transient image failure; retrying');
       throw new RetryLater(delay, e.message);
     }
   }
@@ -259,24 +291,24 @@ export class ProcessImageHandler {
   private async reembed(job: ProcessingJob, endDownload: () => void): Promise<Recording> {
     let vector: number[] = [];
     try {
-      const bytes = await this.fetcher.fetch(job.url).finally(endDownload);
-      vector = (await this.analyzer.analyze(bytes)).vector;
+      const bytes = await this.deps.fetcher.fetch(job.url).finally(endDownload);
+      vector = (await this.deps.analyzer.analyze(bytes)).vector;
     } catch (e) {
       this.retryIfTransient(e, job);
-      this.log.warn(
+      this.deps.log.warn(
         { job, code: e.code, reason: e.message },
         'could not re-embed an item after the embedder changed; it is left out of similarity',
       );
     }
     return async () =>
-      void (await this.store.markEmbedded(job, { vector, embedder: this.embedderId }));
+      void (await this.deps.store.markEmbedded(job, { vector, embedder: this.deps.embedderId }));
   }
 
   /** One image per successful processing of an item's url (contract §8), never twice. */
   private async countImage(job: ProcessingJob, processedAt: number, at: number): Promise<void> {
-    const ds = await this.accounts.getDatasetById(job.datasetId);
+    const ds = await this.deps.accounts.getDatasetById(job.datasetId);
     if (!ds) return;
-    await this.ledger.recordImage({
+    await this.deps.ledger.recordImage({
       org: ds.org,
       datasetId: job.datasetId,
       itemId: job.itemId,

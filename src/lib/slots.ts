@@ -16,7 +16,7 @@ export class Slots {
   private closed = false;
   private readonly waiting: Array<{ resolve(): void; reject(e: Error): void }> = [];
 
-  constructor(private readonly size: number) {}
+  constructor(readonly size: number) {}
 
   async acquire(): Promise<() => void> {
     if (this.closed) throw new SlotsClosed();

@@ -3,13 +3,12 @@
  * answering before the download is `retried` as much as a 503 from the image host; a job the
  * queue parks as dead is `failed`; a fair-share deferral has not run and is not counted.
  */
-import pino from 'pino';
 import { AppError } from '../../src/domain/errors';
 import type { ProcessingJob } from '../../src/domain/item';
 import { FairShare } from '../../src/jobs/fair-share';
 import { Slots } from '../../src/lib/slots';
-import { ProcessImageHandler } from '../../src/jobs/process-image';
 import { Metrics } from '../../src/observability/metrics';
+import { imageJobHandler } from '../helpers/image-job';
 import { MAX_UNEXPECTED_ATTEMPTS } from '../../src/ports/retry-rule';
 
 const job = (attempt: number): ProcessingJob =>
@@ -17,25 +16,16 @@ const job = (attempt: number): ProcessingJob =>
 
 async function outcomes(fail: () => Error, attempt = 1): Promise<Record<string, number>> {
   const metrics = new Metrics();
-  const handler = new ProcessImageHandler(
-    {
+  const handler = imageJobHandler({
+    store: {
       getItems: async () => {
         throw fail();
       },
     } as never,
-    { getDatasetById: async () => ({ org: 'o1' }) } as never,
-    {} as never,
-    {} as never,
-    {} as never,
-    {} as never,
-    pino({ level: 'silent' }),
-    () => Date.now(),
-    10,
-    'e1',
-    new FairShare(2),
-    new Slots(2),
+    fair: new FairShare(2),
+    imageSlots: new Slots(2),
     metrics,
-  );
+  });
   await expect(handler.handle(job(attempt))).rejects.toBeInstanceOf(Error);
   const counted = await metrics.imageJobs.get();
   return Object.fromEntries(counted.values.map((v) => [String(v.labels.outcome), v.value]));

@@ -3,14 +3,10 @@
  * Elasticsearch round trip per image), still seeing a changed limit after that; and whether the
  * image held a place in a fixed allowance, so the ledger frees only places that were taken.
  */
-import pino from 'pino';
 import type { ProcessingJob } from '../../src/domain/item';
 import { PLAN_TTL_MS, type Allowance } from '../../src/domain/plan';
-import { FairShare } from '../../src/jobs/fair-share';
-import { Slots } from '../../src/lib/slots';
-import { ProcessImageHandler } from '../../src/jobs/process-image';
-import { PlanReads } from '../../src/services/plans';
 import type { ImageCount } from '../../src/ports/usage-ledger';
+import { imageJobHandler } from '../helpers/image-job';
 
 function worker(images: () => Allowance, reserve: (limit: number) => boolean = () => true) {
   let reserves = 0;
@@ -31,8 +27,8 @@ function worker(images: () => Allowance, reserve: (limit: number) => boolean = (
       return { name: 'o1', plan: { images: images() } };
     },
   } as never;
-  const handler = new ProcessImageHandler(
-    {
+  const handler = imageJobHandler({
+    store: {
       getItems: async (_d: string, [id]: string[]) => [
         { id, url: `http://images.example/${id!.slice(1)}.png`, state: 'pending' },
       ],
@@ -40,25 +36,16 @@ function worker(images: () => Allowance, reserve: (limit: number) => boolean = (
       markPostponed: async (j: ProcessingJob) => void postponed.push(j.itemId),
     } as never,
     accounts,
-    new PlanReads(accounts, () => now),
-    {
+    ledger: {
       reserveImage: async (_e: unknown, limit: number) => {
         reserves++;
         return reserve(limit);
       },
       recordImage: async (e: ImageCount) => void counted.push(e),
     } as never,
-    { fetch: async () => Buffer.alloc(1) } as never,
-    {
-      analyze: async () => ({ width: 1, height: 1, format: 'png', vector: [1], embedder: 'e1' }),
-    } as never,
-    pino({ level: 'silent' }),
-    () => now,
-    10,
-    'e1',
-    new FairShare(64),
-    new Slots(64),
-  );
+    fetcher: { fetch: async () => Buffer.alloc(1) } as never,
+    now: () => now,
+  });
   return {
     planReads,
     counted,

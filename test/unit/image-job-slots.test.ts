@@ -3,14 +3,12 @@
  * only: a job whose outcome is still being stored (a grouped write waiting for others) has given
  * its slot to the next job, whatever the outcome, so store writes never leave the analyser idle.
  */
-import pino from 'pino';
 import type { ProcessingJob } from '../../src/domain/item';
 import { ImageError } from '../../src/domain/processing';
 import { FairShare } from '../../src/jobs/fair-share';
-import { ProcessImageHandler } from '../../src/jobs/process-image';
 import { Slots } from '../../src/lib/slots';
 import { Defer } from '../../src/ports/job-queue';
-import { PlanReads } from '../../src/services/plans';
+import { FEATURES, imageJobHandler } from '../helpers/image-job';
 
 interface Gate {
   wait: Promise<void>;
@@ -41,9 +39,8 @@ function worker(opts: { refuse?: boolean; failing?: string } = {}) {
     getDatasetById: async () => ({ org: 'o1' }),
     getOrg: async () => ({ name: 'o1', plan: { images } }),
   } as never;
-  const slots = new Slots(1);
-  const handler = new ProcessImageHandler(
-    {
+  const handler = imageJobHandler({
+    store: {
       getItems: async (_d: string, [id]: string[]) => [
         { id, url: `http://images.example/${id}.png`, state: 'pending' },
       ],
@@ -52,34 +49,28 @@ function worker(opts: { refuse?: boolean; failing?: string } = {}) {
       markFailed: write('failed'),
     } as never,
     accounts,
-    new PlanReads(accounts, () => Date.now()),
-    {
+    ledger: {
       reserveImage: async () => false,
       recordImage: async () => undefined,
       releaseImage: async () => undefined,
     } as never,
-    {
+    fetcher: {
       fetch: async (url: string) => {
         if (opts.failing && url.includes(`/${opts.failing}.`))
           throw new ImageError('unsupported_format', 'not an image');
         return Buffer.from(url);
       },
     } as never,
-    {
+    analyzer: {
       analyze: async (bytes: Buffer) => {
         const id = /\/(\w+)\.png$/.exec(bytes.toString())![1]!;
         analysing.push(id);
         await blocked(`analyse:${id}`);
-        return { width: 1, height: 1, format: 'png', vector: [1], embedder: 'e1' };
+        return FEATURES;
       },
     } as never,
-    pino({ level: 'silent' }),
-    () => Date.now(),
-    10,
-    'e1',
-    new FairShare(64),
-    slots,
-  );
+    imageSlots: new Slots(1),
+  });
   const handle = (id: string) =>
     handler.handle({
       datasetId: 'd1',
@@ -163,17 +154,16 @@ test("a tenant whose job waits for a slot counts for the fair shares at once: th
     getDatasetById: async (id: string) => ({ org: id === 'dB' ? 'oB' : 'oA' }),
     getOrg: async (name: string) => ({ name, plan: { images: { limitType: 'unlimited' } } }),
   } as never;
-  const handler = new ProcessImageHandler(
-    {
+  const handler = imageJobHandler({
+    store: {
       getItems: async (d: string, [id]: string[]) => [
         { id, url: `http://${d}-${id}.example/i.png`, state: 'pending' },
       ],
       markProcessed: async () => true,
     } as never,
     accounts,
-    new PlanReads(accounts, () => Date.now()),
-    { recordImage: async () => undefined } as never,
-    {
+    ledger: { recordImage: async () => undefined } as never,
+    fetcher: {
       fetch: async (url: string) => {
         downloads.push(url);
         const g = gate();
@@ -182,16 +172,9 @@ test("a tenant whose job waits for a slot counts for the fair shares at once: th
         return Buffer.alloc(1);
       },
     } as never,
-    {
-      analyze: async () => ({ width: 1, height: 1, format: 'png', vector: [1], embedder: 'e1' }),
-    } as never,
-    pino({ level: 'silent' }),
-    () => Date.now(),
-    10,
-    'e1',
-    new FairShare(4),
-    new Slots(3),
-  );
+    fair: new FairShare(4),
+    imageSlots: new Slots(3),
+  });
   const job = (d: string, id: string): ProcessingJob => ({
     datasetId: d,
     itemId: id,
@@ -217,4 +200,8 @@ test("a tenant whose job waits for a slot counts for the fair shares at once: th
   ]);
   for (const g of gates.values()) g.open();
   await Promise.all([...a, b1]);
+});
+
+test('a worker holds twice as many jobs as it has image slots (the queue prefetch)', () => {
+  expect(imageJobHandler({ imageSlots: new Slots(3) }).jobsInHand).toBe(6);
 });
