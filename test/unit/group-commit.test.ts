@@ -42,16 +42,23 @@ describe('with a linger', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
 
-  test('requests arriving within lingerMs of the first share one batch, written no later than that', async () => {
+  /** A group commit that records its batches; `hold` may keep a batch's commit open. */
+  const recording = (maxBatch: number, lingerMs: number, hold?: (n: number) => Promise<void>) => {
     const batches: number[][] = [];
     const g = new GroupCommit(
       async (batch: number[]) => {
         batches.push(batch);
+        await hold?.(batches.length);
         return batch;
       },
-      10,
-      20,
+      maxBatch,
+      lingerMs,
     );
+    return { g, batches };
+  };
+
+  test('requests arriving within lingerMs of the first share one batch, written no later than that', async () => {
+    const { g, batches } = recording(10, 20);
     const first = g.submit(1);
     await jest.advanceTimersByTimeAsync(5);
     const second = g.submit(2);
@@ -68,15 +75,7 @@ describe('with a linger', () => {
   });
 
   test('a full batch is written at once, without waiting out the linger', async () => {
-    const batches: number[][] = [];
-    const g = new GroupCommit(
-      async (batch: number[]) => {
-        batches.push(batch);
-        return batch;
-      },
-      3,
-      1000,
-    );
+    const { g, batches } = recording(3, 1000);
     const all = [1, 2, 3, 4].map((n) => g.submit(n));
     await jest.advanceTimersByTimeAsync(0);
     expect(batches).toEqual([[1, 2, 3]]);
@@ -86,17 +85,10 @@ describe('with a linger', () => {
   });
 
   test('requests arriving during a commit wait only the rest of their own linger', async () => {
-    const batches: number[][] = [];
     let release!: () => void;
-    const g = new GroupCommit(
-      async (batch: number[]) => {
-        batches.push(batch);
-        if (batches.length === 1) await new Promise<void>((r) => (release = r));
-        return batch;
-      },
-      10,
-      20,
-    );
+    const { g, batches } = recording(10, 20, async (n) => {
+      if (n === 1) await new Promise<void>((r) => (release = r));
+    });
     const first = g.submit(1);
     await jest.advanceTimersByTimeAsync(20);
     expect(batches).toEqual([[1]]);
