@@ -152,7 +152,7 @@ export class ProcessImageHandler {
         // Redelivered after a crash between the result and the count: counting is idempotent
         // per processing, which the item's processedAt names (0 for items processed before it
         // was recorded, as their ledger rows say).
-        await this.countImage(job, item.image?.processedAt ?? 0, item.updatedAt);
+        await this.countImage(job, orgName, item.image?.processedAt ?? 0, item.updatedAt);
         await reembedded?.();
       };
     }
@@ -247,7 +247,7 @@ export class ProcessImageHandler {
       if (await this.deps.store.markProcessed(job, features, at)) {
         await this.deps.ledger.recordImage({ ...key, at, processedAt: at, held });
         this.deps.metrics?.imageJobs.inc({ outcome: 'processed' });
-      } else await this.countIfDone(job, release);
+      } else await this.countIfDone(job, key.org, release);
     } catch (e) {
       await release().catch(() => undefined);
       throw e;
@@ -261,10 +261,14 @@ export class ProcessImageHandler {
    * conflicted with itself). Either way that processing must be counted, and counting is
    * idempotent per processing; otherwise the job is stale and its place is given back.
    */
-  private async countIfDone(job: ProcessingJob, release: () => Promise<void>): Promise<void> {
+  private async countIfDone(
+    job: ProcessingJob,
+    org: string,
+    release: () => Promise<void>,
+  ): Promise<void> {
     const [item] = await this.deps.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (item?.state === 'processed' && item.url === job.url) {
-      await this.countImage(job, item.image?.processedAt ?? 0, item.updatedAt);
+      await this.countImage(job, org, item.image?.processedAt ?? 0, item.updatedAt);
       return;
     }
     await release();
@@ -304,12 +308,18 @@ export class ProcessImageHandler {
       void (await this.deps.store.markEmbedded(job, { vector, embedder: this.deps.embedderId }));
   }
 
-  /** One image per successful processing of an item's url (contract §8), never twice. */
-  private async countImage(job: ProcessingJob, processedAt: number, at: number): Promise<void> {
-    const ds = await this.deps.accounts.getDatasetById(job.datasetId);
-    if (!ds) return;
+  /**
+   * One image per successful processing of an item's url (contract §8), never twice. `org` is
+   * the dataset's, as the job found it (a dataset never changes organisation).
+   */
+  private async countImage(
+    job: ProcessingJob,
+    org: string,
+    processedAt: number,
+    at: number,
+  ): Promise<void> {
     await this.deps.ledger.recordImage({
-      org: ds.org,
+      org,
       datasetId: job.datasetId,
       itemId: job.itemId,
       url: job.url,

@@ -93,3 +93,43 @@ test('a refusal under an unchanged plan is not asked twice (each asks for a coun
   expect(w.postponed).toEqual(['i0', 'i1', 'i2']);
   expect(w.reserves()).toBe(3);
 });
+
+test("a redelivered job for an image already processed is counted under its dataset's organisation, read once per dataset", async () => {
+  const datasetReads: string[] = [];
+  const counted: ImageCount[] = [];
+  const handler = imageJobHandler({
+    accounts: {
+      getDatasetById: async (id: string) => {
+        datasetReads.push(id);
+        return { org: 'o1' };
+      },
+    } as never,
+    store: {
+      // processed from this url before a crash lost the count and the acknowledgement
+      getItems: async (_d: string, [id]: string[]) => [
+        {
+          id,
+          url: `http://images.example/${id}.png`,
+          state: 'processed',
+          updatedAt: 5,
+          image: { width: 1, height: 1, url: `http://images.example/${id}.png`, processedAt: 4 },
+        },
+      ],
+      getEmbedding: async () => ({ vector: [1], embedder: 'e1' }),
+    } as never,
+    ledger: { recordImage: async (e: ImageCount) => void counted.push(e) } as never,
+  });
+  for (const id of ['a', 'b', 'c'])
+    await handler.handle({
+      datasetId: 'd1',
+      itemId: id,
+      url: `http://images.example/${id}.png`,
+      attempt: 2,
+    });
+  expect(counted.map((c) => [c.org, c.itemId, c.processedAt, c.at])).toEqual([
+    ['o1', 'a', 4, 5],
+    ['o1', 'b', 4, 5],
+    ['o1', 'c', 4, 5],
+  ]);
+  expect(datasetReads).toEqual(['d1']);
+});
