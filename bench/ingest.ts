@@ -3,7 +3,7 @@
  * (validated, stored durably, queued) and images processed per second by the workers
  * (downloaded from a local image server, decoded with sharp, embedded with the default
  * embedder, recorded), and `ratio_to_raw`: processed per second ÷ the raw analyzer's rate on
- * the same images in the same run.
+ * the same images in the same run, measured just before and just after each set-up.
  *
  * Each is measured at every model batch size of BENCH_EMBEDDER_BATCH (default 8 and 1: batched
  * as shipped, and one image a run), the raw analyzer at the same size beside it.
@@ -179,14 +179,19 @@ async function run(
   }
 }
 
+type RawLoop = {
+  embedder_batch: number;
+  embedder: string;
+  per_s: number;
+  cpu_ms_per_image: number;
+};
+
 /**
  * The ceiling: the project's own decode + embed (no fetch, no store, no queue) on the same
  * images, `CONCURRENCY` at a time, with the default embedder — what ingest is compared with.
  */
-async function rawAnalyzer(
-  images: Buffer[],
-  maxBatch: number,
-): Promise<{ embedder_batch: number; embedder: string; per_s: number; cpu_ms_per_image: number }> {
+
+async function rawAnalyzer(images: Buffer[], maxBatch: number): Promise<RawLoop> {
   const embedder = await createEmbedder(loadConfig({}).EMBEDDER, { maxBatch });
   const analyzer = new SharpImageAnalyzer(embedder);
   const n = Math.min(ITEMS, 2000);
@@ -208,27 +213,48 @@ async function rawAnalyzer(
   };
 }
 
+async function rawLoop(images: Buffer[], batch: number): Promise<RawLoop> {
+  const raw = await rawAnalyzer(images, batch);
+  process.stderr.write(`raw analyzer (${raw.embedder}, batch ${batch}): ${raw.per_s} images/s\n`);
+  return raw;
+}
+
 async function main(): Promise<void> {
   const images = await makeImages();
   const img = await imageServer();
   const runs: Array<Record<string, unknown>> = [];
-  const raws: Array<Awaited<ReturnType<typeof rawAnalyzer>>> = [];
+  const raws: Array<RawLoop & { loops_per_s: number[] }> = [];
   try {
     // BENCH_SETUPS=embedded or =elasticsearch runs one set-up (a profile of one, say)
     const only = process.env.BENCH_SETUPS;
     for (const batch of EMBEDDER_BATCHES) {
-      const raw = await rawAnalyzer(images, batch);
-      raws.push(raw);
-      process.stderr.write(
-        `raw analyzer (${raw.embedder}, batch ${batch}): ${raw.per_s} images/s\n`,
-      );
+      // The raw loop runs before every set-up and once more after the last, and each set-up is
+      // divided by the mean of the loops just before and just after it: this machine's speed
+      // drifts (raw loops of one session ranged from 85 to 113 images/s), and a ceiling read
+      // only before would carry that drift into the ratio.
+      const loops = [await rawLoop(images, batch)];
       for (const s of SETUPS.filter((x) => !only || x.name.startsWith(only))) {
         const r = await run(s, img.url, img.pid, batch);
+        const before = loops[loops.length - 1]!;
+        const after = await rawLoop(images, batch);
+        loops.push(after);
+        const ceiling = (before.per_s + after.per_s) / 2;
         runs.push({
           ...r,
-          ratio_to_raw: Math.round(((r.images_processed_per_s as number) / raw.per_s) * 100) / 100,
+          raw_per_s_before: before.per_s,
+          raw_per_s_after: after.per_s,
+          ratio_to_raw: Math.round(((r.images_processed_per_s as number) / ceiling) * 100) / 100,
         });
       }
+      const mean = (f: (l: RawLoop) => number) =>
+        Math.round((loops.reduce((a, l) => a + f(l), 0) / loops.length) * 100) / 100;
+      raws.push({
+        embedder_batch: batch,
+        embedder: loops[0]!.embedder,
+        per_s: mean((l) => l.per_s),
+        cpu_ms_per_image: mean((l) => l.cpu_ms_per_image),
+        loops_per_s: loops.map((l) => l.per_s),
+      });
     }
   } finally {
     img.close();
@@ -243,10 +269,11 @@ async function main(): Promise<void> {
     raw_analyzer: {
       images_per_s: raw.per_s,
       cpu_ms_per_image: raw.cpu_ms_per_image,
-      what: 'decode + embed in this process, no fetch/store/queue, same images and concurrency, measured first in the same run',
+      what: 'decode + embed in this process, no fetch/store/queue, same images and concurrency; the mean of the loops run before, between and after the set-ups in this run',
     },
     raw_analyzer_by_embedder_batch: raws,
-    ratio_note: 'each run is divided by the raw analyzer at its own embedder_batch',
+    ratio_note:
+      'each run is divided by the mean of the raw loops just before and just after it (raw_per_s_before, raw_per_s_after), at its own embedder_batch',
     runs,
   });
   process.stdout.write(`written to ${file}\n`);
