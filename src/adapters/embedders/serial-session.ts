@@ -153,9 +153,9 @@ const DEGRADED = (reason: string) =>
   `the model cannot take several images a run (${reason}); it is given one image a run`;
 
 /**
- * Per image, a run of 8 took 0.86 of a run of one on 2 cores, and 16 saved no more while the
- * process's peak memory grew by 85 MB more (bench/results/model-batch.json); the last image of a
- * batch also waits for all of them.
+ * Per image, a run of 8 took 0.83–0.87 of a run of one on 2 cores, and 16 saved no more while
+ * the process's peak memory grew by 90–105 MB more (bench/results/model-batch.json, runs of
+ * 2026-11-25); the last image of a batch also waits for all of them.
  */
 export const DEFAULT_MAX_BATCH = 8;
 
