@@ -49,26 +49,34 @@ function installation(extra: Record<string, string> = {}) {
     ...extra,
   };
   let n = 0;
+  const mine: ChildProcess[] = [];
+  const spawned = (child: ChildProcess): ChildProcess => {
+    children.push(child);
+    mine.push(child);
+    return child;
+  };
   return {
     dataDir,
     async api(): Promise<HttpClient> {
       const port = await freePort();
-      const child = spawnService(dataDir, 'api', { ...env, APP_ROLES: 'api', PORT: String(port) });
-      children.push(child);
+      spawned(spawnService(dataDir, 'api', { ...env, APP_ROLES: 'api', PORT: String(port) }));
       const client = httpClient(port);
       await client.up();
       return client;
     },
     worker(concurrency = 2): ChildProcess {
-      const child = spawnService(dataDir, `worker-${++n}`, {
-        ...env,
-        APP_ROLES: 'worker',
-        WORKER_CONCURRENCY: String(concurrency),
-      });
-      children.push(child);
-      return child;
+      return spawned(
+        spawnService(dataDir, `worker-${++n}`, {
+          ...env,
+          APP_ROLES: 'worker',
+          WORKER_CONCURRENCY: String(concurrency),
+        }),
+      );
     },
     async cleanup(): Promise<void> {
+      // Processes first: a worker still finishing a redelivered job would write its image
+      // count after the delete, and Elasticsearch would create that index again, left behind.
+      await Promise.all(mine.map((c) => stopProcess(c, 'SIGKILL')));
       await deleteInstallation(ES_URL, `${tag}-`);
     },
   };
