@@ -25,6 +25,7 @@ export class PromptConnectionPool extends ClusterConnectionPool {
 
 const SEARCH = /\/_search$/;
 const COUNT = /\/_count$/;
+const REFRESH = /^\/?([^/]*)\/_refresh$/;
 
 /**
  * Searches and counts answer from every shard they ask, or fail. Elasticsearch's default is to
@@ -33,6 +34,10 @@ const COUNT = /\/_count$/;
  * and silently not the rest, and a search or a count came back short. A search is sent with
  * `allow_partial_search_results=false` (Elasticsearch then refuses it, 503); a count has no
  * such switch, so its answer is checked.
+ *
+ * A refresh is checked the same way: Elasticsearch answers 200 when a copy did not refresh, and a
+ * search served by that copy would miss what the caller refreshed for — a client's write about
+ * to be answered 202 (contract §4), or the image counts a fixed allowance is decided on.
  */
 export class WholeAnswerTransport extends SniffingTransport {
   // Widened to the base class's implementation signature; its overloads only narrow the result.
@@ -47,12 +52,19 @@ export class WholeAnswerTransport extends SniffingTransport {
           ? `${qs}${qs ? '&' : ''}allow_partial_search_results=false`
           : { allow_partial_search_results: false, ...qs };
     const result = (await super.request(params, options as never)) as unknown;
-    if (SEARCH.test(params.path) || COUNT.test(params.path)) {
+    const refreshed = REFRESH.exec(params.path);
+    if (refreshed || SEARCH.test(params.path) || COUNT.test(params.path)) {
       const body = (options?.meta ? (result as { body: unknown }).body : result) as {
-        _shards?: { failed?: number };
+        _shards?: { failed?: number; successful?: number; total?: number };
       };
-      if ((body?._shards?.failed ?? 0) > 0)
-        throw unavailable('the search engine is recovering a shard; try again shortly');
+      const { failed = 0, successful = 0, total = 0 } = body?._shards ?? {};
+      if (failed > 0)
+        throw refreshed
+          ? unavailable(
+              `the search engine refreshed ${successful} of ${total} copies of ${decodeURIComponent(refreshed[1]!)}; try again shortly`,
+              1,
+            )
+          : unavailable('the search engine is recovering a shard; try again shortly');
     }
     return result as never;
   }
