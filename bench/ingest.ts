@@ -190,8 +190,7 @@ type RawLoop = {
  * The ceiling: the project's own decode + embed (no fetch, no store, no queue) on the same
  * images, `CONCURRENCY` at a time, with the default embedder — what ingest is compared with.
  */
-
-async function rawAnalyzer(images: Buffer[], maxBatch: number): Promise<RawLoop> {
+async function rawLoop(images: Buffer[], maxBatch: number): Promise<RawLoop> {
   const embedder = await createEmbedder(loadConfig({}).EMBEDDER, { maxBatch });
   const analyzer = new SharpImageAnalyzer(embedder);
   const n = Math.min(ITEMS, 2000);
@@ -205,18 +204,14 @@ async function rawAnalyzer(images: Buffer[], maxBatch: number): Promise<RawLoop>
   );
   const cpu = process.cpuUsage(cpu0);
   await embedder.close?.();
+  const perS = Math.round((n / ((Date.now() - start) / 1000)) * 10) / 10;
+  process.stderr.write(`raw analyzer (${embedder.id}, batch ${maxBatch}): ${perS} images/s\n`);
   return {
     embedder_batch: maxBatch,
     embedder: embedder.id,
-    per_s: Math.round((n / ((Date.now() - start) / 1000)) * 10) / 10,
+    per_s: perS,
     cpu_ms_per_image: Math.round(((cpu.user + cpu.system) / 1e3 / n) * 100) / 100,
   };
-}
-
-async function rawLoop(images: Buffer[], batch: number): Promise<RawLoop> {
-  const raw = await rawAnalyzer(images, batch);
-  process.stderr.write(`raw analyzer (${raw.embedder}, batch ${batch}): ${raw.per_s} images/s\n`);
-  return raw;
 }
 
 async function main(): Promise<void> {

@@ -24,11 +24,6 @@ export const PROCESS_IMAGE = 'process-image';
 /** The store writes that record a job's outcome, run once its image slot is given back. */
 type Recording = () => Promise<void>;
 
-/**
- * Downloads an item's image, turns it into features and forgets the bytes. Idempotent: a job
- * whose url is no longer the item's (or that was already done) changes nothing, so redelivery
- * and the recovery sweep are harmless.
- */
 /** What a worker's image job needs; `imageSlots` is WORKER_CONCURRENCY. */
 export interface ImageJobDeps {
   store: ContentStore;
@@ -49,6 +44,11 @@ export interface ImageJobDeps {
   metrics?: Metrics;
 }
 
+/**
+ * Downloads an item's image, turns it into features and forgets the bytes. Idempotent: a job
+ * whose url is no longer the item's (or that was already done) changes nothing, so redelivery
+ * and the recovery sweep are harmless.
+ */
 export class ProcessImageHandler {
   constructor(private readonly deps: ImageJobDeps) {}
 
