@@ -91,8 +91,8 @@ const EVENT_LOG_SETTINGS = { 'translog.durability': 'async', 'translog.sync_inte
 /**
  * The image counts are only ever read by the ledger's count, which refreshes the index itself
  * first (a count must be exact). Background refreshes made nothing visible that anyone read,
- * yet for 30 s after any count they ran every second while workers wrote (about 24 ms each on
- * the bench machine: a tenth of Elasticsearch's CPU per image in the ingest bench).
+ * yet for 30 s after any count they ran every second while workers wrote (about 24 ms of
+ * refresh time each on the bench machine).
  */
 const IMAGE_COUNT_SETTINGS = { refresh_interval: '-1' };
 
