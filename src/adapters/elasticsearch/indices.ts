@@ -91,14 +91,21 @@ const EVENT_LOG_SETTINGS = { 'translog.durability': 'async', 'translog.sync_inte
 /**
  * The image counts are only ever read by the ledger's count, which refreshes the index itself
  * first (a count must be exact). Background refreshes made nothing visible that anyone read,
- * yet for 30 s after any count they ran every second while workers wrote (about 24 ms of
- * refresh time each on the bench machine).
+ * yet for 30 s after the index was made or last counted they ran every second while workers
+ * wrote (about 24 ms of refresh time each on the bench machine).
  */
 const IMAGE_COUNT_SETTINGS = { refresh_interval: '-1' };
 
-/** Settings of the shared indices that differ from Elasticsearch's defaults. */
-const SHARED_SETTINGS: Partial<Record<SharedIndex, Record<string, unknown>>> = {
+/** Settings a shared index is made with, where they differ from Elasticsearch's defaults. */
+const CREATED_WITH: Partial<Record<SharedIndex, Record<string, unknown>>> = {
   events: EVENT_LOG_SETTINGS,
+};
+
+/**
+ * Dynamic settings a shared index is kept at: made with them, and an index made by an earlier
+ * release takes them at the next start.
+ */
+const KEPT_AT: Partial<Record<SharedIndex, Record<string, unknown>>> = {
   images: IMAGE_COUNT_SETTINGS,
 };
 
@@ -144,18 +151,11 @@ export class EsIndices {
     await Promise.all(
       (Object.keys(SHARED) as SharedIndex[]).map(async (name) => {
         const mappings = { dynamic: 'strict', properties: SHARED[name] };
-        const created = await this.create(this.shared(name), mappings, SHARED_SETTINGS[name]);
-        if (created) return;
-        await this.client.indices.putMapping({
-          index: this.shared(name),
-          properties: SHARED[name] as never,
-        });
-        // an image-count index made by an earlier release still refreshes every second
-        if (name === 'images')
-          await this.client.indices.putSettings({
-            index: this.shared(name),
-            settings: { index: IMAGE_COUNT_SETTINGS },
-          });
+        const index = this.shared(name);
+        const kept = KEPT_AT[name];
+        if (await this.create(index, mappings, { ...CREATED_WITH[name], ...kept })) return;
+        await this.client.indices.putMapping({ index, properties: SHARED[name] as never });
+        if (kept) await this.keep(index, kept);
       }),
     );
   }
@@ -201,9 +201,14 @@ export class EsIndices {
       ignore_unavailable: true,
     });
     // Indices made with the former 250 ms interval take the current one (a no-op after).
+    await this.keep(this.allItems, { refresh_interval: this.itemSettings.refresh_interval });
+  }
+
+  /** Brings existing indices (a name or a pattern; none is fine) to dynamic `settings`. */
+  private async keep(index: string, settings: Record<string, unknown>): Promise<void> {
     await this.client.indices.putSettings({
-      index: this.allItems,
-      settings: { index: { refresh_interval: this.itemSettings.refresh_interval } },
+      index,
+      settings: { index: settings },
       allow_no_indices: true,
       ignore_unavailable: true,
     });
