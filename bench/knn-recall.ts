@@ -15,6 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { toDoc, vectorField } from '../src/adapters/elasticsearch/document';
+import { VectorTextSerializer } from '../src/adapters/elasticsearch/vector-text';
 import { knnBody } from '../src/adapters/elasticsearch/dsl';
 import { itemMapping } from '../src/adapters/elasticsearch/mapping';
 import { createEmbedder } from '../src/adapters/embedders';
@@ -209,7 +210,12 @@ async function measure(
 }
 
 async function main(): Promise<void> {
-  const es = new Client({ node: ES_URL, requestTimeout: 3_600_000 });
+  // the service's serializer: vectors go as float32 text, as the service writes them
+  const es = new Client({
+    node: ES_URL,
+    requestTimeout: 3_600_000,
+    Serializer: VectorTextSerializer,
+  });
   const real = REAL_ITEMS ? await largeRealSet(REAL_ITEMS) : await realVectors();
   const sets = [real, randomVectors(real.vectors.length, real.dims, real.embedder)];
   if (RANDOM_ITEMS) sets.push(randomVectors(RANDOM_ITEMS, real.dims, real.embedder));

@@ -18,6 +18,7 @@ import { Client } from '@elastic/elasticsearch';
 import fs from 'node:fs';
 import os from 'node:os';
 import { Pool } from 'undici';
+import { esClient } from '../src/adapters/elasticsearch/client';
 import { EsIndices } from '../src/adapters/elasticsearch/indices';
 import type { RunningApp } from '../src/app/start';
 import type { UsageLedger } from '../src/ports/usage-ledger';
@@ -330,6 +331,8 @@ async function main(): Promise<void> {
   const loadStart = round2(os.loadavg()[0]!);
   const hosts: RunningApp[] = [];
   const es = new Client({ node: ES_URL });
+  // the seed's writes go as the service sends them (vectors as float32 text)
+  const writer = esClient(ES_URL);
   const pools: Pool[] = [];
   try {
     for (let i = 0; i < 2; i++) hosts.push(await startService(env));
@@ -342,7 +345,7 @@ async function main(): Promise<void> {
     if (plan.status !== 200) throw new Error(`plan: ${JSON.stringify(plan.body)}`);
     const t0 = Date.now();
     await seedElasticsearch(
-      new EsIndices(es, prefix, { shards: 1, replicas: 0 }),
+      new EsIndices(writer, prefix, { shards: 1, replicas: 0 }),
       datasetId,
       ITEMS,
       // searches only: the vectors' length does not matter here
@@ -620,6 +623,7 @@ async function main(): Promise<void> {
     await Promise.all(hosts.map((h) => h.stop()));
     for (const h of hosts) fs.rmSync(h.container.config.dataDir, { recursive: true, force: true });
     await es.close();
+    await writer.close();
     if (hosts[0]) await deleteInstallation(hosts[0].container.config);
   }
 }

@@ -17,6 +17,7 @@ import { EmbeddedSearchEngine } from '../src/adapters/embedded/search-engine';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { searchBody } from '../src/adapters/elasticsearch/dsl';
+import { esClient } from '../src/adapters/elasticsearch/client';
 import { EsIndices } from '../src/adapters/elasticsearch/indices';
 import type { RunningApp } from '../src/app/start';
 import type { StoredItem } from '../src/domain/item';
@@ -309,13 +310,16 @@ async function benchEngine(engine: Engine, stand: BenchVectors): Promise<Record<
       : {}),
   });
   const es = engine === 'elasticsearch' ? new Client({ node: ES_URL }) : undefined;
+  // the seed is written with the service's own client (vectors as float32 text); the direct
+  // queries use the stock one above, as a hand-written client would
+  const writer = es ? esClient(ES_URL) : undefined;
   const client = gatewayClient(app.url!);
   try {
     const { dsToken, datasetId } = await createDataset(app, 'shoes');
     const t0 = Date.now();
     if (es)
       await seedElasticsearch(
-        new EsIndices(es, prefix, { shards: 1, replicas: 0 }),
+        new EsIndices(writer!, prefix, { shards: 1, replicas: 0 }),
         datasetId,
         ITEMS,
         vectors,
@@ -442,6 +446,7 @@ async function benchEngine(engine: Engine, stand: BenchVectors): Promise<Record<
   } finally {
     await client.close();
     await es?.close();
+    await writer?.close();
     await app.stop();
     await deleteInstallation(app.container.config);
   }

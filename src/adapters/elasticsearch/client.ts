@@ -6,6 +6,7 @@ import {
   type TransportRequestParams,
 } from '@elastic/elasticsearch';
 import { unavailable } from './guard';
+import { VectorTextSerializer } from './vector-text';
 
 /**
  * The client's default pool (WeightedConnectionPool) answers "no living connections" for
@@ -76,6 +77,7 @@ export function esClient(nodes: string | string[]): Client {
     nodes,
     Transport: WholeAnswerTransport,
     ConnectionPool: PromptConnectionPool,
+    Serializer: VectorTextSerializer,
     requestTimeout: 30_000,
     maxRetries: 2,
     // a node that dies is taken out of rotation and pinged before it is used again

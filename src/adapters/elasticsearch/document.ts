@@ -31,8 +31,9 @@ export interface ItemDoc {
   /**
    * The embedding for the HNSW index, in the field for its length (see vectorField). The item
    * mapping leaves it out of the stored `_source` (indices made before that keep it there).
+   * Written as a Float32Array, which the client sends as float32 text (VectorTextSerializer).
    */
-  [vector: `vector_${number}`]: number[] | null | undefined;
+  [vector: `vector_${number}`]: number[] | Float32Array | null | undefined;
   /** The same embedding as stored: float32 bytes, base64 (see EMBEDDING_SOURCE). */
   embedding_f32?: string | null;
 }
@@ -45,10 +46,8 @@ export interface ItemDoc {
  */
 export const EMBEDDING_SOURCE = 'embedding_f32';
 
-const encodeVector = (v: number[]): string => {
-  const f = Float32Array.from(v);
-  return Buffer.from(f.buffer, f.byteOffset, f.byteLength).toString('base64');
-};
+const encodeVector = (f: Float32Array): string =>
+  Buffer.from(f.buffer, f.byteOffset, f.byteLength).toString('base64');
 
 const decodeVector = (b64: string): number[] => {
   const bytes = Buffer.from(b64, 'base64');
@@ -97,6 +96,7 @@ export function toDoc(
         ? { vector: docVector(embedding), embedder: embedding.embedder }
         : undefined
       : embedding;
+  const vector = kept?.vector?.length ? Float32Array.from(kept.vector) : undefined;
   const gen = item.image
     ? toAttrs(
         {
@@ -122,11 +122,8 @@ export function toDoc(
     terms: itemTerms(item.metadata),
     attrs: [...toAttrs(item.metadata, 'pub'), ...toAttrs(item.privateMetadata, 'priv'), ...gen],
     embedder: kept?.embedder ?? null,
-    ...(kept?.vector?.length
-      ? {
-          [vectorField(kept.vector.length)]: kept.vector,
-          [EMBEDDING_SOURCE]: encodeVector(kept.vector),
-        }
+    ...(vector
+      ? { [vectorField(vector.length)]: vector, [EMBEDDING_SOURCE]: encodeVector(vector) }
       : {}),
   };
 }
