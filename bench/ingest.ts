@@ -6,11 +6,14 @@
  * the same images in the same run, measured just before and just after each set-up.
  *
  * Each is measured at every model batch size of BENCH_EMBEDDER_BATCH (default 8 and 1: batched
- * as shipped, and one image a run), the raw analyzer at the same size beside it.
+ * as shipped, and one image a run), the raw analyzer at the same size beside it. At the first
+ * (shipped) size the set-ups run BENCH_INGEST_ROUNDS rounds, interleaved, and `summary` holds
+ * each set-up's median ratio: single runs of the same code spread from 0.74 to 0.87 of their
+ * raw loops on this machine, so one run is one draw from that spread.
  *
  *   npm run bench:ingest            (BENCH_INGEST_ITEMS, BENCH_BATCH, WORKER_CONCURRENCY,
  *                                    BENCH_SETUPS=embedded|elasticsearch for one set-up,
- *                                    BENCH_EMBEDDER_BATCH=8,1)
+ *                                    BENCH_EMBEDDER_BATCH=8,1, BENCH_INGEST_ROUNDS=3)
  */
 import { fork } from 'node:child_process';
 import http from 'node:http';
@@ -37,6 +40,8 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 500);
 const CONCURRENCY = process.env.WORKER_CONCURRENCY ?? '8';
 /** Images per model run (EMBEDDER_BATCH); the first is the shipped default. */
 const EMBEDDER_BATCHES = (process.env.BENCH_EMBEDDER_BATCH ?? '8,1').split(',').map(Number);
+/** Rounds of every set-up at the first batch size; the others run once, for comparison. */
+const ROUNDS = Number(process.env.BENCH_INGEST_ROUNDS ?? 3);
 
 /** 20 distinct 800×600 JPEGs (about 40 KB each). */
 function makeImages(): Promise<Buffer[]> {
@@ -214,6 +219,27 @@ async function rawLoop(images: Buffer[], maxBatch: number): Promise<RawLoop> {
   };
 }
 
+/** Each set-up's ratios at each batch size, in run order, and their median. */
+function summarize(runs: Array<Record<string, unknown>>) {
+  const groups = new Map<string, Array<Record<string, unknown>>>();
+  for (const r of runs) {
+    const key = `${String(r.setup)}\u0000${String(r.embedder_batch)}`;
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  return [...groups.values()].map((rs) => {
+    const ratios = rs.map((r) => r.ratio_to_raw as number);
+    const sorted = [...ratios].sort((x, y) => x - y);
+    const mid = sorted.length >> 1;
+    const median = sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    return {
+      setup: rs[0]!.setup,
+      embedder_batch: rs[0]!.embedder_batch,
+      ratios_to_raw: ratios,
+      median_ratio_to_raw: Math.round(median * 100) / 100,
+    };
+  });
+}
+
 async function main(): Promise<void> {
   const images = await makeImages();
   const img = await imageServer();
@@ -222,25 +248,27 @@ async function main(): Promise<void> {
   try {
     // BENCH_SETUPS=embedded or =elasticsearch runs one set-up (a profile of one, say)
     const only = process.env.BENCH_SETUPS;
-    for (const batch of EMBEDDER_BATCHES) {
+    for (const [b, batch] of EMBEDDER_BATCHES.entries()) {
       // The raw loop runs before every set-up and once more after the last, and each set-up is
       // divided by the mean of the loops just before and just after it: this machine's speed
       // drifts (raw loops of one session ranged from 85 to 113 images/s), and a ceiling read
       // only before would carry that drift into the ratio.
       const loops = [await rawLoop(images, batch)];
-      for (const s of SETUPS.filter((x) => !only || x.name.startsWith(only))) {
-        const r = await run(s, img.url, img.pid, batch);
-        const before = loops[loops.length - 1]!;
-        const after = await rawLoop(images, batch);
-        loops.push(after);
-        const ceiling = (before.per_s + after.per_s) / 2;
-        runs.push({
-          ...r,
-          raw_per_s_before: before.per_s,
-          raw_per_s_after: after.per_s,
-          ratio_to_raw: Math.round(((r.images_processed_per_s as number) / ceiling) * 100) / 100,
-        });
-      }
+      for (let round = 1; round <= (b === 0 ? ROUNDS : 1); round++)
+        for (const s of SETUPS.filter((x) => !only || x.name.startsWith(only))) {
+          const r = await run(s, img.url, img.pid, batch);
+          const before = loops[loops.length - 1]!;
+          const after = await rawLoop(images, batch);
+          loops.push(after);
+          const ceiling = (before.per_s + after.per_s) / 2;
+          runs.push({
+            round,
+            ...r,
+            raw_per_s_before: before.per_s,
+            raw_per_s_after: after.per_s,
+            ratio_to_raw: Math.round(((r.images_processed_per_s as number) / ceiling) * 100) / 100,
+          });
+        }
       const mean = (f: (l: RawLoop) => number) =>
         Math.round((loops.reduce((a, l) => a + f(l), 0) / loops.length) * 100) / 100;
       raws.push({
@@ -268,7 +296,8 @@ async function main(): Promise<void> {
     },
     raw_analyzer_by_embedder_batch: raws,
     ratio_note:
-      'each run is divided by the mean of the raw loops just before and just after it (raw_per_s_before, raw_per_s_after), at its own embedder_batch',
+      'each run is divided by the mean of the raw loops just before and just after it (raw_per_s_before, raw_per_s_after), at its own embedder_batch; summary gives the median over the rounds',
+    summary: summarize(runs),
     runs,
   });
   process.stdout.write(`written to ${file}\n`);
