@@ -21,8 +21,8 @@ export function vectorText(v: Float32Array): string {
  *
  * An item's embedding is 1,420 floats. As doubles they made a processed item's bulk line
  * 38 KB, and parsing them was most of what Elasticsearch spent indexing it; as float32 text
- * the line is 28 KB, and the node's CPU per processed item fell from 1.34–1.51 ms to
- * 1.11–1.13 ms (bench/results/vector-text.json). Elasticsearch keeps a dense_vector as
+ * the line is 28 KB, and the node's CPU per processed item fell from 1.23–1.37 ms to
+ * 1.04–1.10 ms (bench/results/vector-text.json). Elasticsearch keeps a dense_vector as
  * float32, so the indexed vector is the same, bit for bit. Only top-level values are looked
  * at: that is where a document keeps its vector (ItemDoc); every other body is serialized as
  * before.
