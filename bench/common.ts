@@ -101,6 +101,13 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[i]!;
 }
 
+/** The middle value (the mean of the middle two for an even count), to two decimals. */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return Math.round((s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2) * 100) / 100;
+}
+
 export function summarize(ms: number[]): { n: number; p50: number; p95: number; mean: number } {
   const s = [...ms].sort((a, b) => a - b);
   const round = (x: number): number => Math.round(x * 100) / 100;

@@ -30,6 +30,7 @@ import {
   createDataset,
   deleteInstallation,
   machine,
+  median,
   pidOnPort,
   startService,
   writeResult,
@@ -220,7 +221,7 @@ async function rawLoop(images: Buffer[], maxBatch: number): Promise<RawLoop> {
 }
 
 /** Each set-up's ratios at each batch size, in run order, and their median. */
-function summarize(runs: Array<Record<string, unknown>>) {
+function medianRatios(runs: Array<Record<string, unknown>>) {
   const groups = new Map<string, Array<Record<string, unknown>>>();
   for (const r of runs) {
     const key = `${String(r.setup)}\u0000${String(r.embedder_batch)}`;
@@ -228,14 +229,11 @@ function summarize(runs: Array<Record<string, unknown>>) {
   }
   return [...groups.values()].map((rs) => {
     const ratios = rs.map((r) => r.ratio_to_raw as number);
-    const sorted = [...ratios].sort((x, y) => x - y);
-    const mid = sorted.length >> 1;
-    const median = sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
     return {
       setup: rs[0]!.setup,
       embedder_batch: rs[0]!.embedder_batch,
       ratios_to_raw: ratios,
-      median_ratio_to_raw: Math.round(median * 100) / 100,
+      median_ratio_to_raw: median(ratios),
     };
   });
 }
@@ -297,7 +295,7 @@ async function main(): Promise<void> {
     raw_analyzer_by_embedder_batch: raws,
     ratio_note:
       'each run is divided by the mean of the raw loops just before and just after it (raw_per_s_before, raw_per_s_after), at its own embedder_batch; summary gives the median over the rounds',
-    summary: summarize(runs),
+    summary: medianRatios(runs),
     runs,
   });
   process.stdout.write(`written to ${file}\n`);

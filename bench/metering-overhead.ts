@@ -34,6 +34,7 @@ import {
   deleteInstallation,
   machine,
   startService,
+  median,
   summarize,
   writeResult,
 } from './common';
@@ -265,12 +266,6 @@ interface Round {
 }
 
 const round2 = (x: number): number => Math.round(x * 100) / 100;
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2
-    ? s[(s.length - 1) / 2]!
-    : round2((s[s.length / 2 - 1]! + s[s.length / 2]!) / 2);
-};
 
 /** Mean time per call of a method of an instance, measured by wrapping it on the instance. */
 class Timers {
