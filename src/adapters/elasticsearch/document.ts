@@ -49,10 +49,10 @@ export const EMBEDDING_SOURCE = 'embedding_f32';
 const encodeVector = (f: Float32Array): string =>
   Buffer.from(f.buffer, f.byteOffset, f.byteLength).toString('base64');
 
-const decodeVector = (b64: string): number[] => {
+const decodeVector = (b64: string): Float32Array => {
   const bytes = Buffer.from(b64, 'base64');
   // copied: a Buffer's offset in its pool need not be a multiple of 4
-  return Array.from(new Float32Array(Uint8Array.from(bytes).buffer));
+  return new Float32Array(Uint8Array.from(bytes).buffer);
 };
 
 /**
@@ -61,13 +61,19 @@ const decodeVector = (b64: string): number[] => {
  */
 export const vectorField = (dims: number): `vector_${number}` => `vector_${dims}`;
 
-/** The document's embedding, whichever field holds it. */
-export function docVector(d: ItemDoc): number[] | undefined {
+/** The document's embedding as float32s, whichever field holds it. */
+function docFloats(d: ItemDoc): Float32Array | undefined {
   if (d.embedding_f32) return decodeVector(d.embedding_f32);
   // indices made before vectors left the stored _source
   for (const [k, v] of Object.entries(d))
-    if (k.startsWith('vector_') && Array.isArray(v) && v.length) return v as number[];
+    if (k.startsWith('vector_') && Array.isArray(v) && v.length) return Float32Array.from(v);
   return undefined;
+}
+
+/** The document's embedding, whichever field holds it. */
+export function docVector(d: ItemDoc): number[] | undefined {
+  const f = docFloats(d);
+  return f && Array.from(f);
 }
 
 const toAttrs = (md: Metadata, scope: Scope): Attr[] =>
@@ -93,10 +99,15 @@ export function toDoc(
   const kept =
     embedding && 'dataset' in embedding
       ? embedding.url === item.url && item.state === 'processed'
-        ? { vector: docVector(embedding), embedder: embedding.embedder }
+        ? { vector: docFloats(embedding), embedder: embedding.embedder }
         : undefined
       : embedding;
-  const vector = kept?.vector?.length ? Float32Array.from(kept.vector) : undefined;
+  // a kept embedding is carried over as the float32s it was stored as, not copied via numbers
+  const vector = !kept?.vector?.length
+    ? undefined
+    : kept.vector instanceof Float32Array
+      ? kept.vector
+      : Float32Array.from(kept.vector);
   const gen = item.image
     ? toAttrs(
         {
