@@ -26,6 +26,7 @@ export default tseslint.config(
       '.cache/**',
       'coverage/**',
       'test/graphql/generated.ts',
+      'src/web/console/graphql/generated.ts',
       '**/*.js',
       'src/generated/**',
       'test/generated/**',

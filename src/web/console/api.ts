@@ -1,10 +1,18 @@
 /**
  * The console's client of the public API (contract.md): REST for everything, GraphQL only for
- * `viewer`, the one public way to learn which organisation (and dataset) a token belongs to.
+ * `viewer`, the one public way to learn which organisation (and dataset) a token belongs to, and
+ * the sidebar's figures. The GraphQL operations are in ./graphql/*.graphql; codegen.yml types
+ * them into ./graphql/generated.ts (`npm run codegen`).
  */
 
 import type { z } from 'zod';
 import type * as shape from '../../api/rest/schema/shapes';
+import {
+  ConsoleFiguresDocument,
+  ConsoleViewerDocument,
+  type ConsoleViewerQuery,
+  type TypedDocumentString,
+} from './graphql/generated';
 
 // The REST bodies as the service's own schemas describe them (src/api/rest/schema/shapes.ts,
 // the source of /openapi.json): type-only imports, so nothing of zod reaches the bundle.
@@ -48,11 +56,9 @@ export type UsageEntry = Usage['datasets'][string]['usage'][number];
 export type AnalyticsReport = Body<typeof shape.report>;
 export type AnalyticsInterval = AnalyticsReport['intervals'][number];
 
-export interface Viewer {
-  kind: 'OPERATOR' | 'ORGANISATION' | 'DATASET';
-  organisation: string | null;
-  dataset: string | null;
-}
+// The GraphQL results as codegen types them from the operations in ./graphql/*.graphql
+// (codegen.yml; `npm run codegen`).
+export type Viewer = ConsoleViewerQuery['viewer'];
 
 const V2 = 'application/vnd.service.v2+json';
 const enc = encodeURIComponent;
@@ -107,10 +113,11 @@ export class Api {
   }
 
   /**
-   * A GraphQL operation; its first error becomes an ApiError with the code and status the
-   * REST API would give (the service puts them in `extensions`).
+   * A GraphQL operation generated from ./graphql/*.graphql, sent as its source text; its first
+   * error becomes an ApiError with the code and status the REST API would give (the service puts
+   * them in `extensions`).
    */
-  async graphql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
+  async graphql<T, V>(document: TypedDocumentString<T, V>, variables: V): Promise<T> {
     const r = await this.request<{
       data?: T | null;
       errors?: {
@@ -120,7 +127,7 @@ export class Api {
     }>(
       'POST',
       '/graphql',
-      { query, variables },
+      { query: document.toString(), variables },
       // GraphQL answers application/json, not the REST vendor type.
       'application/json',
     );
@@ -138,10 +145,7 @@ export class Api {
   }
 
   /** What the token is (GraphQL `viewer`: REST has no "who am I" endpoint). */
-  viewer = () =>
-    this.graphql<{ viewer: Viewer }>(
-      'query ConsoleViewer { viewer { kind organisation dataset } }',
-    ).then((d) => d.viewer);
+  viewer = () => this.graphql(ConsoleViewerDocument, {}).then((d) => d.viewer);
 }
 
 /** The admin API of one organisation (organisation token). */
@@ -216,33 +220,22 @@ export class VisionApi {
    * (fewer than 200 processed items) comes in a 200 response: polling a pending dataset does not
    * fill the browser console with failed requests.
    */
-  figures = async (fields: string[]) => {
-    type Figures = {
-      facets: ({ field: string } & FacetFigure)[] | null;
-      stats: ({ field: string } & StatsFigure)[] | null;
-    };
-    const d = await this.api.graphql<{ vision: { search: Figures } }>(
-      `query ConsoleFigures($o: String!, $d: String!, $limit: Int!, $facets: [FacetInput!], $stats: [String!]) {
-        vision(organisation: $o, dataset: $d) {
-          search(limit: $limit, facets: $facets, facetSize: 10, stats: $stats) {
-            facets { field buckets { value count } other missing }
-            stats { field count min max avg sum }
-          }
-        }
-      }`,
-      {
-        o: this.org,
-        d: this.dataset,
-        limit: fields.length ? 0 : 2,
-        facets: fields.length ? fields.map((field) => ({ field })) : null,
-        stats: fields.length ? fields : null,
-      },
-    );
+  figures = async (
+    fields: string[],
+  ): Promise<{ facets: Record<string, FacetFigure>; stats: Record<string, StatsFigure> }> => {
+    const d = await this.api.graphql(ConsoleFiguresDocument, {
+      o: this.org,
+      d: this.dataset,
+      limit: fields.length ? 0 : 2,
+      facets: fields.length ? fields.map((field) => ({ field })) : null,
+      stats: fields.length ? fields : null,
+    });
     const { facets, stats } = d.vision.search;
+    // The GraphQL figures have the REST shapes (FacetFigure, StatsFigure) once keyed by field.
     return {
       facets: Object.fromEntries((facets ?? []).map(({ field, ...f }) => [field, f])),
       stats: Object.fromEntries((stats ?? []).map(({ field, ...f }) => [field, f])),
-    } as { facets: Record<string, FacetFigure>; stats: Record<string, StatsFigure> };
+    };
   };
   fieldNames = () =>
     this.api
