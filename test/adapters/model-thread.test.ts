@@ -1,4 +1,59 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { WorkerOptions } from 'node:worker_threads';
 import { EfficientNetEmbedder } from '../../src/adapters/embedders/efficientnet';
+import { SerialSession, threadFile } from '../../src/adapters/embedders/serial-session';
+import { meanColourModel } from '../helpers/onnx-model';
+
+// Every thread this file starts, as it was asked for.
+const mockStarted: Array<{ filename: unknown; options?: WorkerOptions }> = [];
+jest.mock('node:worker_threads', () => {
+  const actual = jest.requireActual<typeof import('node:worker_threads')>('node:worker_threads');
+  class RecordingWorker extends actual.Worker {
+    constructor(filename: string | URL, options?: WorkerOptions) {
+      super(filename, options);
+      mockStarted.push({ filename, options });
+    }
+  }
+  return { ...actual, Worker: RecordingWorker };
+});
+
+const SOURCE_DIR = path.join(__dirname, '../../src/adapters/embedders');
+
+test('the thread runs the model-thread module from a file, not code given as a string', async () => {
+  mockStarted.length = 0;
+  const session = await SerialSession.create(meanColourModel(8), { threads: 1 });
+  try {
+    expect(await session.run(new Float32Array(3 * 8 * 8).fill(0.5))).toHaveLength(3);
+    expect(mockStarted).toHaveLength(1);
+    const { filename, options } = mockStarted[0]!;
+    expect(options?.eval).toBeFalsy();
+    // from src/ there is no compiled sibling: the module is transpiled from its source
+    expect(fs.existsSync(path.join(SOURCE_DIR, 'model-thread.js'))).toBe(false);
+    expect(filename).toBe(await threadFile(SOURCE_DIR));
+    const code = fs.readFileSync(filename as string, 'utf8');
+    expect(code).toContain('model-thread runs as a worker thread');
+    expect(code).toContain("allow_spinning: '0'");
+    // and again only when the source changes
+    const written = fs.statSync(filename as string).mtimeMs;
+    await SerialSession.create(meanColourModel(8), { threads: 1 }).then((s) => s.close());
+    expect(mockStarted[1]!.filename).toBe(filename);
+    expect(fs.statSync(filename as string).mtimeMs).toBe(written);
+  } finally {
+    await session.close();
+  }
+});
+
+test('built (dist/, bench/dist/src/), the thread starts from the compiled sibling', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vss-model-thread-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'model-thread.js'), '');
+    expect(await threadFile(dir)).toBe(path.join(dir, 'model-thread.js'));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 /**
  * onnxruntime-node's run is synchronous under its promise: on the main thread each image held
