@@ -2,19 +2,12 @@ import { ReadinessMemo } from '../services/readiness';
 import { esClient } from '../adapters/elasticsearch/client';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
-import { EmbeddedAccountStore } from '../adapters/embedded/account-store';
-import { EmbeddedContentStore } from '../adapters/embedded/content-store';
-import { openDb } from '../adapters/embedded/db';
-import { SqliteEventLog } from '../adapters/embedded/event-log';
-import { FileKeyStore } from '../adapters/embedded/file-key-store';
-import { EmbeddedSearchEngine } from '../adapters/embedded/search-engine';
-import { SqliteUsageLedger } from '../adapters/embedded/usage-ledger';
-import { EsAccountStore } from '../adapters/elasticsearch/es-account-store';
-import { EsEventLog } from '../adapters/elasticsearch/es-event-log';
-import { EsKeyStore } from '../adapters/elasticsearch/es-key-store';
-import { ElasticsearchStore } from '../adapters/elasticsearch/es-store';
-import { EsUsageLedger } from '../adapters/elasticsearch/es-usage-ledger';
+import { openDb, sqliteOutage } from '../adapters/embedded/db';
+import { embeddedPorts } from '../adapters/embedded/embedded-ports';
+import type { EnginePorts } from '../adapters/engine-ports';
+import { esPorts } from '../adapters/elasticsearch/es-ports';
 import { EsIndices } from '../adapters/elasticsearch/indices';
+import { withPolicy } from '../adapters/port-policy';
 import { createEmbedder } from '../adapters/embedders';
 import { allowAll, allowListed } from '../adapters/images/address-policy';
 import { HttpImageFetcher } from '../adapters/images/http-fetcher';
@@ -25,17 +18,11 @@ import { redactUrl, type Config } from '../config/env';
 import { FairShare } from '../jobs/fair-share';
 import { Slots } from '../lib/slots';
 import { ProcessImageHandler } from '../jobs/process-image';
-import type { AccountStore } from '../ports/account-store';
-import type { ContentStore } from '../ports/content-store';
 import type { Embedder } from '../ports/embedder';
 import type { ImageFetcher } from '../ports/image-fetcher';
-import { Metrics, timedPort } from '../observability/metrics';
+import { Metrics } from '../observability/metrics';
 import type { EmbedderRef } from '../domain/dataset';
-import type { EventLog } from '../ports/event-log';
 import type { JobQueue } from '../ports/job-queue';
-import type { KeyStore } from '../ports/key-store';
-import type { SearchEngine } from '../ports/search-engine';
-import type { UsageLedger } from '../ports/usage-ledger';
 import { AuthService } from '../services/auth';
 import { ContentService } from '../services/content';
 import { DatasetService } from '../services/datasets';
@@ -49,13 +36,7 @@ import { TrackService } from '../services/track';
 import { VisionService } from '../services/vision';
 
 /** Every port with state, as one engine provides them. */
-export interface Stores {
-  accounts: AccountStore;
-  content: ContentStore;
-  engine: SearchEngine;
-  ledger: UsageLedger;
-  events: EventLog;
-  keys: KeyStore;
+export interface Stores extends EnginePorts {
   close(): Promise<void>;
 }
 
@@ -105,15 +86,10 @@ export function describePorts(c: Container): Record<string, string> {
 }
 
 /** One SQLite file (and the server key beside it) under DATA_DIR: one machine, no services. */
-function embeddedStores(config: Config): Stores {
+function embeddedStores(config: Config, metrics: Metrics): Stores {
   const db = openDb(path.join(config.dataDir, 'store.db'));
   return {
-    accounts: new EmbeddedAccountStore(db),
-    content: new EmbeddedContentStore(db),
-    engine: new EmbeddedSearchEngine(db),
-    ledger: new SqliteUsageLedger(db),
-    events: new SqliteEventLog(db),
-    keys: new FileKeyStore(config.dataDir),
+    ...embeddedPorts(db, config.dataDir, metrics),
     close: async () => {
       db.close();
     },
@@ -128,6 +104,7 @@ async function elasticsearchStores(
   config: Config,
   embedder: Embedder,
   now: () => number,
+  metrics: Metrics,
 ): Promise<Stores> {
   const client = esClient(config.ELASTICSEARCH_URL);
   const indices = new EsIndices(client, config.ES_INDEX_PREFIX, {
@@ -144,25 +121,22 @@ async function elasticsearchStores(
       { cause: e },
     );
   }
-  const store = new ElasticsearchStore(indices, now, embedder.dimensions);
   return {
-    accounts: new EsAccountStore(indices),
-    content: store,
-    engine: store,
-    ledger: new EsUsageLedger(indices),
-    events: new EsEventLog(indices),
-    keys: new EsKeyStore(indices),
+    ...esPorts(indices, { vectorDims: embedder.dimensions, now }, metrics),
     close: () => client.close(),
   };
 }
 
-async function openQueue(config: Config, log: Logger, now: () => number): Promise<JobQueue> {
+async function openQueue(
+  config: Config,
+  log: Logger,
+  now: () => number,
+  metrics: Metrics,
+): Promise<JobQueue> {
   if (config.QUEUE === 'inprocess')
-    return new SqliteJobQueue(
-      path.join(config.dataDir, 'queue.db'),
-      log,
-      now,
-      config.RETRY_BASE_MS,
+    return withPolicy(
+      new SqliteJobQueue(path.join(config.dataDir, 'queue.db'), log, now, config.RETRY_BASE_MS),
+      { classify: sqliteOutage, time: metrics.portTimer('queue') },
     );
   const queue = new AmqpJobQueue(
     config.AMQP_URL,
@@ -178,7 +152,8 @@ async function openQueue(config: Config, log: Logger, now: () => number): Promis
       { cause: e },
     );
   }
-  return queue;
+  // The queue words its own outages (AppError 'unavailable'): only timed here.
+  return withPolicy(queue, { classify: () => undefined, time: metrics.portTimer('queue') });
 }
 
 export async function buildContainer(
@@ -200,13 +175,12 @@ export async function buildContainer(
   const embedderRef = { id: embedder.id, dimensions: embedder.dimensions };
   const stores =
     config.SEARCH_BACKEND === 'elasticsearch'
-      ? await elasticsearchStores(config, embedder, now)
-      : embeddedStores(config);
-  const { accounts, content, ledger, events, keys } = stores;
-  const engine = timedPort(stores.engine, metrics.engineDuration);
+      ? await elasticsearchStores(config, embedder, now, metrics)
+      : embeddedStores(config, metrics);
+  const { accounts, content, engine, ledger, events, keys } = stores;
   let queue: JobQueue;
   try {
-    queue = await openQueue(config, log.child({ component: 'queue' }), now);
+    queue = await openQueue(config, log.child({ component: 'queue' }), now, metrics);
   } catch (e) {
     await stores.close();
     throw e;

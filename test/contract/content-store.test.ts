@@ -4,11 +4,10 @@
  */
 import { Client } from '@elastic/elasticsearch';
 import path from 'node:path';
-import { EmbeddedContentStore } from '../../src/adapters/embedded/content-store';
 import { openDb } from '../../src/adapters/embedded/db';
-import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
-import { ElasticsearchStore } from '../../src/adapters/elasticsearch/es-store';
+import { embeddedPorts } from '../../src/adapters/embedded/embedded-ports';
 import { esClient } from '../../src/adapters/elasticsearch/client';
+import { esPorts } from '../../src/adapters/elasticsearch/es-ports';
 import { EsIndices } from '../../src/adapters/elasticsearch/indices';
 import { itemMapping } from '../../src/adapters/elasticsearch/mapping';
 import type { ContentWrite } from '../../src/domain/content';
@@ -35,9 +34,9 @@ const adapters: Array<[string, () => Engines]> = [
   [
     'embedded (SQLite)',
     () => {
-      const db = openDb(path.join(tempDir('vss-store-'), 'store.db'));
-      const store = new EmbeddedContentStore(db);
-      const engine = new EmbeddedSearchEngine(db);
+      const dir = tempDir('vss-store-');
+      const db = openDb(path.join(dir, 'store.db'));
+      const { content: store, engine } = embeddedPorts(db, dir);
       return {
         store,
         engine,
@@ -54,15 +53,15 @@ const adapters: Array<[string, () => Engines]> = [
       const client = esClient(ES_URL);
       const prefix = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
       const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
-      const es = new ElasticsearchStore(indices, Date.now, DIMS);
+      const { content: store, engine } = esPorts(indices, { vectorDims: DIMS });
       return {
         // as the container does at start: no write may create an item index by itself
         ready: indices.ensureItemTemplate(DIMS),
-        store: es,
-        engine: es,
+        store,
+        engine,
         sized: (dims) => {
-          const other = new ElasticsearchStore(indices, Date.now, dims);
-          return { store: other, engine: other };
+          const other = esPorts(indices, { vectorDims: dims });
+          return { store: other.content, engine: other.engine };
         },
         close: async () => {
           await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
@@ -514,13 +513,19 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
 
 /** A store on indices of its own in the local Elasticsearch, removed afterwards. */
 async function withEsStore(
-  fn: (es: { client: Client; indices: EsIndices; store: ElasticsearchStore }) => Promise<void>,
+  fn: (es: {
+    client: Client;
+    indices: EsIndices;
+    store: ContentStore;
+    engine: SearchEngine;
+  }) => Promise<void>,
 ): Promise<void> {
   const client = esClient(ES_URL);
   const prefix = `e${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
   const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
   try {
-    await fn({ client, indices, store: new ElasticsearchStore(indices, Date.now, DIMS) });
+    const { content: store, engine } = esPorts(indices, { vectorDims: DIMS });
+    await fn({ client, indices, store, engine });
   } finally {
     await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
     await client.indices.deleteIndexTemplate({ name: `${prefix}items` }).catch(() => undefined);
@@ -538,7 +543,7 @@ function counting(client: Client, suffix: string): () => number {
 }
 
 /** New items `ids` in dataset 'd', each with its own url. */
-const writeNew = (store: ElasticsearchStore, ids: string[]) =>
+const writeNew = (store: ContentStore, ids: string[]) =>
   store.applyWrites(
     'd',
     ids.map((id) => ({ id, url: url(id) })),
@@ -564,7 +569,7 @@ describe('Elasticsearch item reads', () => {
 
 describe('Elasticsearch reads while shards are missing', () => {
   test('a sweep, a search or a count that some shard cannot answer is a 503, never a short answer', async () => {
-    await withEsStore(async ({ client, indices, store }) => {
+    await withEsStore(async ({ client, indices, store, engine }) => {
       await store.applyWrites('d', [{ id: 'a', url: url('a') }], 'post', T0);
       // another dataset's index with two primaries and room for one: half of it is missing,
       // as while a cluster recovers
@@ -585,7 +590,7 @@ describe('Elasticsearch reads while shards are missing', () => {
         code: 'unavailable',
       });
       await expect(
-        store.search('half', {
+        engine.search('half', {
           conditions: [],
           sort: { field: 'id', order: 'asc' },
           offset: 0,
@@ -637,10 +642,9 @@ describe('Elasticsearch item writes', () => {
       const proxy = await startAnswerDroppingProxy(ES_URL, (_m, p) => p.includes('_bulk'));
       const client = new Client({ node: proxy.url, maxRetries: 1 });
       try {
-        const store = new ElasticsearchStore(
+        const { content: store } = esPorts(
           new EsIndices(client, indices.prefix, { shards: 1, replicas: 0 }),
-          Date.now,
-          DIMS,
+          { vectorDims: DIMS },
         );
         const writes: ContentWrite[] = ['a', 'b', 'c'].map((id) => ({ id, url: url(id) }));
         const err = await store.applyWrites('d', writes, 'post', T0).catch((e: unknown) => e);
@@ -648,7 +652,7 @@ describe('Elasticsearch item writes', () => {
         expect(proxy.dropped).toBeGreaterThan(0);
         expect((err as PartialWrite).written.map((j) => j.itemId).sort()).toEqual(['a', 'b', 'c']);
         // they were written: without their jobs they would wait for the next sweep
-        const direct = new ElasticsearchStore(indices, Date.now, DIMS);
+        const { content: direct } = esPorts(indices, { vectorDims: DIMS });
         expect([...(await direct.existingIds('d', ['a', 'b', 'c']))].sort()).toEqual([
           'a',
           'b',
@@ -664,7 +668,7 @@ describe('Elasticsearch item writes', () => {
 
 describe('Elasticsearch embedding storage', () => {
   const odd = Array.from({ length: DIMS }, (_, i) => Math.fround(Math.sin(i + 1) / 3));
-  const processed = async (store: ElasticsearchStore, id: string) => {
+  const processed = async (store: ContentStore, id: string) => {
     const [job] = await store.applyWrites('d', [{ id, url: url(id) }], 'post', T0);
     expect(await store.markProcessed(job!, { ...features, vector: odd }, T0 + 1)).toBe(true);
   };

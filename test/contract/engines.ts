@@ -1,20 +1,15 @@
 /**
  * The shared-state adapters of each engine, for the contract suites: `host()` opens them as
  * another process would (its own SQLite connection to the same file, or its own Elasticsearch
- * client on the same indices), so a case can play two hosts against one installation.
+ * client on the same indices), so a case can play two hosts against one installation. They are
+ * built as the composition root builds them (embeddedPorts, esPorts), outage policy included.
  */
 import { Client } from '@elastic/elasticsearch';
 import path from 'node:path';
-import { EmbeddedAccountStore } from '../../src/adapters/embedded/account-store';
 import { openDb, type Db } from '../../src/adapters/embedded/db';
-import { SqliteEventLog } from '../../src/adapters/embedded/event-log';
-import { FileKeyStore } from '../../src/adapters/embedded/file-key-store';
-import { SqliteUsageLedger } from '../../src/adapters/embedded/usage-ledger';
+import { embeddedPorts } from '../../src/adapters/embedded/embedded-ports';
 import { esClient } from '../../src/adapters/elasticsearch/client';
-import { EsAccountStore } from '../../src/adapters/elasticsearch/es-account-store';
-import { EsEventLog } from '../../src/adapters/elasticsearch/es-event-log';
-import { EsKeyStore } from '../../src/adapters/elasticsearch/es-key-store';
-import { EsUsageLedger } from '../../src/adapters/elasticsearch/es-usage-ledger';
+import { esPorts } from '../../src/adapters/elasticsearch/es-ports';
 import { EsIndices } from '../../src/adapters/elasticsearch/indices';
 import type { AccountStore } from '../../src/ports/account-store';
 import type { EventLog } from '../../src/ports/event-log';
@@ -48,12 +43,8 @@ export const ENGINES: Array<[string, () => Installation]> = [
         async host() {
           const db = openDb(path.join(dir, 'store.db'));
           dbs.push(db);
-          return {
-            accounts: new EmbeddedAccountStore(db),
-            ledger: new SqliteUsageLedger(db),
-            events: new SqliteEventLog(db),
-            keys: new FileKeyStore(dir),
-          };
+          const { accounts, ledger, events, keys } = embeddedPorts(db, dir);
+          return { accounts, ledger, events, keys };
         },
         async close() {
           dbs.forEach((db) => db.close());
@@ -72,13 +63,9 @@ export const ENGINES: Array<[string, () => Installation]> = [
           clients.push(client);
           const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
           await indices.ensureShared();
-          return {
-            accounts: new EsAccountStore(indices),
-            ledger: new EsUsageLedger(indices),
-            events: new EsEventLog(indices),
-            keys: new EsKeyStore(indices),
-            es: { client, indices },
-          };
+          // no case here writes an item, so the vector size is any
+          const { accounts, ledger, events, keys } = esPorts(indices, { vectorDims: 8 });
+          return { accounts, ledger, events, keys, es: { client, indices } };
         },
         async close() {
           await clients[0]?.indices.delete({ index: `${prefix}*` }).catch(() => undefined);

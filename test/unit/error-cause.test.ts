@@ -1,7 +1,7 @@
 import { errors } from '@elastic/elasticsearch';
 import Fastify from 'fastify';
 import pino from 'pino';
-import { toUnavailable } from '../../src/adapters/elasticsearch/guard';
+import { toUnavailable } from '../../src/adapters/elasticsearch/outage';
 import { sendError } from '../../src/api/rest/errors';
 
 test('a wrapped store error keeps its cause in the log and never in the answer', async () => {
@@ -24,11 +24,9 @@ test('a wrapped store error keeps its cause in the log and never in the answer',
 });
 
 test('the embedded store keeps the cause of an unavailable database too', async () => {
-  const { guarded } = await import('../../src/adapters/embedded/db');
+  const { sqliteOutage } = await import('../../src/adapters/embedded/db');
   const busy = Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
-  const e = await guarded(() => {
-    throw busy;
-  }).catch((x: unknown) => x as Error & { code?: string; cause?: unknown });
+  const e = sqliteOutage(busy)!;
   expect(e).toMatchObject({ code: 'unavailable' });
   expect(e.message).not.toMatch(/locked/);
   expect(e.cause).toBe(busy);

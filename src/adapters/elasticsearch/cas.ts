@@ -1,6 +1,13 @@
 import type { Client } from '@elastic/elasticsearch';
-import { CAS_RETRIES, backoff, unavailable } from './guard';
 import { isConflict, isNotFound } from './indices';
+import { unavailable } from './outage';
+
+/** Optimistic-concurrency retries before a write gives up with 503. */
+export const CAS_RETRIES = 8;
+
+/** Exponential backoff with jitter between optimistic-concurrency retries. */
+export const backoff = (attempt: number): Promise<void> =>
+  new Promise((r) => setTimeout(r, Math.random() * Math.min(200, 5 * 2 ** attempt)));
 
 export interface Versioned<T> {
   doc: T;

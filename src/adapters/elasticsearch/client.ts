@@ -5,7 +5,7 @@ import {
   type TransportRequestOptions,
   type TransportRequestParams,
 } from '@elastic/elasticsearch';
-import { unavailable } from './guard';
+import { unavailable } from './outage';
 import { VectorTextSerializer } from './vector-text';
 
 /**

@@ -3,7 +3,7 @@ import { AppError } from '../../domain/errors';
 import type { Plan } from '../../domain/plan';
 import type { AccountStore, Organisation, TokenRecord } from '../../ports/account-store';
 import { casUpdate, claimValue, createOnly, getVersioned } from './cas';
-import { guard, unavailable } from './guard';
+import { unavailable } from './outage';
 import { isNotFound, type EsIndices } from './indices';
 import { RecentReads } from '../../lib/recent-reads';
 
@@ -122,212 +122,184 @@ export class EsAccountStore implements AccountStore {
     return (await getVersioned<T>(this.client, index, id))?.doc;
   }
 
-  createOrg(org: Organisation): Promise<boolean> {
-    return guard(() =>
-      createOnly(this.client, this.indices.shared('orgs'), org.name, {
-        name: org.name,
-        plan: org.plan,
-        created_at: org.createdAt,
-      } satisfies OrgDoc),
-    );
+  async createOrg(org: Organisation): Promise<boolean> {
+    return createOnly(this.client, this.indices.shared('orgs'), org.name, {
+      name: org.name,
+      plan: org.plan,
+      created_at: org.createdAt,
+    } satisfies OrgDoc);
   }
 
-  getOrg(name: string): Promise<Organisation | undefined> {
-    return guard(async () => {
-      const o = await this.get<OrgDoc>(this.indices.shared('orgs'), name);
-      return o && { name: o.name, plan: o.plan, createdAt: o.created_at };
-    });
+  async getOrg(name: string): Promise<Organisation | undefined> {
+    const o = await this.get<OrgDoc>(this.indices.shared('orgs'), name);
+    return o && { name: o.name, plan: o.plan, createdAt: o.created_at };
   }
 
-  updatePlan(name: string, plan: Plan): Promise<boolean> {
+  async updatePlan(name: string, plan: Plan): Promise<boolean> {
     // A whole-document write: a partial update would merge the old plan's keys into the new.
-    return guard(
-      async () =>
-        (
-          await casUpdate<OrgDoc>(
-            this.client,
-            this.indices.shared('orgs'),
-            name,
-            (o) => o && { ...o, plan },
-            { what: `organisation '${name}'` },
-          )
-        ).written,
-    );
+    return (
+      await casUpdate<OrgDoc>(
+        this.client,
+        this.indices.shared('orgs'),
+        name,
+        (o) => o && { ...o, plan },
+        { what: `organisation '${name}'` },
+      )
+    ).written;
   }
 
   putToken(t: TokenRecord): Promise<void> {
     return this.changing(this.recentTokens, t.prefix, () => this.writeToken(t));
   }
 
-  private writeToken(t: TokenRecord): Promise<void> {
-    return guard(async () => {
-      await this.client.index({
-        index: this.indices.shared('tokens'),
-        id: t.prefix,
-        document: {
-          kind: t.kind,
-          ...(t.org ? { org: t.org } : {}),
-          ...(t.datasetId ? { dataset_id: t.datasetId } : {}),
-          hash: t.hash,
-          created_at: t.createdAt,
-        } satisfies TokenDoc,
-      });
+  private async writeToken(t: TokenRecord): Promise<void> {
+    await this.client.index({
+      index: this.indices.shared('tokens'),
+      id: t.prefix,
+      document: {
+        kind: t.kind,
+        ...(t.org ? { org: t.org } : {}),
+        ...(t.datasetId ? { dataset_id: t.datasetId } : {}),
+        hash: t.hash,
+        created_at: t.createdAt,
+      } satisfies TokenDoc,
     });
   }
 
   findToken(prefix: string): Promise<TokenRecord | undefined> {
-    return this.recentTokens.get(prefix, () =>
-      guard(async () => {
-        const t = await this.get<TokenDoc>(this.indices.shared('tokens'), prefix);
-        return t && toToken(prefix, t);
-      }),
-    );
+    return this.recentTokens.get(prefix, async () => {
+      const t = await this.get<TokenDoc>(this.indices.shared('tokens'), prefix);
+      return t && toToken(prefix, t);
+    });
   }
 
-  listTokens(org: string): Promise<TokenRecord[]> {
-    return guard(async () => {
-      const r = await this.client.search<TokenDoc>({
-        index: await this.searchable(this.indices.shared('tokens')),
-        query: { bool: { filter: [{ term: { org } }, { term: { kind: 'org' } }] } },
-        sort: [{ created_at: 'asc' }],
-        size: MAX_LIST,
-      });
-      return r.hits.hits.map((h) => toToken(h._id!, h._source!));
+  async listTokens(org: string): Promise<TokenRecord[]> {
+    const r = await this.client.search<TokenDoc>({
+      index: await this.searchable(this.indices.shared('tokens')),
+      query: { bool: { filter: [{ term: { org } }, { term: { kind: 'org' } }] } },
+      sort: [{ created_at: 'asc' }],
+      size: MAX_LIST,
     });
+    return r.hits.hits.map((h) => toToken(h._id!, h._source!));
   }
 
   deleteToken(org: string, prefix: string): Promise<boolean> {
     return this.changing(this.recentTokens, prefix, () => this.deleteOrgToken(org, prefix));
   }
 
-  private deleteOrgToken(org: string, prefix: string): Promise<boolean> {
-    return guard(async () => {
-      const index = this.indices.shared('tokens');
-      const cur = await getVersioned<TokenDoc>(this.client, index, prefix);
-      if (!cur || cur.doc.org !== org || cur.doc.kind !== 'org') return false;
-      try {
-        await this.client.delete({
-          index,
-          id: prefix,
-          if_seq_no: cur.seqNo,
-          if_primary_term: cur.primaryTerm,
-        });
-        return true;
-      } catch (e) {
-        // Deleted (or replaced) by another request in between: not ours to report as done.
-        if (isNotFound(e)) return false;
-        throw e;
-      }
-    });
+  private async deleteOrgToken(org: string, prefix: string): Promise<boolean> {
+    const index = this.indices.shared('tokens');
+    const cur = await getVersioned<TokenDoc>(this.client, index, prefix);
+    if (!cur || cur.doc.org !== org || cur.doc.kind !== 'org') return false;
+    try {
+      await this.client.delete({
+        index,
+        id: prefix,
+        if_seq_no: cur.seqNo,
+        if_primary_term: cur.primaryTerm,
+      });
+      return true;
+    } catch (e) {
+      // Deleted (or replaced) by another request in between: not ours to report as done.
+      if (isNotFound(e)) return false;
+      throw e;
+    }
   }
 
   removeToken(prefix: string): Promise<void> {
-    return this.changing(this.recentTokens, prefix, () =>
-      guard(async () => {
-        await this.client.delete(
-          { index: this.indices.shared('tokens'), id: prefix },
-          { ignore: [404] },
-        );
-      }),
-    );
+    return this.changing(this.recentTokens, prefix, async () => {
+      await this.client.delete(
+        { index: this.indices.shared('tokens'), id: prefix },
+        { ignore: [404] },
+      );
+    });
   }
 
   private nameId(org: string, name: string): string {
     return `${org}:${name}`;
   }
 
-  createDataset(ds: Dataset): Promise<boolean> {
-    return guard(async () => {
-      const datasets = this.indices.shared('datasets');
-      // The record first, then the name: a crash in between leaves an unnamed record that no
-      // read can reach, never a name pointing at nothing.
-      await this.client.index({
-        index: datasets,
-        id: ds.id,
-        document: {
-          org: ds.org,
-          name: ds.name,
-          fields: ds.settings.fields,
-          settings_version: ds.settings.version,
-          browse_rotation: 0,
-          created_at: ds.createdAt,
-          ...(ds.embedder
-            ? { embedder: ds.embedder.id, embedder_dims: ds.embedder.dimensions }
-            : {}),
-        } satisfies DatasetDoc,
-      });
-      const claimed = await createOnly(
-        this.client,
-        this.indices.shared('dataset_names'),
-        this.nameId(ds.org, ds.name),
-        { org: ds.org, name: ds.name, dataset_id: ds.id } satisfies NameDoc,
-      );
-      if (!claimed) await this.client.delete({ index: datasets, id: ds.id }, { ignore: [404] });
-      return claimed;
+  async createDataset(ds: Dataset): Promise<boolean> {
+    const datasets = this.indices.shared('datasets');
+    // The record first, then the name: a crash in between leaves an unnamed record that no
+    // read can reach, never a name pointing at nothing.
+    await this.client.index({
+      index: datasets,
+      id: ds.id,
+      document: {
+        org: ds.org,
+        name: ds.name,
+        fields: ds.settings.fields,
+        settings_version: ds.settings.version,
+        browse_rotation: 0,
+        created_at: ds.createdAt,
+        ...(ds.embedder ? { embedder: ds.embedder.id, embedder_dims: ds.embedder.dimensions } : {}),
+      } satisfies DatasetDoc,
     });
+    const claimed = await createOnly(
+      this.client,
+      this.indices.shared('dataset_names'),
+      this.nameId(ds.org, ds.name),
+      { org: ds.org, name: ds.name, dataset_id: ds.id } satisfies NameDoc,
+    );
+    if (!claimed) await this.client.delete({ index: datasets, id: ds.id }, { ignore: [404] });
+    return claimed;
   }
 
   adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
     return this.adopt(embedder);
   }
 
-  private adopt(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
-    return guard(async () => {
-      const index = this.indices.shared('datasets');
-      const r = await this.client.search<DatasetDoc>({
-        index: await this.searchable(index),
-        query: {
-          bool: {
-            must_not: [
-              { exists: { field: 'deleted_at' } },
-              {
-                bool: {
-                  filter: [
-                    { term: { embedder: embedder.id } },
-                    { term: { embedder_dims: embedder.dimensions } },
-                  ],
-                },
+  private async adopt(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
+    const index = this.indices.shared('datasets');
+    const r = await this.client.search<DatasetDoc>({
+      index: await this.searchable(index),
+      query: {
+        bool: {
+          must_not: [
+            { exists: { field: 'deleted_at' } },
+            {
+              bool: {
+                filter: [
+                  { term: { embedder: embedder.id } },
+                  { term: { embedder_dims: embedder.dimensions } },
+                ],
               },
-            ],
-          },
+            },
+          ],
         },
-        size: MAX_LIST,
-        _source: false,
-      });
-      const out: Array<Dataset & { previous?: EmbedderRef }> = [];
-      for (const h of r.hits.hits) {
-        let previous: EmbedderRef | undefined;
-        const { doc, written } = await casUpdate<DatasetDoc>(
-          this.client,
-          index,
-          h._id!,
-          (d) => {
-            if (!d || d.deleted_at) return undefined;
-            if (d.embedder === embedder.id && d.embedder_dims === embedder.dimensions)
-              return undefined;
-            previous =
-              d.embedder && d.embedder_dims
-                ? { id: d.embedder, dimensions: d.embedder_dims }
-                : undefined;
-            return { ...d, embedder: embedder.id, embedder_dims: embedder.dimensions };
-          },
-          { what: 'a dataset' },
-        );
-        if (written && doc)
-          out.push({ ...toDataset(h._id!, doc), ...(previous ? { previous } : {}) });
-      }
-      return out;
+      },
+      size: MAX_LIST,
+      _source: false,
     });
+    const out: Array<Dataset & { previous?: EmbedderRef }> = [];
+    for (const h of r.hits.hits) {
+      let previous: EmbedderRef | undefined;
+      const { doc, written } = await casUpdate<DatasetDoc>(
+        this.client,
+        index,
+        h._id!,
+        (d) => {
+          if (!d || d.deleted_at) return undefined;
+          if (d.embedder === embedder.id && d.embedder_dims === embedder.dimensions)
+            return undefined;
+          previous =
+            d.embedder && d.embedder_dims
+              ? { id: d.embedder, dimensions: d.embedder_dims }
+              : undefined;
+          return { ...d, embedder: embedder.id, embedder_dims: embedder.dimensions };
+        },
+        { what: 'a dataset' },
+      );
+      if (written && doc)
+        out.push({ ...toDataset(h._id!, doc), ...(previous ? { previous } : {}) });
+    }
+    return out;
   }
 
-  getDataset(org: string, name: string): Promise<Dataset | undefined> {
-    return guard(async () => {
-      const n = await this.get<NameDoc>(
-        this.indices.shared('dataset_names'),
-        this.nameId(org, name),
-      );
-      return n && this.byId(n.dataset_id);
-    });
+  async getDataset(org: string, name: string): Promise<Dataset | undefined> {
+    const n = await this.get<NameDoc>(this.indices.shared('dataset_names'), this.nameId(org, name));
+    return n && this.byId(n.dataset_id);
   }
 
   private async byId(id: string): Promise<Dataset | undefined> {
@@ -335,50 +307,46 @@ export class EsAccountStore implements AccountStore {
     return d && !d.deleted_at ? toDataset(id, d) : undefined;
   }
 
-  getDatasetById(id: string): Promise<Dataset | undefined> {
+  async getDatasetById(id: string): Promise<Dataset | undefined> {
     // Realtime, not kept: a settings change made on one host applies on every other at once.
-    return guard(() => this.byId(id));
+    return this.byId(id);
   }
 
-  listDatasets(org: string): Promise<Dataset[]> {
-    return guard(async () => {
-      // The name index says which datasets are live; their records come by id (realtime).
-      const names = await this.client.search<NameDoc>({
-        index: await this.searchable(this.indices.shared('dataset_names')),
-        query: { term: { org } },
-        size: MAX_LIST,
-      });
-      const ids = names.hits.hits.map((h) => h._source!.dataset_id);
-      if (!ids.length) return [];
-      const r = await this.client.mget<DatasetDoc>({
-        index: this.indices.shared('datasets'),
-        ids,
-      });
-      // A record that cannot be read now (a shard recovering) is a 503, not a dataset missing
-      // from the list.
-      const unreadable = r.docs.find((d) => 'error' in d);
-      if (unreadable)
-        throw unavailable(
-          `the search engine could not read dataset '${unreadable._id}'; try again shortly`,
-        );
-      return r.docs
-        .flatMap((d) =>
-          'found' in d && d.found && !d._source!.deleted_at ? [toDataset(d._id, d._source!)] : [],
-        )
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  async listDatasets(org: string): Promise<Dataset[]> {
+    // The name index says which datasets are live; their records come by id (realtime).
+    const names = await this.client.search<NameDoc>({
+      index: await this.searchable(this.indices.shared('dataset_names')),
+      query: { term: { org } },
+      size: MAX_LIST,
     });
+    const ids = names.hits.hits.map((h) => h._source!.dataset_id);
+    if (!ids.length) return [];
+    const r = await this.client.mget<DatasetDoc>({
+      index: this.indices.shared('datasets'),
+      ids,
+    });
+    // A record that cannot be read now (a shard recovering) is a 503, not a dataset missing
+    // from the list.
+    const unreadable = r.docs.find((d) => 'error' in d);
+    if (unreadable)
+      throw unavailable(
+        `the search engine could not read dataset '${unreadable._id}'; try again shortly`,
+      );
+    return r.docs
+      .flatMap((d) =>
+        'found' in d && d.found && !d._source!.deleted_at ? [toDataset(d._id, d._source!)] : [],
+      )
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  listDeletedDatasets(org: string): Promise<Dataset[]> {
-    return guard(async () => {
-      const r = await this.client.search<DatasetDoc>({
-        index: await this.searchable(this.indices.shared('datasets')),
-        query: { bool: { filter: [{ term: { org } }, { exists: { field: 'deleted_at' } }] } },
-        sort: [{ name: 'asc' }],
-        size: MAX_LIST,
-      });
-      return r.hits.hits.map((h) => toDataset(h._id!, h._source!));
+  async listDeletedDatasets(org: string): Promise<Dataset[]> {
+    const r = await this.client.search<DatasetDoc>({
+      index: await this.searchable(this.indices.shared('datasets')),
+      query: { bool: { filter: [{ term: { org } }, { exists: { field: 'deleted_at' } }] } },
+      sort: [{ name: 'asc' }],
+      size: MAX_LIST,
     });
+    return r.hits.hits.map((h) => toDataset(h._id!, h._source!));
   }
 
   markDatasetDeleted(id: string, at: string): Promise<void> {
@@ -386,97 +354,84 @@ export class EsAccountStore implements AccountStore {
     return this.changing(this.recentTokens, undefined, () => this.markDeleted(id, at));
   }
 
-  private markDeleted(id: string, at: string): Promise<void> {
-    return guard(async () => {
-      const { doc } = await casUpdate<DatasetDoc>(
-        this.client,
-        this.indices.shared('datasets'),
-        id,
-        (d) => (d && !d.deleted_at ? { ...d, deleted_at: at } : undefined),
-        { what: 'the dataset' },
+  private async markDeleted(id: string, at: string): Promise<void> {
+    const { doc } = await casUpdate<DatasetDoc>(
+      this.client,
+      this.indices.shared('datasets'),
+      id,
+      (d) => (d && !d.deleted_at ? { ...d, deleted_at: at } : undefined),
+      { what: 'the dataset' },
+    );
+    if (!doc) return;
+    const names = this.indices.shared('dataset_names');
+    const nameId = this.nameId(doc.org, doc.name);
+    const n = await getVersioned<NameDoc>(this.client, names, nameId);
+    if (n?.doc.dataset_id === id)
+      await this.client.delete(
+        {
+          index: names,
+          id: nameId,
+          if_seq_no: n.seqNo,
+          if_primary_term: n.primaryTerm,
+        },
+        { ignore: [404, 409] },
       );
-      if (!doc) return;
-      const names = this.indices.shared('dataset_names');
-      const nameId = this.nameId(doc.org, doc.name);
-      const n = await getVersioned<NameDoc>(this.client, names, nameId);
-      if (n?.doc.dataset_id === id)
-        await this.client.delete(
-          {
-            index: names,
-            id: nameId,
-            if_seq_no: n.seqNo,
-            if_primary_term: n.primaryTerm,
-          },
-          { ignore: [404, 409] },
-        );
-      // Its tokens stop working: the browse token is refused from now on, on every host.
-      const tokens = await this.client.search({
-        index: await this.searchable(this.indices.shared('tokens')),
-        query: { term: { dataset_id: id } },
-        size: MAX_LIST,
-        _source: false,
-      });
-      if (tokens.hits.hits.length)
-        await this.client.bulk({
-          operations: tokens.hits.hits.map((h) => ({
-            delete: { _index: this.indices.shared('tokens'), _id: h._id! },
-          })),
-        });
+    // Its tokens stop working: the browse token is refused from now on, on every host.
+    const tokens = await this.client.search({
+      index: await this.searchable(this.indices.shared('tokens')),
+      query: { term: { dataset_id: id } },
+      size: MAX_LIST,
+      _source: false,
     });
+    if (tokens.hits.hits.length)
+      await this.client.bulk({
+        operations: tokens.hits.hits.map((h) => ({
+          delete: { _index: this.indices.shared('tokens'), _id: h._id! },
+        })),
+      });
   }
 
   updateEnabledFields(id: string, fields: EnabledFields): Promise<number> {
     return this.writeFields(id, fields);
   }
 
-  private writeFields(id: string, fields: EnabledFields): Promise<number> {
-    return guard(async () => {
-      const { doc } = await casUpdate<DatasetDoc>(
-        this.client,
-        this.indices.shared('datasets'),
-        id,
-        (d) => d && { ...d, fields, settings_version: d.settings_version + 1 },
-        { what: 'the dataset settings' },
-      );
-      if (!doc) throw goneDataset();
-      return doc.settings_version;
-    });
-  }
-
-  browseRotation(id: string): Promise<number> {
-    return guard(
-      async () =>
-        (await this.get<DatasetDoc>(this.indices.shared('datasets'), id))?.browse_rotation ?? 0,
+  private async writeFields(id: string, fields: EnabledFields): Promise<number> {
+    const { doc } = await casUpdate<DatasetDoc>(
+      this.client,
+      this.indices.shared('datasets'),
+      id,
+      (d) => d && { ...d, fields, settings_version: d.settings_version + 1 },
+      { what: 'the dataset settings' },
     );
+    if (!doc) throw goneDataset();
+    return doc.settings_version;
   }
 
-  bumpBrowseRotation(id: string): Promise<number> {
-    return guard(async () => {
-      const { doc } = await casUpdate<DatasetDoc>(
-        this.client,
-        this.indices.shared('datasets'),
-        id,
-        (d) => d && { ...d, browse_rotation: d.browse_rotation + 1 },
-        { what: 'the browse token' },
-      );
-      if (!doc) throw goneDataset();
-      return doc.browse_rotation;
-    });
+  async browseRotation(id: string): Promise<number> {
+    return (await this.get<DatasetDoc>(this.indices.shared('datasets'), id))?.browse_rotation ?? 0;
   }
 
-  getMeta(key: string): Promise<string | undefined> {
-    return guard(
-      async () => (await this.get<{ value: string }>(this.indices.shared('meta'), key))?.value,
+  async bumpBrowseRotation(id: string): Promise<number> {
+    const { doc } = await casUpdate<DatasetDoc>(
+      this.client,
+      this.indices.shared('datasets'),
+      id,
+      (d) => d && { ...d, browse_rotation: d.browse_rotation + 1 },
+      { what: 'the browse token' },
     );
+    if (!doc) throw goneDataset();
+    return doc.browse_rotation;
   }
 
-  claimMeta(key: string, value: string): Promise<string> {
-    return guard(() => claimValue(this.client, this.indices.shared('meta'), key, value));
+  async getMeta(key: string): Promise<string | undefined> {
+    return (await this.get<{ value: string }>(this.indices.shared('meta'), key))?.value;
   }
 
-  ping(): Promise<void> {
-    return guard(async () => {
-      await this.client.cluster.health({ timeout: '2s' });
-    });
+  async claimMeta(key: string, value: string): Promise<string> {
+    return claimValue(this.client, this.indices.shared('meta'), key, value);
+  }
+
+  async ping(): Promise<void> {
+    await this.client.cluster.health({ timeout: '2s' });
   }
 }

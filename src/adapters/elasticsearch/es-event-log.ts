@@ -1,7 +1,7 @@
 import { eventKeys, type EventReport, type ReportSpec } from '../../domain/event-report';
 import type { EventLog, LoggedEvent } from '../../ports/event-log';
 import { esReport } from './event-report';
-import { guard, unavailable } from './guard';
+import { unavailable } from './outage';
 import type { EsIndices } from './indices';
 
 interface EventDoc {
@@ -91,63 +91,59 @@ export class EsEventLog implements EventLog {
     }
   }
 
-  private write(events: LoggedEvent[]): Promise<void> {
-    return guard(async () => {
-      const index = this.indices.shared('events');
-      const r = await this.indices.client.bulk({
-        operations: events.flatMap((e) => [{ index: { _index: index } }, eventDoc(e)]),
-      });
-      if (r.errors) {
-        const first = r.items.find((i) => i.index?.error)?.index?.error;
-        throw unavailable(`the event log refused events: ${first?.reason ?? first?.type}`);
-      }
+  private async write(events: LoggedEvent[]): Promise<void> {
+    const index = this.indices.shared('events');
+    const r = await this.indices.client.bulk({
+      operations: events.flatMap((e) => [{ index: { _index: index } }, eventDoc(e)]),
     });
+    if (r.errors) {
+      const first = r.items.find((i) => i.index?.error)?.index?.error;
+      throw unavailable(`the event log refused events: ${first?.reason ?? first?.type}`);
+    }
   }
 
-  list(
+  async list(
     datasetId: string,
     range: { from: number; to: number },
     limit: number,
   ): Promise<LoggedEvent[]> {
-    return guard(async () => {
-      const r = await this.indices.client.search<EventDoc>({
-        index: this.indices.shared('events'),
-        query: {
-          bool: {
-            filter: [
-              { term: { dataset_id: datasetId } },
-              { range: { at: { gte: range.from, lt: range.to } } },
-            ],
-          },
+    const r = await this.indices.client.search<EventDoc>({
+      index: this.indices.shared('events'),
+      query: {
+        bool: {
+          filter: [
+            { term: { dataset_id: datasetId } },
+            { range: { at: { gte: range.from, lt: range.to } } },
+          ],
         },
-        sort: [{ at: 'asc' }, { _doc: 'asc' }] as never,
-        size: limit,
-      });
-      return r.hits.hits.map((h) => {
-        const d = h._source!;
-        return {
-          org: d.org,
-          datasetId: d.dataset_id,
-          kind: d.kind,
-          type: d.type,
-          at: d.at,
-          ...(d.vars ? { vars: d.vars } : {}),
-          ...(d.total !== undefined
-            ? {
-                facts: {
-                  total: d.total,
-                  filters: d.filters ?? [],
-                  ...(d.sort !== undefined ? { sort: d.sort } : {}),
-                  ...(d.shown ? { shown: d.shown } : {}),
-                },
-              }
-            : {}),
-        };
-      });
+      },
+      sort: [{ at: 'asc' }, { _doc: 'asc' }] as never,
+      size: limit,
+    });
+    return r.hits.hits.map((h) => {
+      const d = h._source!;
+      return {
+        org: d.org,
+        datasetId: d.dataset_id,
+        kind: d.kind,
+        type: d.type,
+        at: d.at,
+        ...(d.vars ? { vars: d.vars } : {}),
+        ...(d.total !== undefined
+          ? {
+              facts: {
+                total: d.total,
+                filters: d.filters ?? [],
+                ...(d.sort !== undefined ? { sort: d.sort } : {}),
+                ...(d.shown ? { shown: d.shown } : {}),
+              },
+            }
+          : {}),
+      };
     });
   }
 
-  report(datasetId: string, spec: ReportSpec): Promise<EventReport> {
-    return guard(() => esReport(this.indices, datasetId, spec));
+  async report(datasetId: string, spec: ReportSpec): Promise<EventReport> {
+    return esReport(this.indices, datasetId, spec);
   }
 }

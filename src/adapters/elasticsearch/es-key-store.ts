@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import type { KeyStore } from '../../ports/key-store';
 import { claimValue } from './cas';
-import { guard } from './guard';
 import type { EsIndices } from './indices';
 
 /**
@@ -14,19 +13,21 @@ export class EsKeyStore implements KeyStore {
   constructor(private readonly indices: EsIndices) {}
 
   serverKey(): Promise<Buffer> {
-    this.key ??= guard(async () => {
-      const mine = crypto.randomBytes(32).toString('hex');
-      const stored = await claimValue(
-        this.indices.client,
-        this.indices.shared('meta'),
-        'server_key',
-        mine,
-      );
-      return Buffer.from(stored, 'hex');
-    }).catch((e: unknown) => {
+    this.key ??= this.claim().catch((e: unknown) => {
       this.key = undefined;
       throw e;
     });
     return this.key;
+  }
+
+  private async claim(): Promise<Buffer> {
+    const mine = crypto.randomBytes(32).toString('hex');
+    const stored = await claimValue(
+      this.indices.client,
+      this.indices.shared('meta'),
+      'server_key',
+      mine,
+    );
+    return Buffer.from(stored, 'hex');
   }
 }

@@ -19,7 +19,6 @@ import type {
 import type { Condition } from '../../query/ast';
 import type { FieldCatalogue } from '../../query/resolve';
 import { FieldCatalogues } from './field-catalogue';
-import { guard } from './guard';
 import type { EsIndices } from './indices';
 import { ItemProcessing } from './item-processing';
 import { ItemReads } from './item-reads';
@@ -137,10 +136,8 @@ export class ElasticsearchStore implements ContentStore, SearchEngine {
     return this.reads.staleEmbeddingCount(datasetId, embedder);
   }
 
-  ping(): Promise<void> {
-    return guard(async () => {
-      await this.indices.client.cluster.health({ timeout: '2s' });
-    });
+  async ping(): Promise<void> {
+    await this.indices.client.cluster.health({ timeout: '2s' });
   }
 
   // SearchEngine

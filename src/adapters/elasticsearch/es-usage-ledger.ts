@@ -12,7 +12,7 @@ import {
 } from '../../ports/usage-ledger';
 import { casUpdate, getVersioned, type Versioned } from './cas';
 import { GroupCommit, KeyedGroupCommit, WORKER_LINGER_MS } from '../group-commit';
-import { guard, unavailable } from './guard';
+import { unavailable } from './outage';
 import type { EsIndices } from './indices';
 
 /** Image counts written together at most (a few hundred bytes each). */
@@ -121,75 +121,71 @@ export class EsUsageLedger implements UsageLedger {
     return this.counters.submit(`${op.c.org}:${ym(op.c.at)}`, op);
   }
 
-  private apply(key: string, ops: CreditOp[]): Promise<boolean[]> {
-    return guard(async () => {
-      let admitted: boolean[] = [];
-      const known = this.lastWritten.get(key);
-      const { version } = await casUpdate<CreditsDoc>(
-        this.client,
-        this.indices.shared('credits'),
-        key,
-        (cur) => {
-          const doc: CreditsDoc = cur
-            ? { ...cur, per: { ...cur.per } }
-            : { org: ops[0].c.org, ym: ym(ops[0].c.at), micro: 0, per: {}, last_at: 0 };
-          admitted = ops.map((op) => {
-            const delta = op.sign * op.c.micro;
-            if (op.sign > 0 && op.limitMicro !== undefined && doc.micro + delta > op.limitMicro)
-              return false;
-            doc.micro += delta;
-            const lineKey = `${op.c.datasetId}|${op.c.type}`;
-            const line = doc.per[lineKey] ?? { requests: 0, micro: 0, last_at: 0 };
-            doc.per[lineKey] = {
-              requests: line.requests + op.sign,
-              micro: line.micro + delta,
-              last_at: op.sign > 0 ? Math.max(line.last_at, op.c.at) : line.last_at,
-            };
-            if (op.sign > 0) doc.last_at = Math.max(doc.last_at, op.c.at);
-            return true;
-          });
-          return admitted.some(Boolean) ? doc : undefined;
-        },
-        { what: 'the credit counter', ...(known ? { known } : {}) },
-      );
-      if (this.lastWritten.size > 10_000) this.lastWritten.clear();
-      if (version) this.lastWritten.set(key, version);
-      else this.lastWritten.delete(key);
-      return admitted;
-    });
+  private async apply(key: string, ops: CreditOp[]): Promise<boolean[]> {
+    let admitted: boolean[] = [];
+    const known = this.lastWritten.get(key);
+    const { version } = await casUpdate<CreditsDoc>(
+      this.client,
+      this.indices.shared('credits'),
+      key,
+      (cur) => {
+        const doc: CreditsDoc = cur
+          ? { ...cur, per: { ...cur.per } }
+          : { org: ops[0].c.org, ym: ym(ops[0].c.at), micro: 0, per: {}, last_at: 0 };
+        admitted = ops.map((op) => {
+          const delta = op.sign * op.c.micro;
+          if (op.sign > 0 && op.limitMicro !== undefined && doc.micro + delta > op.limitMicro)
+            return false;
+          doc.micro += delta;
+          const lineKey = `${op.c.datasetId}|${op.c.type}`;
+          const line = doc.per[lineKey] ?? { requests: 0, micro: 0, last_at: 0 };
+          doc.per[lineKey] = {
+            requests: line.requests + op.sign,
+            micro: line.micro + delta,
+            last_at: op.sign > 0 ? Math.max(line.last_at, op.c.at) : line.last_at,
+          };
+          if (op.sign > 0) doc.last_at = Math.max(doc.last_at, op.c.at);
+          return true;
+        });
+        return admitted.some(Boolean) ? doc : undefined;
+      },
+      { what: 'the credit counter', ...(known ? { known } : {}) },
+    );
+    if (this.lastWritten.size > 10_000) this.lastWritten.clear();
+    if (version) this.lastWritten.set(key, version);
+    else this.lastWritten.delete(key);
+    return admitted;
   }
 
-  month(org: string, year: number, month: number): Promise<MonthUsage> {
-    return guard(async () => {
-      const cur = await getVersioned<CreditsDoc>(
-        this.client,
-        this.indices.shared('credits'),
-        `${org}:${year * 100 + month}`,
-      );
-      const lines = Object.entries(cur?.doc.per ?? {})
-        .filter(([, l]) => l.requests > 0)
-        .map(([k, l]) => {
-          const cut = k.lastIndexOf('|');
-          return { datasetId: k.slice(0, cut), type: k.slice(cut + 1) as RequestType, ...l };
-        })
-        // by dataset, then type (NUL sorts before any character of either)
-        .map((l) => ({ ...l, order: `${l.datasetId}\u0000${l.type}` }))
-        .sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
-      const lastAt = lines.reduce<number | undefined>(
-        (m, l) => (m === undefined || l.last_at > m ? l.last_at : m),
-        undefined,
-      );
-      return {
-        micro: cur?.doc.micro ?? 0,
-        perDataset: lines.map((l) => ({
-          datasetId: l.datasetId,
-          type: l.type,
-          requests: l.requests,
-          micro: l.micro,
-        })),
-        ...(lastAt !== undefined ? { lastAt } : {}),
-      };
-    });
+  async month(org: string, year: number, month: number): Promise<MonthUsage> {
+    const cur = await getVersioned<CreditsDoc>(
+      this.client,
+      this.indices.shared('credits'),
+      `${org}:${year * 100 + month}`,
+    );
+    const lines = Object.entries(cur?.doc.per ?? {})
+      .filter(([, l]) => l.requests > 0)
+      .map(([k, l]) => {
+        const cut = k.lastIndexOf('|');
+        return { datasetId: k.slice(0, cut), type: k.slice(cut + 1) as RequestType, ...l };
+      })
+      // by dataset, then type (NUL sorts before any character of either)
+      .map((l) => ({ ...l, order: `${l.datasetId}\u0000${l.type}` }))
+      .sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
+    const lastAt = lines.reduce<number | undefined>(
+      (m, l) => (m === undefined || l.last_at > m ? l.last_at : m),
+      undefined,
+    );
+    return {
+      micro: cur?.doc.micro ?? 0,
+      perDataset: lines.map((l) => ({
+        datasetId: l.datasetId,
+        type: l.type,
+        requests: l.requests,
+        micro: l.micro,
+      })),
+      ...(lastAt !== undefined ? { lastAt } : {}),
+    };
   }
 
   private holdId(e: ImageKey): string {
@@ -245,45 +241,43 @@ export class EsUsageLedger implements UsageLedger {
     };
   }
 
-  reserveImage(
+  async reserveImage(
     e: ImageKey & { org: string; at: number },
     limit: number | undefined,
   ): Promise<boolean> {
-    if (limit === undefined) return Promise.resolve(true);
+    if (limit === undefined) return true;
     const year = new Date(e.at).getUTCFullYear();
     const id = this.holdId(e);
-    return guard(async () => {
-      let granted = false;
-      // The count is taken between the read and the versioned write of the holds: a worker that
-      // counts an image in between also changes the holds (it frees its place), so this write
-      // conflicts and is redone; one that counted but has not freed its place yet is counted
-      // once (`fulfilled`).
-      await casUpdate<HoldsDoc>(
-        this.client,
-        this.indices.shared('image_holds'),
-        `${e.org}:${year}`,
-        async (cur) => {
-          const holds = Object.fromEntries(
-            Object.entries(cur?.holds ?? {}).filter(([, at]) => at > e.at - RESERVATION_TTL_MS),
-          );
-          if (id in holds) {
-            granted = true;
-            return undefined;
-          }
-          const { n, fulfilled } = await this.counted(e.org, year, holds);
-          granted = n + Object.keys(holds).length - fulfilled < limit;
-          return granted ? { org: e.org, year, holds: { ...holds, [id]: e.at } } : undefined;
-        },
-        // Every worker of the organisation writes here once per image, and each round reads the
-        // count too: more contenders, slower rounds than any other versioned document.
-        { what: 'the image allowance', attempts: HOLD_ATTEMPTS },
-      );
-      return granted;
-    });
+    let granted = false;
+    // The count is taken between the read and the versioned write of the holds: a worker that
+    // counts an image in between also changes the holds (it frees its place), so this write
+    // conflicts and is redone; one that counted but has not freed its place yet is counted
+    // once (`fulfilled`).
+    await casUpdate<HoldsDoc>(
+      this.client,
+      this.indices.shared('image_holds'),
+      `${e.org}:${year}`,
+      async (cur) => {
+        const holds = Object.fromEntries(
+          Object.entries(cur?.holds ?? {}).filter(([, at]) => at > e.at - RESERVATION_TTL_MS),
+        );
+        if (id in holds) {
+          granted = true;
+          return undefined;
+        }
+        const { n, fulfilled } = await this.counted(e.org, year, holds);
+        granted = n + Object.keys(holds).length - fulfilled < limit;
+        return granted ? { org: e.org, year, holds: { ...holds, [id]: e.at } } : undefined;
+      },
+      // Every worker of the organisation writes here once per image, and each round reads the
+      // count too: more contenders, slower rounds than any other versioned document.
+      { what: 'the image allowance', attempts: HOLD_ATTEMPTS },
+    );
+    return granted;
   }
 
-  releaseImage(e: ImageKey & { org: string; at: number }): Promise<void> {
-    return guard(() => this.release([e], e.org, new Date(e.at).getUTCFullYear()));
+  async releaseImage(e: ImageKey & { org: string; at: number }): Promise<void> {
+    return this.release([e], e.org, new Date(e.at).getUTCFullYear());
   }
 
   /** Frees the places these images held in the organisation's year (no write if none did). */
@@ -303,8 +297,8 @@ export class EsUsageLedger implements UsageLedger {
     );
   }
 
-  recordImage(e: ImageCount): Promise<void> {
-    return guard(() => this.imageRecords.submit(e));
+  async recordImage(e: ImageCount): Promise<void> {
+    return this.imageRecords.submit(e);
   }
 
   /**
@@ -345,10 +339,8 @@ export class EsUsageLedger implements UsageLedger {
     return batch.map(() => undefined);
   }
 
-  images(org: string, year: number): Promise<{ processed: number; lastAt?: number }> {
-    return guard(async () => {
-      const { n, lastAt } = await this.counted(org, year);
-      return { processed: n, ...(lastAt !== undefined ? { lastAt } : {}) };
-    });
+  async images(org: string, year: number): Promise<{ processed: number; lastAt?: number }> {
+    const { n, lastAt } = await this.counted(org, year);
+    return { processed: n, ...(lastAt !== undefined ? { lastAt } : {}) };
   }
 }

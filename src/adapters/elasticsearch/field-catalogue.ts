@@ -3,7 +3,6 @@ import type { ValueKind } from '../../domain/metadata';
 import type { FieldCatalogue } from '../../query/resolve';
 import { catalogueBody } from './dsl';
 import { RecentReads } from '../../lib/recent-reads';
-import { guard } from './guard';
 import type { EsIndices } from './indices';
 import { ItemIndex, orEmpty } from './item-index';
 
@@ -39,15 +38,13 @@ export class FieldCatalogues extends ItemIndex {
    * Public metadata only: q and sort are resolved against it, so a privateMetadata key cannot
    * make a field an array field (a 400) or sortable (contract §6: it is a field no item has).
    */
-  catalogue(datasetId: string): Promise<FieldCatalogue> {
-    return guard(async () => (await this.recent.get(datasetId, () => this.kinds(datasetId)))!);
+  async catalogue(datasetId: string): Promise<FieldCatalogue> {
+    return (await this.recent.get(datasetId, () => this.kinds(datasetId)))!;
   }
 
-  publicFields(datasetId: string): Promise<string[]> {
-    return guard(async () => {
-      const names = (await this.fields(datasetId, ['pub'])).map((b) => String(b.key)).sort();
-      return [...names, ...GENERATED_FIELDS, ...SERVICE_TIME_FIELDS];
-    });
+  async publicFields(datasetId: string): Promise<string[]> {
+    const names = (await this.fields(datasetId, ['pub'])).map((b) => String(b.key)).sort();
+    return [...names, ...GENERATED_FIELDS, ...SERVICE_TIME_FIELDS];
   }
 
   private async kinds(datasetId: string): Promise<Map<string, Set<ValueKind>>> {

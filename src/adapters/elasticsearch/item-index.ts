@@ -1,6 +1,6 @@
 import { errors, type Client } from '@elastic/elasticsearch';
 import type { ItemDoc } from './document';
-import { unavailable } from './guard';
+import { unavailable } from './outage';
 import type { EsIndices } from './indices';
 
 /** One document of an item index as a read returns it. */

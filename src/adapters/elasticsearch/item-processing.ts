@@ -2,7 +2,8 @@ import { errors } from '@elastic/elasticsearch';
 import type { ProcessingJob } from '../../domain/item';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
 import { docVector, fromDoc, toDoc, type ItemDoc } from './document';
-import { CAS_RETRIES, backoff, guard, unavailable } from './guard';
+import { CAS_RETRIES, backoff } from './cas';
+import { unavailable } from './outage';
 import { GroupedCas } from './grouped-cas';
 import { isConflict, type EsIndices } from './indices';
 import { ItemIndex, isIndexMissing } from './item-index';
@@ -45,63 +46,59 @@ export class ItemProcessing extends ItemIndex {
     super(indices);
   }
 
-  markProcessed(job: ProcessingJob, f: ImageFeatures, now: number): Promise<boolean> {
-    return guard(async () => {
-      await this.prepareVectorField();
-      return this.casUpdate(job, (d) => {
-        if (d.url !== job.url || d.state === 'processed') return undefined;
-        const item = fromDoc(d);
-        return toDoc(
-          job.datasetId,
-          {
-            ...item,
-            state: 'processed',
-            image: { width: f.width, height: f.height, url: job.url, processedAt: now },
-          },
-          null,
-          { vector: f.vector, embedder: f.embedder },
-        );
-      });
+  async markProcessed(job: ProcessingJob, f: ImageFeatures, now: number): Promise<boolean> {
+    await this.prepareVectorField();
+    return this.casUpdate(job, (d) => {
+      if (d.url !== job.url || d.state === 'processed') return undefined;
+      const item = fromDoc(d);
+      return toDoc(
+        job.datasetId,
+        {
+          ...item,
+          state: 'processed',
+          image: { width: f.width, height: f.height, url: job.url, processedAt: now },
+        },
+        null,
+        { vector: f.vector, embedder: f.embedder },
+      );
     });
   }
 
-  markEmbedded(
+  async markEmbedded(
     job: ProcessingJob,
     embedding: { vector: number[]; embedder: string },
   ): Promise<boolean> {
-    return guard(async () => {
-      await this.prepareVectorField();
-      return this.casUpdate(job, (d) => {
-        if (d.url !== job.url || d.state !== 'processed') return undefined;
-        return toDoc(job.datasetId, fromDoc(d), d.error ?? null, embedding);
-      });
+    await this.prepareVectorField();
+    return this.casUpdate(job, (d) => {
+      if (d.url !== job.url || d.state !== 'processed') return undefined;
+      return toDoc(job.datasetId, fromDoc(d), d.error ?? null, embedding);
     });
   }
 
-  markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
-    return guard(() =>
-      this.casUpdate(job, (d) => {
-        if (d.url !== job.url || d.state !== 'pending') return undefined;
-        return toDoc(
-          job.datasetId,
-          { ...fromDoc(d), state: 'failed' },
-          { ...failure, url: job.url, occurred_at: new Date(now).toISOString() },
-        );
-      }),
-    );
+  async markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
+    return this.casUpdate(job, (d) => {
+      if (d.url !== job.url || d.state !== 'pending') return undefined;
+      return toDoc(
+        job.datasetId,
+        { ...fromDoc(d), state: 'failed' },
+        { ...failure, url: job.url, occurred_at: new Date(now).toISOString() },
+      );
+    });
   }
 
-  markPostponed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean> {
-    return guard(() =>
-      this.casUpdate(job, (d) => {
-        if (d.url !== job.url || d.state !== 'pending') return undefined;
-        return toDoc(job.datasetId, fromDoc(d), {
-          ...failure,
-          url: job.url,
-          occurred_at: new Date(now).toISOString(),
-        });
-      }),
-    );
+  async markPostponed(
+    job: ProcessingJob,
+    failure: ProcessingFailure,
+    now: number,
+  ): Promise<boolean> {
+    return this.casUpdate(job, (d) => {
+      if (d.url !== job.url || d.state !== 'pending') return undefined;
+      return toDoc(job.datasetId, fromDoc(d), {
+        ...failure,
+        url: job.url,
+        occurred_at: new Date(now).toISOString(),
+      });
+    });
   }
 
   /**

@@ -9,7 +9,6 @@ import type { StoredEmbedding } from '../../ports/content-store';
 import { docVector, fromDoc, type ItemDoc } from './document';
 import { staleQuery } from './dsl';
 import { KeyedGroupCommit } from '../group-commit';
-import { guard } from './guard';
 import type { EsIndices } from './indices';
 import type { KnownVersions } from './known-versions';
 import { ItemIndex, orEmpty, type Hit } from './item-index';
@@ -47,54 +46,46 @@ export class ItemReads extends ItemIndex {
     1000,
   );
 
-  existingIds(datasetId: string, ids: string[]): Promise<Set<string>> {
-    return guard(async () => {
-      const { hits } = await this.mget(datasetId, ids, { source: false });
-      return new Set(hits.map((h) => h._id));
-    });
+  async existingIds(datasetId: string, ids: string[]): Promise<Set<string>> {
+    const { hits } = await this.mget(datasetId, ids, { source: false });
+    return new Set(hits.map((h) => h._id));
   }
 
-  getItems(
+  async getItems(
     datasetId: string,
     ids: string[],
     opts: { latest?: boolean } = {},
   ): Promise<StoredItem[]> {
-    return guard(async () => {
-      if (opts.latest && ids.length === 1) {
-        const hit = await this.latestReads.submit(datasetId, ids[0]!);
-        return hit?._source ? [fromDoc(hit._source)] : [];
-      }
-      return (await this.mget(datasetId, ids, { realtime: !!opts.latest })).hits.map((h) =>
-        fromDoc(h._source!),
-      );
-    });
+    if (opts.latest && ids.length === 1) {
+      const hit = await this.latestReads.submit(datasetId, ids[0]!);
+      return hit?._source ? [fromDoc(hit._source)] : [];
+    }
+    return (await this.mget(datasetId, ids, { realtime: !!opts.latest })).hits.map((h) =>
+      fromDoc(h._source!),
+    );
   }
 
-  getEmbedding(
+  async getEmbedding(
     datasetId: string,
     id: string,
     opts: { latest?: boolean } = {},
   ): Promise<StoredEmbedding | undefined> {
-    return guard(async () => {
-      const [hit] = (await this.mget(datasetId, [id], { realtime: !!opts.latest })).hits;
-      const d = hit?._source;
-      if (!d || d.state !== 'processed') return undefined;
-      const vector = docVector(d);
-      return { ...(d.embedder ? { embedder: d.embedder } : {}), ...(vector ? { vector } : {}) };
-    });
+    const [hit] = (await this.mget(datasetId, [id], { realtime: !!opts.latest })).hits;
+    const d = hit?._source;
+    if (!d || d.state !== 'processed') return undefined;
+    const vector = docVector(d);
+    return { ...(d.embedder ? { embedder: d.embedder } : {}), ...(vector ? { vector } : {}) };
   }
 
-  list(datasetId: string, offset: number, limit: number): Promise<ListEntry[]> {
-    return guard(() =>
-      orEmpty(async () => {
-        const hits = await this.listPage(datasetId, offset, limit);
-        return hits.map((h) => ({
-          id: h._source!.id,
-          url: h._source!.url,
-          processed: h._source!.state === 'processed',
-        }));
-      }, []),
-    );
+  async list(datasetId: string, offset: number, limit: number): Promise<ListEntry[]> {
+    return orEmpty(async () => {
+      const hits = await this.listPage(datasetId, offset, limit);
+      return hits.map((h) => ({
+        id: h._source!.id,
+        url: h._source!.url,
+        processed: h._source!.state === 'processed',
+      }));
+    }, []);
   }
 
   private async listPage(datasetId: string, offset: number, limit: number): Promise<Hit[]> {
@@ -133,90 +124,88 @@ export class ItemReads extends ItemIndex {
     return page(undefined, limit, after);
   }
 
-  counts(datasetId: string): Promise<DatasetCounts> {
-    return guard(() =>
-      orEmpty(
-        async () => {
-          const r = await this.client.search({
-            index: this.index(datasetId),
-            size: 0,
-            track_total_hits: true,
-            aggs: {
-              states: { terms: { field: 'state' } },
-              errors: { filter: { term: { has_error: true } } },
-            },
-          });
-          const aggs = r.aggregations as {
-            states: { buckets: { key: string; doc_count: number }[] };
-            errors: { doc_count: number };
-          };
-          const by = Object.fromEntries(aggs.states.buckets.map((b) => [b.key, b.doc_count]));
-          return {
-            items: (r.hits.total as { value: number }).value,
-            processed: by.processed ?? 0,
-            pending: by.pending ?? 0,
-            errors: aggs.errors.doc_count,
-          };
-        },
-        { items: 0, processed: 0, pending: 0, errors: 0 },
-      ),
+  async counts(datasetId: string): Promise<DatasetCounts> {
+    return orEmpty(
+      async () => {
+        const r = await this.client.search({
+          index: this.index(datasetId),
+          size: 0,
+          track_total_hits: true,
+          aggs: {
+            states: { terms: { field: 'state' } },
+            errors: { filter: { term: { has_error: true } } },
+          },
+        });
+        const aggs = r.aggregations as {
+          states: { buckets: { key: string; doc_count: number }[] };
+          errors: { doc_count: number };
+        };
+        const by = Object.fromEntries(aggs.states.buckets.map((b) => [b.key, b.doc_count]));
+        return {
+          items: (r.hits.total as { value: number }).value,
+          processed: by.processed ?? 0,
+          pending: by.pending ?? 0,
+          errors: aggs.errors.doc_count,
+        };
+      },
+      { items: 0, processed: 0, pending: 0, errors: 0 },
     );
   }
 
-  listErrors(
+  async listErrors(
     datasetId: string,
     offset: number,
     limit: number,
   ): Promise<{ errors: ProcessingErrorRecord[]; total: number }> {
-    return guard(() =>
-      orEmpty(
-        async () => {
-          const r = await this.client.search<ItemDoc>({
-            index: this.index(datasetId),
-            query: { term: { has_error: true } },
-            sort: [{ id: 'asc' }],
-            from: offset,
-            size: limit,
-            track_total_hits: true,
-            _source: ['id', 'error'],
-          });
-          return {
-            errors: r.hits.hits.map((h) => {
-              const e = h._source!.error!;
-              return {
-                id: h._source!.id,
-                url: e.url,
-                code: e.code,
-                message: e.message,
-                attempts: e.attempts,
-                occurredAt: e.occurred_at,
-              };
-            }),
-            total: (r.hits.total as { value: number }).value,
-          };
-        },
-        { errors: [], total: 0 },
-      ),
+    return orEmpty(
+      async () => {
+        const r = await this.client.search<ItemDoc>({
+          index: this.index(datasetId),
+          query: { term: { has_error: true } },
+          sort: [{ id: 'asc' }],
+          from: offset,
+          size: limit,
+          track_total_hits: true,
+          _source: ['id', 'error'],
+        });
+        return {
+          errors: r.hits.hits.map((h) => {
+            const e = h._source!.error!;
+            return {
+              id: h._source!.id,
+              url: e.url,
+              code: e.code,
+              message: e.message,
+              attempts: e.attempts,
+              occurredAt: e.occurred_at,
+            };
+          }),
+          total: (r.hits.total as { value: number }).value,
+        };
+      },
+      { errors: [], total: 0 },
     );
   }
 
-  staleEmbeddingCount(datasetId: string, embedder: string): Promise<number> {
-    return guard(() =>
-      orEmpty(
-        async () =>
-          (await this.client.count({ index: this.index(datasetId), query: staleQuery(embedder) }))
-            .count,
-        0,
-      ),
+  async staleEmbeddingCount(datasetId: string, embedder: string): Promise<number> {
+    return orEmpty(
+      async () =>
+        (await this.client.count({ index: this.index(datasetId), query: staleQuery(embedder) }))
+          .count,
+      0,
     );
   }
 
-  pendingJobs(cursor: string | undefined, limit: number): Promise<JobPage> {
-    return guard(() => this.jobsMatching({ term: { state: 'pending' } }, cursor, limit));
+  async pendingJobs(cursor: string | undefined, limit: number): Promise<JobPage> {
+    return this.jobsMatching({ term: { state: 'pending' } }, cursor, limit);
   }
 
-  staleEmbeddings(embedder: string, cursor: string | undefined, limit: number): Promise<JobPage> {
-    return guard(() => this.jobsMatching(staleQuery(embedder), cursor, limit));
+  async staleEmbeddings(
+    embedder: string,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<JobPage> {
+    return this.jobsMatching(staleQuery(embedder), cursor, limit);
   }
 
   /** Items of every dataset matching `query`, as jobs, paged with search_after. */

@@ -4,7 +4,8 @@ import type { ProcessingJob } from '../../domain/item';
 import { PartialWrite } from '../../ports/content-store';
 import { fromDoc, toDoc } from './document';
 import type { FieldCatalogues } from './field-catalogue';
-import { CAS_RETRIES, backoff, guard, toUnavailable, unavailable } from './guard';
+import { CAS_RETRIES, backoff } from './cas';
+import { toUnavailable, unavailable } from './outage';
 import type { EsIndices } from './indices';
 import { ItemIndex, type Hit } from './item-index';
 import { Refresher } from './refresher';
@@ -31,71 +32,67 @@ export class ItemWrites extends ItemIndex {
    * pause. A dataset without an index gets one here (create-if-absent: another host may be
    * creating it at the same moment), whoever deleted it before.
    */
-  applyWrites(
+  async applyWrites(
     datasetId: string,
     writes: ContentWrite[],
     mode: WriteMode,
     now: number,
   ): Promise<ProcessingJob[]> {
-    return guard(async () => {
-      // Duplicate ids in one batch apply in order: fold them into one write per id first.
-      const byId = new Map<string, ContentWrite[]>();
-      for (const w of writes) byId.set(w.id, [...(byId.get(w.id) ?? []), w]);
-      const jobs = new Map<string, ProcessingJob>();
-      const written = new Set<string>();
-      // Sent in a bulk whose answer never came (a timeout, a dropped connection): perhaps written.
-      const unknown = new Set<string>();
-      let pending = [...byId.keys()];
-      try {
-        for (let attempt = 0; pending.length && attempt < CAS_RETRIES; attempt++) {
-          if (attempt) await backoff(attempt);
-          const { hits, indexMissing } = await this.mget(datasetId, pending);
-          // The read found no index: create it, then every id is new (a create-only write, so
-          // a concurrent host's first writes to the same ids conflict and are read again).
-          if (indexMissing) await this.indices.createItems(datasetId, this.vectorDims);
-          const current = new Map(hits.map((h) => [h._id, h]));
-          const ops: unknown[] = [];
-          const planned: string[] = [];
-          for (const id of pending) {
-            const op = this.plan(datasetId, id, byId.get(id)!, current.get(id), mode, now);
-            if (!op) continue;
-            ops.push(...op.ops);
-            planned.push(id);
-            if (op.job) jobs.set(id, op.job);
-            else jobs.delete(id);
-          }
-          if (!ops.length) break;
-          const r = await this.client.bulk({ operations: ops as never[] }).catch((e: unknown) => {
-            for (const id of planned) unknown.add(id);
-            throw e;
-          });
-          const results = r.items.map((it) => it.index ?? it.create);
-          results.forEach((res, i) => {
-            if (res && !res.error) written.add(planned[i]!);
-          });
-          pending = await this.retryable(datasetId, planned, results);
+    // Duplicate ids in one batch apply in order: fold them into one write per id first.
+    const byId = new Map<string, ContentWrite[]>();
+    for (const w of writes) byId.set(w.id, [...(byId.get(w.id) ?? []), w]);
+    const jobs = new Map<string, ProcessingJob>();
+    const written = new Set<string>();
+    // Sent in a bulk whose answer never came (a timeout, a dropped connection): perhaps written.
+    const unknown = new Set<string>();
+    let pending = [...byId.keys()];
+    try {
+      for (let attempt = 0; pending.length && attempt < CAS_RETRIES; attempt++) {
+        if (attempt) await backoff(attempt);
+        const { hits, indexMissing } = await this.mget(datasetId, pending);
+        // The read found no index: create it, then every id is new (a create-only write, so
+        // a concurrent host's first writes to the same ids conflict and are read again).
+        if (indexMissing) await this.indices.createItems(datasetId, this.vectorDims);
+        const current = new Map(hits.map((h) => [h._id, h]));
+        const ops: unknown[] = [];
+        const planned: string[] = [];
+        for (const id of pending) {
+          const op = this.plan(datasetId, id, byId.get(id)!, current.get(id), mode, now);
+          if (!op) continue;
+          ops.push(...op.ops);
+          planned.push(id);
+          if (op.job) jobs.set(id, op.job);
+          else jobs.delete(id);
         }
-        // Inside the try: the items written in earlier rounds still get their jobs (PartialWrite).
-        if (pending.length)
-          throw unavailable(
-            `items changed concurrently too often: ${pending.slice(0, 5).join(', ')}`,
-            1,
-          );
-        if (written.size) await this.refresher.visible(this.index(datasetId));
-      } catch (e) {
-        // Whatever failed (a refusal, a lost connection on a later round), what was written
-        // must still get its jobs, and so must what may have been: a job for an item that was
-        // not written finds nothing to do.
-        if (!written.size && !unknown.size) throw e;
-        const done = [...jobs.values()].filter(
-          (j) => written.has(j.itemId) || unknown.has(j.itemId),
-        );
-        throw new PartialWrite((toUnavailable(e) ?? (e as Error)).message, done);
-      } finally {
-        this.catalogues.invalidate(datasetId);
+        if (!ops.length) break;
+        const r = await this.client.bulk({ operations: ops as never[] }).catch((e: unknown) => {
+          for (const id of planned) unknown.add(id);
+          throw e;
+        });
+        const results = r.items.map((it) => it.index ?? it.create);
+        results.forEach((res, i) => {
+          if (res && !res.error) written.add(planned[i]!);
+        });
+        pending = await this.retryable(datasetId, planned, results);
       }
-      return [...jobs.values()];
-    });
+      // Inside the try: the items written in earlier rounds still get their jobs (PartialWrite).
+      if (pending.length)
+        throw unavailable(
+          `items changed concurrently too often: ${pending.slice(0, 5).join(', ')}`,
+          1,
+        );
+      if (written.size) await this.refresher.visible(this.index(datasetId));
+    } catch (e) {
+      // Whatever failed (a refusal, a lost connection on a later round), what was written
+      // must still get its jobs, and so must what may have been: a job for an item that was
+      // not written finds nothing to do.
+      if (!written.size && !unknown.size) throw e;
+      const done = [...jobs.values()].filter((j) => written.has(j.itemId) || unknown.has(j.itemId));
+      throw new PartialWrite((toUnavailable(e) ?? (e as Error)).message, done);
+    } finally {
+      this.catalogues.invalidate(datasetId);
+    }
+    return [...jobs.values()];
   }
 
   /** The bulk operation for one id (undefined when nothing changes) and its processing job. */
@@ -162,30 +159,26 @@ export class ItemWrites extends ItemIndex {
     return again;
   }
 
-  deleteItems(datasetId: string, ids: string[]): Promise<number> {
-    return guard(async () => {
-      if (!ids.length) return 0;
-      // Deletes never create an index: on a missing one each answers index_not_found.
-      const r = await this.client.bulk({
-        operations: ids.map((id) => ({ delete: { _index: this.index(datasetId), _id: id } })),
-      });
-      await this.refresher.visible(this.index(datasetId));
-      this.catalogues.invalidate(datasetId);
-      const failed = r.items
-        .map((i) => i.delete)
-        .find((d) => d?.error && d.error.type !== 'index_not_found_exception');
-      if (failed)
-        throw unavailable(
-          `the search engine could not delete item '${failed._id}' (${failed.error!.reason ?? failed.error!.type}); sending the same request again is safe`,
-        );
-      return r.items.filter((i) => i.delete?.result === 'deleted').length;
+  async deleteItems(datasetId: string, ids: string[]): Promise<number> {
+    if (!ids.length) return 0;
+    // Deletes never create an index: on a missing one each answers index_not_found.
+    const r = await this.client.bulk({
+      operations: ids.map((id) => ({ delete: { _index: this.index(datasetId), _id: id } })),
     });
+    await this.refresher.visible(this.index(datasetId));
+    this.catalogues.invalidate(datasetId);
+    const failed = r.items
+      .map((i) => i.delete)
+      .find((d) => d?.error && d.error.type !== 'index_not_found_exception');
+    if (failed)
+      throw unavailable(
+        `the search engine could not delete item '${failed._id}' (${failed.error!.reason ?? failed.error!.type}); sending the same request again is safe`,
+      );
+    return r.items.filter((i) => i.delete?.result === 'deleted').length;
   }
 
-  dropDataset(datasetId: string): Promise<void> {
-    return guard(async () => {
-      await this.client.indices.delete({ index: this.index(datasetId) }, { ignore: [404] });
-      this.catalogues.invalidate(datasetId);
-    });
+  async dropDataset(datasetId: string): Promise<void> {
+    await this.client.indices.delete({ index: this.index(datasetId) }, { ignore: [404] });
+    this.catalogues.invalidate(datasetId);
   }
 }

@@ -11,7 +11,6 @@ import type { Condition } from '../../query/ast';
 import { esAnalytics } from './analytics';
 import { docVector, fromDoc, type ItemDoc } from './document';
 import { facetsBody, knnBody, sampleBody, searchBody, type Dsl } from './dsl';
-import { guard } from './guard';
 import { ItemIndex, orEmpty } from './item-index';
 import { keyed } from '../../domain/keyed';
 
@@ -24,83 +23,80 @@ type FacetAggs = Record<string, { sel: { s: { buckets: Bucket[] }; n: { buckets:
  * answers as empty.
  */
 export class EsSearchEngine extends ItemIndex implements SearchEngine {
-  search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
-    return guard(() =>
-      orEmpty(
-        async () => {
-          const r = await this.query(datasetId, searchBody(req));
-          return {
-            items: r.hits.hits.map((h) => fromDoc(h._source!)),
-            total: (r.hits.total as { value: number }).value,
-          };
-        },
-        { items: [], total: 0 },
-      ),
+  async search(
+    datasetId: string,
+    req: SearchRequest,
+  ): Promise<{ items: StoredItem[]; total: number }> {
+    return orEmpty(
+      async () => {
+        const r = await this.query(datasetId, searchBody(req));
+        return {
+          items: r.hits.hits.map((h) => fromDoc(h._source!)),
+          total: (r.hits.total as { value: number }).value,
+        };
+      },
+      { items: [], total: 0 },
     );
   }
 
-  similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
-    return guard(() =>
-      orEmpty(async () => {
-        const r = await this.query(datasetId, knnBody(req));
-        return r.hits.hits.map((h) => {
-          const vector = req.includeVectors ? docVector(h._source!) : undefined;
-          return {
-            item: fromDoc(h._source!),
-            score: h._score ?? 0,
-            ...(vector ? { vector } : {}),
-          };
-        });
-      }, []),
-    );
+  async similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
+    return orEmpty(async () => {
+      const r = await this.query(datasetId, knnBody(req));
+      return r.hits.hits.map((h) => {
+        const vector = req.includeVectors ? docVector(h._source!) : undefined;
+        return {
+          item: fromDoc(h._source!),
+          score: h._score ?? 0,
+          ...(vector ? { vector } : {}),
+        };
+      });
+    }, []);
   }
 
-  sample(
+  async sample(
     datasetId: string,
     conditions: Condition[],
     limit: number,
     seed: number,
   ): Promise<StoredItem[]> {
-    return guard(() =>
-      orEmpty(async () => {
-        const r = await this.query(datasetId, sampleBody(conditions, limit, seed));
-        return r.hits.hits.map((h) => fromDoc(h._source!));
-      }, []),
+    return orEmpty(async () => {
+      const r = await this.query(datasetId, sampleBody(conditions, limit, seed));
+      return r.hits.hits.map((h) => fromDoc(h._source!));
+    }, []);
+  }
+
+  async facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
+    const out: Facets = keyed();
+    for (const f of fields) out[f] = keyed();
+    if (!fields.length) return out;
+    const aggs = await orEmpty(
+      async () =>
+        (await this.query(datasetId, facetsBody(conditions, fields))).aggregations as FacetAggs,
+      undefined,
     );
-  }
-
-  facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
-    return guard(async () => {
-      const out: Facets = keyed();
-      for (const f of fields) out[f] = keyed();
-      if (!fields.length) return out;
-      const aggs = await orEmpty(
-        async () =>
-          (await this.query(datasetId, facetsBody(conditions, fields))).aggregations as FacetAggs,
-        undefined,
-      );
-      if (!aggs) return out;
-      fields.forEach((f, i) => {
-        const counts = keyed<number>();
-        for (const b of [...aggs[`f${i}`].sel.s.buckets, ...aggs[`f${i}`].sel.n.buckets])
-          counts[String(b.key)] = (counts[String(b.key)] ?? 0) + b.doc_count;
-        out[f] = counts;
-      });
-      return out;
+    if (!aggs) return out;
+    fields.forEach((f, i) => {
+      const counts = keyed<number>();
+      for (const b of [...aggs[`f${i}`].sel.s.buckets, ...aggs[`f${i}`].sel.n.buckets])
+        counts[String(b.key)] = (counts[String(b.key)] ?? 0) + b.doc_count;
+      out[f] = counts;
     });
+    return out;
   }
 
-  analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures> {
-    return guard(() =>
-      esAnalytics(
-        (body) =>
-          orEmpty(
-            async () => (await this.query(datasetId, body)).aggregations as Record<string, unknown>,
-            undefined,
-          ),
-        conditions,
-        spec,
-      ),
+  async analytics(
+    datasetId: string,
+    conditions: Condition[],
+    spec: AnalyticsSpec,
+  ): Promise<Figures> {
+    return esAnalytics(
+      (body) =>
+        orEmpty(
+          async () => (await this.query(datasetId, body)).aggregations as Record<string, unknown>,
+          undefined,
+        ),
+      conditions,
+      spec,
     );
   }
 

@@ -1,7 +1,7 @@
 import type { Dataset, EmbedderRef, EnabledFields } from '../../domain/dataset';
 import type { Plan } from '../../domain/plan';
 import type { AccountStore, Organisation, TokenRecord } from '../../ports/account-store';
-import { guarded, type Db, stmt } from './db';
+import { type Db, stmt } from './db';
 
 interface DatasetRow {
   id: string;
@@ -46,224 +46,179 @@ const toToken = (r: TokenRow): TokenRecord => ({
 export class EmbeddedAccountStore implements AccountStore {
   constructor(private readonly db: Db) {}
 
-  createOrg(org: Organisation): Promise<boolean> {
-    return guarded(
-      () =>
-        stmt(this.db, 'INSERT OR IGNORE INTO orgs (name, plan, created_at) VALUES (?, ?, ?)').run(
-          org.name,
-          JSON.stringify(org.plan),
-          org.createdAt,
-        ).changes === 1,
+  async createOrg(org: Organisation): Promise<boolean> {
+    return (
+      stmt(this.db, 'INSERT OR IGNORE INTO orgs (name, plan, created_at) VALUES (?, ?, ?)').run(
+        org.name,
+        JSON.stringify(org.plan),
+        org.createdAt,
+      ).changes === 1
     );
   }
 
-  updatePlan(name: string, plan: Plan): Promise<boolean> {
-    return guarded(
-      () =>
-        stmt(this.db, 'UPDATE orgs SET plan = ? WHERE name = ?').run(JSON.stringify(plan), name)
-          .changes === 1,
+  async updatePlan(name: string, plan: Plan): Promise<boolean> {
+    return (
+      stmt(this.db, 'UPDATE orgs SET plan = ? WHERE name = ?').run(JSON.stringify(plan), name)
+        .changes === 1
     );
   }
 
-  getOrg(name: string): Promise<Organisation | undefined> {
-    return guarded(() => {
-      const r = stmt(this.db, 'SELECT * FROM orgs WHERE name = ?').get(name) as
-        { name: string; plan: string; created_at: string } | undefined;
-      return r && { name: r.name, plan: JSON.parse(r.plan), createdAt: r.created_at };
-    });
+  async getOrg(name: string): Promise<Organisation | undefined> {
+    const r = stmt(this.db, 'SELECT * FROM orgs WHERE name = ?').get(name) as
+      { name: string; plan: string; created_at: string } | undefined;
+    return r && { name: r.name, plan: JSON.parse(r.plan), createdAt: r.created_at };
   }
 
-  putToken(t: TokenRecord): Promise<void> {
-    return guarded(() => {
+  async putToken(t: TokenRecord): Promise<void> {
+    stmt(
+      this.db,
+      'INSERT OR REPLACE INTO tokens (prefix, kind, org, dataset_id, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ).run(t.prefix, t.kind, t.org ?? null, t.datasetId ?? null, t.hash, t.createdAt);
+  }
+
+  async findToken(prefix: string): Promise<TokenRecord | undefined> {
+    const r = stmt(this.db, 'SELECT * FROM tokens WHERE prefix = ?').get(prefix) as
+      TokenRow | undefined;
+    return r && toToken(r);
+  }
+
+  async listTokens(org: string): Promise<TokenRecord[]> {
+    return (
+      stmt(this.db, "SELECT * FROM tokens WHERE org = ? AND kind = 'org' ORDER BY created_at").all(
+        org,
+      ) as TokenRow[]
+    ).map(toToken);
+  }
+
+  async deleteToken(org: string, prefix: string): Promise<boolean> {
+    return (
+      stmt(this.db, "DELETE FROM tokens WHERE org = ? AND prefix = ? AND kind = 'org'").run(
+        org,
+        prefix,
+      ).changes === 1
+    );
+  }
+
+  async removeToken(prefix: string): Promise<void> {
+    stmt(this.db, 'DELETE FROM tokens WHERE prefix = ?').run(prefix);
+  }
+
+  async createDataset(ds: Dataset): Promise<boolean> {
+    return (
       stmt(
         this.db,
-        'INSERT OR REPLACE INTO tokens (prefix, kind, org, dataset_id, hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ).run(t.prefix, t.kind, t.org ?? null, t.datasetId ?? null, t.hash, t.createdAt);
-    });
-  }
-
-  findToken(prefix: string): Promise<TokenRecord | undefined> {
-    return guarded(() => {
-      const r = stmt(this.db, 'SELECT * FROM tokens WHERE prefix = ?').get(prefix) as
-        TokenRow | undefined;
-      return r && toToken(r);
-    });
-  }
-
-  listTokens(org: string): Promise<TokenRecord[]> {
-    return guarded(() =>
-      (
-        stmt(
-          this.db,
-          "SELECT * FROM tokens WHERE org = ? AND kind = 'org' ORDER BY created_at",
-        ).all(org) as TokenRow[]
-      ).map(toToken),
-    );
-  }
-
-  deleteToken(org: string, prefix: string): Promise<boolean> {
-    return guarded(
-      () =>
-        stmt(this.db, "DELETE FROM tokens WHERE org = ? AND prefix = ? AND kind = 'org'").run(
-          org,
-          prefix,
-        ).changes === 1,
-    );
-  }
-
-  removeToken(prefix: string): Promise<void> {
-    return guarded(() => {
-      stmt(this.db, 'DELETE FROM tokens WHERE prefix = ?').run(prefix);
-    });
-  }
-
-  createDataset(ds: Dataset): Promise<boolean> {
-    return guarded(
-      () =>
-        stmt(
-          this.db,
-          `INSERT OR IGNORE INTO datasets (id, org, name, fields, settings_version, created_at, embedder, embedder_dims)
+        `INSERT OR IGNORE INTO datasets (id, org, name, fields, settings_version, created_at, embedder, embedder_dims)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        ).run(
-          ds.id,
-          ds.org,
-          ds.name,
-          JSON.stringify(ds.settings.fields),
-          ds.settings.version,
-          ds.createdAt,
-          ds.embedder?.id ?? null,
-          ds.embedder?.dimensions ?? null,
-        ).changes === 1,
+      ).run(
+        ds.id,
+        ds.org,
+        ds.name,
+        JSON.stringify(ds.settings.fields),
+        ds.settings.version,
+        ds.createdAt,
+        ds.embedder?.id ?? null,
+        ds.embedder?.dimensions ?? null,
+      ).changes === 1
     );
   }
 
-  adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
-    return guarded(() =>
-      this.db.transaction(() => {
-        const rows = stmt(
-          this.db,
-          `SELECT * FROM datasets WHERE deleted_at IS NULL
+  async adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
+    return this.db.transaction(() => {
+      const rows = stmt(
+        this.db,
+        `SELECT * FROM datasets WHERE deleted_at IS NULL
              AND (embedder IS NULL OR embedder != ? OR embedder_dims != ?)`,
-        ).all(embedder.id, embedder.dimensions) as DatasetRow[];
-        const set = stmt(
-          this.db,
-          'UPDATE datasets SET embedder = ?, embedder_dims = ? WHERE id = ?',
-        );
-        for (const r of rows) set.run(embedder.id, embedder.dimensions, r.id);
-        return rows.map((r) => {
-          const { embedder: previous, ...ds } = toDataset(r);
-          return { ...ds, embedder, ...(previous ? { previous } : {}) };
-        });
-      })(),
-    );
+      ).all(embedder.id, embedder.dimensions) as DatasetRow[];
+      const set = stmt(this.db, 'UPDATE datasets SET embedder = ?, embedder_dims = ? WHERE id = ?');
+      for (const r of rows) set.run(embedder.id, embedder.dimensions, r.id);
+      return rows.map((r) => {
+        const { embedder: previous, ...ds } = toDataset(r);
+        return { ...ds, embedder, ...(previous ? { previous } : {}) };
+      });
+    })();
   }
 
-  getDataset(org: string, name: string): Promise<Dataset | undefined> {
-    return guarded(() => {
-      const r = stmt(
+  async getDataset(org: string, name: string): Promise<Dataset | undefined> {
+    const r = stmt(
+      this.db,
+      'SELECT * FROM datasets WHERE org = ? AND name = ? AND deleted_at IS NULL',
+    ).get(org, name) as DatasetRow | undefined;
+    return r && toDataset(r);
+  }
+
+  async getDatasetById(id: string): Promise<Dataset | undefined> {
+    const r = stmt(this.db, 'SELECT * FROM datasets WHERE id = ? AND deleted_at IS NULL').get(
+      id,
+    ) as DatasetRow | undefined;
+    return r && toDataset(r);
+  }
+
+  async listDatasets(org: string): Promise<Dataset[]> {
+    return (
+      stmt(
         this.db,
-        'SELECT * FROM datasets WHERE org = ? AND name = ? AND deleted_at IS NULL',
-      ).get(org, name) as DatasetRow | undefined;
-      return r && toDataset(r);
-    });
+        'SELECT * FROM datasets WHERE org = ? AND deleted_at IS NULL ORDER BY name',
+      ).all(org) as DatasetRow[]
+    ).map(toDataset);
   }
 
-  getDatasetById(id: string): Promise<Dataset | undefined> {
-    return guarded(() => {
-      const r = stmt(this.db, 'SELECT * FROM datasets WHERE id = ? AND deleted_at IS NULL').get(
-        id,
-      ) as DatasetRow | undefined;
-      return r && toDataset(r);
-    });
-  }
-
-  listDatasets(org: string): Promise<Dataset[]> {
-    return guarded(() =>
-      (
-        stmt(
-          this.db,
-          'SELECT * FROM datasets WHERE org = ? AND deleted_at IS NULL ORDER BY name',
-        ).all(org) as DatasetRow[]
-      ).map(toDataset),
-    );
-  }
-
-  listDeletedDatasets(org: string): Promise<Dataset[]> {
-    return guarded(() =>
-      (
-        stmt(
-          this.db,
-          'SELECT * FROM datasets WHERE org = ? AND deleted_at IS NOT NULL ORDER BY name',
-        ).all(org) as DatasetRow[]
-      ).map(toDataset),
-    );
-  }
-
-  markDatasetDeleted(id: string, at: string): Promise<void> {
-    return guarded(() => {
-      this.db.transaction(() => {
-        stmt(this.db, 'UPDATE datasets SET deleted_at = ? WHERE id = ?').run(at, id);
-        stmt(this.db, 'DELETE FROM tokens WHERE dataset_id = ?').run(id);
-      })();
-    });
-  }
-
-  updateEnabledFields(id: string, fields: EnabledFields): Promise<number> {
-    return guarded(() => {
-      const r = stmt(
+  async listDeletedDatasets(org: string): Promise<Dataset[]> {
+    return (
+      stmt(
         this.db,
-        'UPDATE datasets SET fields = ?, settings_version = settings_version + 1 WHERE id = ? RETURNING settings_version',
-      ).get(JSON.stringify(fields), id) as { settings_version: number };
-      return r.settings_version;
-    });
+        'SELECT * FROM datasets WHERE org = ? AND deleted_at IS NOT NULL ORDER BY name',
+      ).all(org) as DatasetRow[]
+    ).map(toDataset);
   }
 
-  browseRotation(id: string): Promise<number> {
-    return guarded(
-      () =>
-        (
-          stmt(this.db, 'SELECT browse_rotation FROM datasets WHERE id = ?').get(id) as {
-            browse_rotation: number;
-          }
-        ).browse_rotation,
-    );
+  async markDatasetDeleted(id: string, at: string): Promise<void> {
+    this.db.transaction(() => {
+      stmt(this.db, 'UPDATE datasets SET deleted_at = ? WHERE id = ?').run(at, id);
+      stmt(this.db, 'DELETE FROM tokens WHERE dataset_id = ?').run(id);
+    })();
   }
 
-  bumpBrowseRotation(id: string): Promise<number> {
-    return guarded(
-      () =>
-        (
-          stmt(
-            this.db,
-            'UPDATE datasets SET browse_rotation = browse_rotation + 1 WHERE id = ? RETURNING browse_rotation',
-          ).get(id) as {
-            browse_rotation: number;
-          }
-        ).browse_rotation,
-    );
+  async updateEnabledFields(id: string, fields: EnabledFields): Promise<number> {
+    const r = stmt(
+      this.db,
+      'UPDATE datasets SET fields = ?, settings_version = settings_version + 1 WHERE id = ? RETURNING settings_version',
+    ).get(JSON.stringify(fields), id) as { settings_version: number };
+    return r.settings_version;
   }
 
-  getMeta(key: string): Promise<string | undefined> {
-    return guarded(
-      () =>
-        (
-          stmt(this.db, 'SELECT value FROM meta WHERE key = ?').get(key) as
-            { value: string } | undefined
-        )?.value,
-    );
+  async browseRotation(id: string): Promise<number> {
+    return (
+      stmt(this.db, 'SELECT browse_rotation FROM datasets WHERE id = ?').get(id) as {
+        browse_rotation: number;
+      }
+    ).browse_rotation;
   }
 
-  claimMeta(key: string, value: string): Promise<string> {
-    return guarded(() => {
-      stmt(this.db, 'INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)').run(key, value);
-      return (stmt(this.db, 'SELECT value FROM meta WHERE key = ?').get(key) as { value: string })
-        .value;
-    });
+  async bumpBrowseRotation(id: string): Promise<number> {
+    return (
+      stmt(
+        this.db,
+        'UPDATE datasets SET browse_rotation = browse_rotation + 1 WHERE id = ? RETURNING browse_rotation',
+      ).get(id) as {
+        browse_rotation: number;
+      }
+    ).browse_rotation;
   }
 
-  ping(): Promise<void> {
-    return guarded(() => {
-      stmt(this.db, 'SELECT 1').get();
-    });
+  async getMeta(key: string): Promise<string | undefined> {
+    return (
+      stmt(this.db, 'SELECT value FROM meta WHERE key = ?').get(key) as
+        { value: string } | undefined
+    )?.value;
+  }
+
+  async claimMeta(key: string, value: string): Promise<string> {
+    stmt(this.db, 'INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)').run(key, value);
+    return (stmt(this.db, 'SELECT value FROM meta WHERE key = ?').get(key) as { value: string })
+      .value;
+  }
+
+  async ping(): Promise<void> {
+    stmt(this.db, 'SELECT 1').get();
   }
 }

@@ -184,16 +184,6 @@ export function openDb(file: string): Db {
   return db;
 }
 
-const UNAVAILABLE = new Set([
-  'SQLITE_BUSY',
-  'SQLITE_LOCKED',
-  'SQLITE_FULL',
-  'SQLITE_IOERR',
-  'SQLITE_CANTOPEN',
-  'SQLITE_READONLY',
-]);
-
-/** Runs a store operation, turning storage outages into 503s instead of 500s. */
 const statements = new WeakMap<Db, Map<string, Database.Statement>>();
 /** Least recently used statements go first (q filters and IN lists make many distinct texts). */
 const MAX_CACHED_STATEMENTS = 500;
@@ -214,22 +204,28 @@ export function stmt(db: Db, sql: string): Database.Statement {
   return s;
 }
 
-export function guarded<T>(fn: () => T): Promise<T> {
-  try {
-    return Promise.resolve(fn());
-  } catch (e) {
-    const code = (e as { code?: string }).code ?? '';
-    if ([...UNAVAILABLE].some((c) => code.startsWith(c))) {
-      return Promise.reject(
-        new AppError(
-          'unavailable',
-          'the embedded store is unavailable; try again shortly',
-          undefined,
-          5,
-          { cause: e },
-        ),
-      );
-    }
-    return Promise.reject(e);
-  }
+/** SQLite result codes (and their extended codes) that mean the file cannot be used now. */
+const UNAVAILABLE = [
+  'SQLITE_BUSY',
+  'SQLITE_LOCKED',
+  'SQLITE_FULL',
+  'SQLITE_IOERR',
+  'SQLITE_CANTOPEN',
+  'SQLITE_READONLY',
+];
+
+/**
+ * The SQLite classifier (PortPolicy): a busy, locked, full or unreadable database file is a 503
+ * (with Retry-After) instead of a 500; anything else is undefined and passes unchanged.
+ */
+export function sqliteOutage(e: unknown): AppError | undefined {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !UNAVAILABLE.some((c) => code.startsWith(c))) return undefined;
+  return new AppError(
+    'unavailable',
+    'the embedded store is unavailable; try again shortly',
+    undefined,
+    5,
+    { cause: e },
+  );
 }

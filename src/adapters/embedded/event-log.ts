@@ -1,6 +1,6 @@
 import { eventKeys, type EventReport, type ReportSpec } from '../../domain/event-report';
 import type { EventLog, LoggedEvent } from '../../ports/event-log';
-import { guarded, type Db, stmt } from './db';
+import { type Db, stmt } from './db';
 import { sqliteReport } from './event-report';
 
 interface EventRow {
@@ -20,70 +20,66 @@ interface EventRow {
 export class SqliteEventLog implements EventLog {
   constructor(private readonly db: Db) {}
 
-  append(events: LoggedEvent[]): Promise<void> {
-    if (!events.length) return Promise.resolve();
-    return guarded(() =>
-      this.db.transaction(() => {
-        const insert = stmt(
-          this.db,
-          `INSERT INTO events (org, dataset_id, kind, type, at, vars, total, filters, sort, shown,
+  async append(events: LoggedEvent[]): Promise<void> {
+    if (!events.length) return;
+    return this.db.transaction(() => {
+      const insert = stmt(
+        this.db,
+        `INSERT INTO events (org, dataset_id, kind, type, at, vars, total, filters, sort, shown,
              page_view_id, item_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      for (const e of events) {
+        const keys = eventKeys(e);
+        const f = e.facts;
+        insert.run(
+          e.org,
+          e.datasetId,
+          e.kind,
+          e.type,
+          e.at,
+          e.vars && Object.keys(e.vars).length ? JSON.stringify(e.vars) : null,
+          f?.total ?? null,
+          f?.filters.length ? JSON.stringify(f.filters) : null,
+          f?.sort ?? null,
+          f?.shown?.length ? JSON.stringify(f.shown) : null,
+          keys.pageViewId ?? null,
+          keys.itemId ?? null,
         );
-        for (const e of events) {
-          const keys = eventKeys(e);
-          const f = e.facts;
-          insert.run(
-            e.org,
-            e.datasetId,
-            e.kind,
-            e.type,
-            e.at,
-            e.vars && Object.keys(e.vars).length ? JSON.stringify(e.vars) : null,
-            f?.total ?? null,
-            f?.filters.length ? JSON.stringify(f.filters) : null,
-            f?.sort ?? null,
-            f?.shown?.length ? JSON.stringify(f.shown) : null,
-            keys.pageViewId ?? null,
-            keys.itemId ?? null,
-          );
-        }
-      })(),
-    );
+      }
+    })();
   }
 
-  list(
+  async list(
     datasetId: string,
     range: { from: number; to: number },
     limit: number,
   ): Promise<LoggedEvent[]> {
-    return guarded(() =>
-      (
-        stmt(
-          this.db,
-          'SELECT * FROM events WHERE dataset_id = ? AND at >= ? AND at < ? ORDER BY at, id LIMIT ?',
-        ).all(datasetId, range.from, range.to, limit) as EventRow[]
-      ).map((r) => ({
-        org: r.org,
-        datasetId: r.dataset_id,
-        kind: r.kind,
-        type: r.type,
-        at: r.at,
-        ...(r.vars ? { vars: JSON.parse(r.vars) as Record<string, string> } : {}),
-        ...(r.total !== null
-          ? {
-              facts: {
-                total: r.total,
-                filters: r.filters ? (JSON.parse(r.filters) as string[]) : [],
-                ...(r.sort !== null ? { sort: r.sort } : {}),
-                ...(r.shown ? { shown: JSON.parse(r.shown) as string[] } : {}),
-              },
-            }
-          : {}),
-      })),
-    );
+    return (
+      stmt(
+        this.db,
+        'SELECT * FROM events WHERE dataset_id = ? AND at >= ? AND at < ? ORDER BY at, id LIMIT ?',
+      ).all(datasetId, range.from, range.to, limit) as EventRow[]
+    ).map((r) => ({
+      org: r.org,
+      datasetId: r.dataset_id,
+      kind: r.kind,
+      type: r.type,
+      at: r.at,
+      ...(r.vars ? { vars: JSON.parse(r.vars) as Record<string, string> } : {}),
+      ...(r.total !== null
+        ? {
+            facts: {
+              total: r.total,
+              filters: r.filters ? (JSON.parse(r.filters) as string[]) : [],
+              ...(r.sort !== null ? { sort: r.sort } : {}),
+              ...(r.shown ? { shown: JSON.parse(r.shown) as string[] } : {}),
+            },
+          }
+        : {}),
+    }));
   }
 
-  report(datasetId: string, spec: ReportSpec): Promise<EventReport> {
-    return guarded(() => sqliteReport(this.db, datasetId, spec));
+  async report(datasetId: string, spec: ReportSpec): Promise<EventReport> {
+    return sqliteReport(this.db, datasetId, spec);
   }
 }

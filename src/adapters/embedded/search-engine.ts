@@ -9,7 +9,7 @@ import type {
   SimilarRequest,
 } from '../../ports/search-engine';
 import { count, has, slotsOf } from './bitset';
-import { guarded, type Db } from './db';
+import type { Db } from './db';
 import { indexAnalytics, indexFacets } from './index-analytics';
 import { matching } from './index-conditions';
 import { pageOf } from './index-sort';
@@ -146,8 +146,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
     fallback: () => Promise<T>,
     run: (ix: DatasetIndex) => T,
   ): Promise<T> {
-    const ix = await guarded(() => this.indexes.ready(datasetId));
-    return ix ? guarded(() => run(ix)) : fallback();
+    const ix = await this.indexes.ready(datasetId);
+    return ix ? run(ix) : fallback();
   }
 
   /** Resolves when a background build of the dataset's index has finished (tests, bench). */

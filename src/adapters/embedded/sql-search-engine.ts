@@ -12,7 +12,7 @@ import { VectorCache, topK } from './vector-cache';
 import { excludedRows, scoredHits } from './vector-hits';
 import type { ItemRow } from './content-store';
 import { toStoredItem } from './content-store';
-import { guarded, type Db, stmt } from './db';
+import { type Db, stmt } from './db';
 import { QUERYABLE, sortSql, whereClause } from './sql-query';
 import { embeddedAnalytics } from './analytics';
 import { keyed } from '../../domain/keyed';
@@ -29,28 +29,29 @@ export class SqlSearchEngine implements SearchEngine {
     this.vectors = new VectorCache(db);
   }
 
-  search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
-    return guarded(() => {
-      const where = whereClause(datasetId, req.conditions);
-      const sort = sortSql(req.sort);
-      // One pass computes the page and the total (the filter is the expensive part).
-      const rows = stmt(
-        this.db,
-        `SELECT i.*${sort.columns}, COUNT(*) OVER () AS total_rows FROM items i
+  async search(
+    datasetId: string,
+    req: SearchRequest,
+  ): Promise<{ items: StoredItem[]; total: number }> {
+    const where = whereClause(datasetId, req.conditions);
+    const sort = sortSql(req.sort);
+    // One pass computes the page and the total (the filter is the expensive part).
+    const rows = stmt(
+      this.db,
+      `SELECT i.*${sort.columns}, COUNT(*) OVER () AS total_rows FROM items i
            WHERE ${where.sql} ${sort.order} LIMIT ? OFFSET ?`,
-      ).all(...sort.columnParams, ...where.params, req.limit, req.offset) as Array<
-        ItemRow & { total_rows: number }
-      >;
-      // A page past the end has no row to carry the total.
-      const total = rows.length
-        ? rows[0]!.total_rows
-        : (
-            stmt(this.db, `SELECT COUNT(*) AS n FROM items i WHERE ${where.sql}`).get(
-              ...where.params,
-            ) as { n: number }
-          ).n;
-      return { items: rows.map(toStoredItem), total };
-    });
+    ).all(...sort.columnParams, ...where.params, req.limit, req.offset) as Array<
+      ItemRow & { total_rows: number }
+    >;
+    // A page past the end has no row to carry the total.
+    const total = rows.length
+      ? rows[0]!.total_rows
+      : (
+          stmt(this.db, `SELECT COUNT(*) AS n FROM items i WHERE ${where.sql}`).get(
+            ...where.params,
+          ) as { n: number }
+        ).n;
+    return { items: rows.map(toStoredItem), total };
   }
 
   private readonly vectors: VectorCache;
@@ -59,34 +60,32 @@ export class SqlSearchEngine implements SearchEngine {
    * Exact search: every matching vector is compared (the catalogues this engine is for are
    * small enough). Vectors come from an in-memory matrix; q narrows the rows through SQL.
    */
-  similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
-    return guarded(() => {
-      const m = this.vectors.get(datasetId, req.embedder);
-      if (!m.pks.length || req.limit <= 0) return [];
-      const skip = excludedRows(this.db, datasetId, m, req.excludeIds);
-      let rows: number[] | undefined;
-      if (req.conditions.length) {
-        const where = whereClause(datasetId, req.conditions);
-        rows = [];
-        for (const r of stmt(this.db, `SELECT i.pk FROM items i WHERE ${where.sql}`)
-          .pluck()
-          .iterate(...where.params) as Iterable<number>) {
-          const row = m.rowOf.get(r);
-          if (row !== undefined) rows.push(row);
-        }
+  async similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
+    const m = this.vectors.get(datasetId, req.embedder);
+    if (!m.pks.length || req.limit <= 0) return [];
+    const skip = excludedRows(this.db, datasetId, m, req.excludeIds);
+    let rows: number[] | undefined;
+    if (req.conditions.length) {
+      const where = whereClause(datasetId, req.conditions);
+      rows = [];
+      for (const r of stmt(this.db, `SELECT i.pk FROM items i WHERE ${where.sql}`)
+        .pluck()
+        .iterate(...where.params) as Iterable<number>) {
+        const row = m.rowOf.get(r);
+        if (row !== undefined) rows.push(row);
       }
-      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
-      return scoredHits(this.db, m, top, req.includeVectors);
-    });
+    }
+    const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
+    return scoredHits(this.db, m, top, req.includeVectors);
   }
 
-  sample(
+  async sample(
     datasetId: string,
     conditions: Condition[],
     limit: number,
     seed: number,
   ): Promise<StoredItem[]> {
-    return guarded(() => this.sampleNow(datasetId, conditions, limit, seed));
+    return this.sampleNow(datasetId, conditions, limit, seed);
   }
 
   /** sample, synchronously (the in-memory engine falls back to it outside 31-bit keys). */
@@ -102,36 +101,38 @@ export class SqlSearchEngine implements SearchEngine {
     return rows.map(toStoredItem);
   }
 
-  facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
-    return guarded(() => {
-      const where = whereClause(datasetId, conditions);
-      const byValue = stmt(
-        this.db,
-        `SELECT v.vtype, v.sval, v.nval, COUNT(DISTINCT v.item_pk) AS n
+  async facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
+    const where = whereClause(datasetId, conditions);
+    const byValue = stmt(
+      this.db,
+      `SELECT v.vtype, v.sval, v.nval, COUNT(DISTINCT v.item_pk) AS n
          FROM item_values v JOIN items i ON i.pk = v.item_pk
          WHERE v.dataset_id = ? AND v.field = ? AND v.${QUERYABLE} AND ${where.sql}
          GROUP BY v.vtype, v.sval, v.nval ORDER BY n DESC, v.sval, v.nval LIMIT ${MAX_FACET_VALUES}`,
-      );
-      const out: Facets = keyed();
-      for (const field of fields) {
-        const rows = byValue.all(datasetId, field, ...where.params) as {
-          vtype: string;
-          sval: string | null;
-          nval: number | null;
-          n: number;
-        }[];
-        const counts = keyed<number>();
-        for (const r of rows) {
-          const key = r.vtype === 'n' ? String(r.nval) : (r.sval ?? '');
-          counts[key] = (counts[key] ?? 0) + r.n;
-        }
-        out[field] = counts;
+    );
+    const out: Facets = keyed();
+    for (const field of fields) {
+      const rows = byValue.all(datasetId, field, ...where.params) as {
+        vtype: string;
+        sval: string | null;
+        nval: number | null;
+        n: number;
+      }[];
+      const counts = keyed<number>();
+      for (const r of rows) {
+        const key = r.vtype === 'n' ? String(r.nval) : (r.sval ?? '');
+        counts[key] = (counts[key] ?? 0) + r.n;
       }
-      return out;
-    });
+      out[field] = counts;
+    }
+    return out;
   }
 
-  analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures> {
-    return guarded(() => embeddedAnalytics(this.db, datasetId, conditions, spec));
+  async analytics(
+    datasetId: string,
+    conditions: Condition[],
+    spec: AnalyticsSpec,
+  ): Promise<Figures> {
+    return embeddedAnalytics(this.db, datasetId, conditions, spec);
   }
 }

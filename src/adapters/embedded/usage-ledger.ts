@@ -9,13 +9,16 @@ import {
   type RequestCharge,
   type UsageLedger,
 } from '../../ports/usage-ledger';
-import { guarded, type Db, stmt } from './db';
+import { type Db, stmt } from './db';
 
 /** The ledger in the embedded SQLite file (shared by every process of an installation). */
 export class SqliteUsageLedger implements UsageLedger {
   constructor(private readonly db: Db) {}
 
-  charge(c: RequestCharge, limitMicro: number | undefined): Promise<ChargeReceipt | undefined> {
+  async charge(
+    c: RequestCharge,
+    limitMicro: number | undefined,
+  ): Promise<ChargeReceipt | undefined> {
     const month = ym(c.at);
     // IMMEDIATE takes the write lock before reading the total, so API processes sharing the
     // file cannot both pass the check on the same remaining credit.
@@ -32,7 +35,7 @@ export class SqliteUsageLedger implements UsageLedger {
       this.bump(c.org, month, c.datasetId, c.type, 1, c.micro, c.at);
       return { id: String(id), charge: c };
     });
-    return guarded(() => tx.immediate());
+    return tx.immediate();
   }
 
   private bump(
@@ -59,7 +62,7 @@ export class SqliteUsageLedger implements UsageLedger {
     ).run(org, month, ds, type, n, micro, at);
   }
 
-  refund(receipt: ChargeReceipt): Promise<void> {
+  async refund(receipt: ChargeReceipt): Promise<void> {
     const eventId = Number(receipt.id);
     const tx = this.db.transaction(() => {
       const e = stmt(
@@ -70,44 +73,42 @@ export class SqliteUsageLedger implements UsageLedger {
         | undefined;
       if (e) this.bump(e.org, e.ym, e.dataset_id, e.type, -1, -e.micro, 0);
     });
-    return guarded(() => tx.immediate());
+    return tx.immediate();
   }
 
-  month(org: string, year: number, month: number): Promise<MonthUsage> {
-    return guarded(() => {
-      const key = year * 100 + month;
-      const rows = stmt(
-        this.db,
-        'SELECT dataset_id, type, requests, micro, last_at FROM usage_counters WHERE org = ? AND ym = ? AND requests > 0 ORDER BY dataset_id, type',
-      ).all(org, key) as Array<{
-        dataset_id: string;
-        type: RequestType;
-        requests: number;
-        micro: number;
-        last_at: number;
-      }>;
-      const total = stmt(this.db, 'SELECT micro FROM usage_month WHERE org = ? AND ym = ?').get(
-        org,
-        key,
-      ) as { micro: number } | undefined;
-      const lastAt = rows.reduce<number | undefined>(
-        (m, r) => (m === undefined || r.last_at > m ? r.last_at : m),
-        undefined,
-      );
-      return {
-        micro: total?.micro ?? 0,
-        perDataset: rows.map((r) => ({
-          datasetId: r.dataset_id,
-          type: r.type,
-          requests: r.requests,
-          micro: r.micro,
-        })),
-        lastAt,
-      };
-    });
+  async month(org: string, year: number, month: number): Promise<MonthUsage> {
+    const key = year * 100 + month;
+    const rows = stmt(
+      this.db,
+      'SELECT dataset_id, type, requests, micro, last_at FROM usage_counters WHERE org = ? AND ym = ? AND requests > 0 ORDER BY dataset_id, type',
+    ).all(org, key) as Array<{
+      dataset_id: string;
+      type: RequestType;
+      requests: number;
+      micro: number;
+      last_at: number;
+    }>;
+    const total = stmt(this.db, 'SELECT micro FROM usage_month WHERE org = ? AND ym = ?').get(
+      org,
+      key,
+    ) as { micro: number } | undefined;
+    const lastAt = rows.reduce<number | undefined>(
+      (m, r) => (m === undefined || r.last_at > m ? r.last_at : m),
+      undefined,
+    );
+    return {
+      micro: total?.micro ?? 0,
+      perDataset: rows.map((r) => ({
+        datasetId: r.dataset_id,
+        type: r.type,
+        requests: r.requests,
+        micro: r.micro,
+      })),
+      lastAt,
+    };
   }
 
-  reserveImage(
+  async reserveImage(
     e: ImageKey & { org: string; at: number },
     limit: number | undefined,
   ): Promise<boolean> {
@@ -132,16 +133,15 @@ export class SqliteUsageLedger implements UsageLedger {
       ).run(e.datasetId, e.itemId, e.url, e.org, year, e.at);
       return true;
     });
-    return guarded(() => tx.immediate());
+    return tx.immediate();
   }
 
-  releaseImage(e: ImageKey & { org: string; at: number }): Promise<void> {
-    return guarded(() => {
-      stmt(
-        this.db,
-        'DELETE FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ?',
-      ).run(e.datasetId, e.itemId, e.url);
-    });
+  async releaseImage(e: ImageKey & { org: string; at: number }): Promise<void> {
+    stmt(this.db, 'DELETE FROM image_events WHERE dataset_id = ? AND item_id = ? AND url = ?').run(
+      e.datasetId,
+      e.itemId,
+      e.url,
+    );
   }
 
   private imageBatch: Array<{
@@ -164,7 +164,7 @@ export class SqliteUsageLedger implements UsageLedger {
   private flushImages(): void {
     const batch = this.imageBatch;
     this.imageBatch = [];
-    guarded(() =>
+    try {
       this.db
         .transaction(() => {
           const insert = stmt(
@@ -189,20 +189,19 @@ export class SqliteUsageLedger implements UsageLedger {
             release.run(e.datasetId, e.itemId, e.url);
           }
         })
-        .immediate(),
-    ).then(
-      () => batch.forEach((b) => b.done()),
-      (err: unknown) => batch.forEach((b) => b.done(err ?? new Error('image event not recorded'))),
-    );
+        .immediate();
+    } catch (err) {
+      batch.forEach((b) => b.done(err ?? new Error('image event not recorded')));
+      return;
+    }
+    batch.forEach((b) => b.done());
   }
 
-  images(org: string, year: number): Promise<{ processed: number; lastAt?: number }> {
-    return guarded(() => {
-      const r = stmt(
-        this.db,
-        'SELECT count(*) AS n, max(at) AS last FROM image_counts WHERE org = ? AND year = ?',
-      ).get(org, year) as { n: number; last: number | null };
-      return { processed: r.n, ...(r.last !== null ? { lastAt: r.last } : {}) };
-    });
+  async images(org: string, year: number): Promise<{ processed: number; lastAt?: number }> {
+    const r = stmt(
+      this.db,
+      'SELECT count(*) AS n, max(at) AS last FROM image_counts WHERE org = ? AND year = ?',
+    ).get(org, year) as { n: number; last: number | null };
+    return { processed: r.n, ...(r.last !== null ? { lastAt: r.last } : {}) };
   }
 }

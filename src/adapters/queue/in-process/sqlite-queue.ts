@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { ProcessingJob } from '../../../domain/item';
 import type { JobHandler, JobQueue, QueueStats } from '../../../ports/job-queue';
-import { guarded, openDb, type Db, stmt } from '../../embedded/db';
+import { openDb, type Db, stmt } from '../../embedded/db';
 import { PauseGate } from '../pause-gate';
 import { nextRun, readyAgainAt, settlementFor } from '../../../ports/retry-rule';
 
@@ -49,25 +49,18 @@ export class SqliteJobQueue implements JobQueue {
     `);
   }
 
-  enqueue(jobs: ProcessingJob[]): Promise<void> {
-    if (jobs.length === 0) return Promise.resolve();
-    return guarded(() => {
-      const ins = stmt(
-        this.db,
-        `INSERT INTO jobs (key, payload, attempt, run_at, state) VALUES (?, ?, ?, ?, 'ready') ON CONFLICT(key) DO NOTHING`,
-      );
-      const at = this.now();
-      this.db.transaction(() => {
-        for (const j of jobs)
-          ins.run(
-            `${j.datasetId}\u0000${j.itemId}\u0000${j.url}`,
-            JSON.stringify(j),
-            j.attempt,
-            at,
-          );
-      })();
-      this.wake.emit('job');
-    });
+  async enqueue(jobs: ProcessingJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    const ins = stmt(
+      this.db,
+      `INSERT INTO jobs (key, payload, attempt, run_at, state) VALUES (?, ?, ?, ?, 'ready') ON CONFLICT(key) DO NOTHING`,
+    );
+    const at = this.now();
+    this.db.transaction(() => {
+      for (const j of jobs)
+        ins.run(`${j.datasetId}\u0000${j.itemId}\u0000${j.url}`, JSON.stringify(j), j.attempt, at);
+    })();
+    this.wake.emit('job');
   }
 
   async consume(
@@ -161,38 +154,34 @@ export class SqliteJobQueue implements JobQueue {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  stats(): Promise<QueueStats> {
-    return guarded(() => {
-      const now = this.now();
-      const r = stmt(
-        this.db,
-        `SELECT
+  async stats(): Promise<QueueStats> {
+    const now = this.now();
+    const r = stmt(
+      this.db,
+      `SELECT
              SUM(state = 'ready' AND run_at <= ?) AS ready,
              SUM(state = 'ready' AND run_at > ?) AS delayed,
              SUM(state = 'running') AS running,
              MIN(CASE WHEN state = 'ready' AND run_at <= ? THEN run_at END) AS oldest
            FROM jobs`,
-      ).get(now, now, now) as {
-        ready: number | null;
-        delayed: number | null;
-        running: number | null;
-        oldest: number | null;
-      };
-      const dead = (stmt(this.db, 'SELECT COUNT(*) AS n FROM dead_jobs').get() as { n: number }).n;
-      return {
-        ready: r.ready ?? 0,
-        delayed: r.delayed ?? 0,
-        running: r.running ?? 0,
-        dead,
-        oldestReadyAgeMs: r.oldest === null ? 0 : now - r.oldest,
-      };
-    });
+    ).get(now, now, now) as {
+      ready: number | null;
+      delayed: number | null;
+      running: number | null;
+      oldest: number | null;
+    };
+    const dead = (stmt(this.db, 'SELECT COUNT(*) AS n FROM dead_jobs').get() as { n: number }).n;
+    return {
+      ready: r.ready ?? 0,
+      delayed: r.delayed ?? 0,
+      running: r.running ?? 0,
+      dead,
+      oldestReadyAgeMs: r.oldest === null ? 0 : now - r.oldest,
+    };
   }
 
-  ping(): Promise<void> {
-    return guarded(() => {
-      stmt(this.db, 'SELECT 1').get();
-    });
+  async ping(): Promise<void> {
+    stmt(this.db, 'SELECT 1').get();
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,26 @@
+import type { EnginePorts } from '../engine-ports';
+import { enginePolicy, type PortTimers } from '../port-policy';
+import { EmbeddedAccountStore } from './account-store';
+import { EmbeddedContentStore } from './content-store';
+import { sqliteOutage, type Db } from './db';
+import { SqliteEventLog } from './event-log';
+import { FileKeyStore } from './file-key-store';
+import { EmbeddedSearchEngine } from './search-engine';
+import { SqliteUsageLedger } from './usage-ledger';
+
+/**
+ * The embedded engine's ports on one SQLite file (and the server key beside it in `dataDir`),
+ * each under the SQLite outage policy and timed by port when `timers` are given. The composition
+ * root and the tests that open an engine build them here, so both run the same policy.
+ */
+export function embeddedPorts(db: Db, dataDir: string, timers?: PortTimers): EnginePorts {
+  const port = enginePolicy(sqliteOutage, timers);
+  return {
+    accounts: port('accounts', new EmbeddedAccountStore(db)),
+    content: port('content', new EmbeddedContentStore(db)),
+    engine: port('engine', new EmbeddedSearchEngine(db)),
+    ledger: port('ledger', new SqliteUsageLedger(db)),
+    events: port('events', new SqliteEventLog(db)),
+    keys: port('keys', new FileKeyStore(dataDir)),
+  };
+}

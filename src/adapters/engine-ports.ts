@@ -1,0 +1,16 @@
+import type { AccountStore } from '../ports/account-store';
+import type { ContentStore } from '../ports/content-store';
+import type { EventLog } from '../ports/event-log';
+import type { KeyStore } from '../ports/key-store';
+import type { SearchEngine } from '../ports/search-engine';
+import type { UsageLedger } from '../ports/usage-ledger';
+
+/** Every port with state, as one engine provides them (embeddedPorts, esPorts). */
+export interface EnginePorts {
+  accounts: AccountStore;
+  content: ContentStore;
+  engine: SearchEngine;
+  ledger: UsageLedger;
+  events: EventLog;
+  keys: KeyStore;
+}
