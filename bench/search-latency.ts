@@ -11,7 +11,8 @@
 import { Client } from '@elastic/elasticsearch';
 import fs from 'node:fs';
 import path from 'node:path';
-import { EmbeddedContentStore } from '../src/adapters/embedded/content-store';
+import { EmbeddedItemProcessing } from '../src/adapters/embedded/item-processing';
+import { EmbeddedItemWriter } from '../src/adapters/embedded/item-writer';
 import { openDb } from '../src/adapters/embedded/db';
 import { EmbeddedSearchEngine } from '../src/adapters/embedded/search-engine';
 import v8 from 'node:v8';
@@ -74,11 +75,12 @@ function seedEmbedded(app: RunningApp, datasetId: string, vectors: BenchVectors)
   // A second connection to the same file, in one transaction: the measured path is search,
   // not 100,000 separate fsyncs.
   const db = openDb(path.join(app.container.config.dataDir, 'store.db'));
-  const store = new EmbeddedContentStore(db);
+  const writer = new EmbeddedItemWriter(db);
+  const processing = new EmbeddedItemProcessing(db);
   db.exec('BEGIN');
   let batch: StoredItem[] = [];
   const flush = (): void => {
-    void store.applyWrites(
+    void writer.applyWrites(
       datasetId,
       batch.map((it) => ({
         id: it.id,
@@ -90,7 +92,7 @@ function seedEmbedded(app: RunningApp, datasetId: string, vectors: BenchVectors)
       batch[0]!.createdAt,
     );
     for (const it of batch)
-      void store.markProcessed(
+      void processing.markProcessed(
         { datasetId, itemId: it.id, url: it.url, attempt: 1 },
         {
           width: it.image!.width,

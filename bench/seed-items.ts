@@ -1,5 +1,5 @@
 import { toDoc } from '../src/adapters/elasticsearch/document';
-import { ElasticsearchStore } from '../src/adapters/elasticsearch/es-store';
+import { esPorts } from '../src/adapters/elasticsearch/es-ports';
 import type { EsIndices } from '../src/adapters/elasticsearch/indices';
 import { DescriptorEmbedder } from '../src/adapters/embedders/descriptor';
 import { hybridId } from '../src/adapters/embedders/index';
@@ -79,7 +79,7 @@ export async function seedElasticsearch(
   vectors: BenchVectors,
 ): Promise<void> {
   const es = indices.client;
-  const store = new ElasticsearchStore(indices, Date.now, vectors.dimensions);
+  const { content: store } = esPorts(indices, { vectorDims: vectors.dimensions });
   const first = catalogue(1).next().value as StoredItem;
   await store.applyWrites(datasetId, [{ id: first.id, url: first.url }], 'post', Date.now());
   const index = indices.items(datasetId);

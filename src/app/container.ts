@@ -22,6 +22,7 @@ import type { Embedder } from '../ports/embedder';
 import type { ImageFetcher } from '../ports/image-fetcher';
 import { Metrics } from '../observability/metrics';
 import type { EmbedderRef } from '../domain/dataset';
+import { contentParts } from '../ports/content-store';
 import type { JobQueue } from '../ports/job-queue';
 import { AuthService } from '../services/auth';
 import { ContentService } from '../services/content';
@@ -77,11 +78,20 @@ function countBytes(fetcher: ImageFetcher, metrics: Metrics): ImageFetcher {
 /** Which adapter serves each port (start-up banner, and the test that nothing falls back). */
 export function describePorts(c: Container): Record<string, string> {
   const { accounts, content, engine, ledger, events, keys, queue } = c;
+  const items = contentParts(content);
+  const ports = {
+    accounts,
+    itemReader: items?.reader,
+    itemWriter: items?.writer,
+    itemProcessing: items?.processing,
+    engine,
+    ledger,
+    events,
+    keys,
+    queue,
+  };
   return Object.fromEntries(
-    Object.entries({ accounts, content, engine, ledger, events, keys, queue }).map(([k, v]) => [
-      k,
-      (v as object).constructor.name,
-    ]),
+    Object.entries(ports).map(([k, v]) => [k, v ? (v as object).constructor.name : 'none']),
   );
 }
 

@@ -8,7 +8,9 @@ import { QUEUE, SEARCH_BACKEND, startTestApp } from '../helpers/app';
 const EXPECTED: Record<string, Record<string, string>> = {
   embedded: {
     accounts: 'EmbeddedAccountStore',
-    content: 'EmbeddedContentStore',
+    itemReader: 'EmbeddedItemReader',
+    itemWriter: 'EmbeddedItemWriter',
+    itemProcessing: 'EmbeddedItemProcessing',
     engine: 'EmbeddedSearchEngine',
     ledger: 'SqliteUsageLedger',
     events: 'SqliteEventLog',
@@ -16,8 +18,10 @@ const EXPECTED: Record<string, Record<string, string>> = {
   },
   elasticsearch: {
     accounts: 'EsAccountStore',
-    content: 'ElasticsearchStore',
-    engine: 'ElasticsearchStore',
+    itemReader: 'EsItemReader',
+    itemWriter: 'EsItemWriter',
+    itemProcessing: 'EsItemProcessing',
+    engine: 'EsSearchEngine',
     ledger: 'EsUsageLedger',
     events: 'EsEventLog',
     keys: 'EsKeyStore',

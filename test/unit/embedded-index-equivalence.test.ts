@@ -5,13 +5,14 @@
  * the change log as well as being built), and random conditions, sorts and figures.
  */
 import fc from 'fast-check';
-import { EmbeddedContentStore } from '../../src/adapters/embedded/content-store';
 import { openDb, type Db } from '../../src/adapters/embedded/db';
+import { embeddedContent } from '../../src/adapters/embedded/embedded-ports';
 import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
 import { SqlSearchEngine } from '../../src/adapters/embedded/sql-search-engine';
 import type { AnalyticsSpec, Figures } from '../../src/domain/analytics';
 import type { Metadata, MetadataValue } from '../../src/domain/metadata';
 import type { Condition } from '../../src/query/ast';
+import type { ContentStore } from '../../src/ports/content-store';
 import type { SearchEngine } from '../../src/ports/search-engine';
 
 const DS = 'ds1';
@@ -171,14 +172,14 @@ function vectorOf(id: string, width: number): number[] {
 
 interface World {
   db: Db;
-  store: EmbeddedContentStore;
+  store: ContentStore;
   memory: EmbeddedSearchEngine;
   sql: SqlSearchEngine;
 }
 
 async function play(ops: Op[]): Promise<World> {
   const db = openDb(':memory:');
-  const store = new EmbeddedContentStore(db);
+  const store = embeddedContent(db);
   const world = { db, store, memory: new EmbeddedSearchEngine(db), sql: new SqlSearchEngine(db) };
   let t = 0;
   const datasetOf = new Map<string, string>();

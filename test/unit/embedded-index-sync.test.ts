@@ -4,23 +4,18 @@
  * and an index that slept past the pruned part of the log.
  */
 import path from 'node:path';
-import { EmbeddedContentStore } from '../../src/adapters/embedded/content-store';
 import { openDb, type Db } from '../../src/adapters/embedded/db';
+import { embeddedContent } from '../../src/adapters/embedded/embedded-ports';
 import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
 import { SqlSearchEngine } from '../../src/adapters/embedded/sql-search-engine';
+import type { ContentStore } from '../../src/ports/content-store';
 import type { Condition } from '../../src/query/ast';
 import { tempDir } from '../helpers/app';
 
 const T0 = Date.UTC(2026, 0, 1);
 const sort = { field: 'n', order: 'asc' as const };
 
-async function put(
-  store: EmbeddedContentStore,
-  ds: string,
-  id: string,
-  n: number,
-  processed = true,
-) {
+async function put(store: ContentStore, ds: string, id: string, n: number, processed = true) {
   const url = `https://img.example.com/${id}.jpg`;
   await store.applyWrites(
     ds,
@@ -50,7 +45,7 @@ describe('embedded index keeps in step with the store', () => {
     const writer = openDb(file);
     const reader = openDb(file);
     dbs.push(writer, reader);
-    const store = new EmbeddedContentStore(writer);
+    const store = embeddedContent(writer);
     const engine = new EmbeddedSearchEngine(reader);
     await put(store, 'd', 'a', 1);
     await put(store, 'd', 'b', 2, false);
@@ -76,7 +71,7 @@ describe('embedded index keeps in step with the store', () => {
   it('a pk freed by one dataset and reused by another stays out of the first', async () => {
     const db = openDb(':memory:');
     dbs.push(db);
-    const store = new EmbeddedContentStore(db);
+    const store = embeddedContent(db);
     const engine = new EmbeddedSearchEngine(db);
     await put(store, 'x', 'one', 1);
     await put(store, 'x', 'two', 2);
@@ -90,7 +85,7 @@ describe('embedded index keeps in step with the store', () => {
   it('rebuilds when the log it would need was pruned', async () => {
     const db = openDb(':memory:');
     dbs.push(db);
-    const store = new EmbeddedContentStore(db);
+    const store = embeddedContent(db);
     const engine = new EmbeddedSearchEngine(db);
     await put(store, 'p', 'keep', 0);
     expect((await ids(engine, 'p')).total).toBe(1);
@@ -113,7 +108,7 @@ describe('embedded index keeps in step with the store', () => {
     const file = path.join(tempDir('vss-index-'), 'store.db');
     const db = openDb(file);
     dbs.push(db);
-    const store = new EmbeddedContentStore(db);
+    const store = embeddedContent(db);
     const engine = new EmbeddedSearchEngine(db);
     const N = 5000;
     const content = Array.from({ length: N }, (_, i) => ({

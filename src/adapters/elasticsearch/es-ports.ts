@@ -1,17 +1,28 @@
+import { contentStore } from '../../ports/content-store';
 import type { EnginePorts } from '../engine-ports';
 import { enginePolicy, type PortTimers } from '../port-policy';
 import { EsAccountStore } from './es-account-store';
 import { EsEventLog } from './es-event-log';
 import { EsKeyStore } from './es-key-store';
-import { ElasticsearchStore } from './es-store';
 import { EsUsageLedger } from './es-usage-ledger';
+import { FieldCatalogues } from './field-catalogue';
 import type { EsIndices } from './indices';
+import { EsItemProcessing } from './item-processing';
+import { EsItemReader } from './item-reader';
+import { EsItemWriter } from './item-writer';
+import { KnownVersions } from './known-versions';
 import { toUnavailable } from './outage';
+import { EsSearchEngine } from './search-engine';
 
 /**
  * The Elasticsearch engine's ports on the installation's indices, each under the Elasticsearch
  * outage policy and timed by port when `timers` are given. The composition root and the tests
  * that open an engine build them here, so both run the same policy.
+ *
+ * Items live one index per dataset (named and created by EsIndices). Their three ports share
+ * what this process remembers: the fields of each dataset (a 2 s memo the writer clears) and a
+ * worker's realtime read of its item, kept for its result write (KnownVersions). Nothing
+ * remembers whether an index exists: another host may create or delete it.
  */
 export function esPorts(
   indices: EsIndices,
@@ -23,11 +34,16 @@ export function esPorts(
   timers?: PortTimers,
 ): EnginePorts {
   const port = enginePolicy(toUnavailable, timers);
-  const store = new ElasticsearchStore(indices, opts.now ?? Date.now, opts.vectorDims);
+  const catalogues = new FieldCatalogues(indices, opts.now ?? Date.now);
+  const known = new KnownVersions();
   return {
     accounts: port('accounts', new EsAccountStore(indices)),
-    content: port('content', store),
-    engine: port('engine', store),
+    content: contentStore({
+      reader: port('itemReader', new EsItemReader(indices, catalogues, known)),
+      writer: port('itemWriter', new EsItemWriter(indices, catalogues, opts.vectorDims)),
+      processing: port('itemProcessing', new EsItemProcessing(indices, opts.vectorDims, known)),
+    }),
+    engine: port('engine', new EsSearchEngine(indices)),
     ledger: port('ledger', new EsUsageLedger(indices)),
     events: port('events', new EsEventLog(indices)),
     keys: port('keys', new EsKeyStore(indices)),

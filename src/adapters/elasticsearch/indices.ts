@@ -179,7 +179,7 @@ export class EsIndices {
    * against the version it read before the download) would make an empty index nobody deletes.
    * The template forbids that (`allow_auto_create: false`): such a write answers
    * index_not_found, which every writer here treats as "the dataset is gone" or creates the
-   * index itself first (ItemWrites). An index made anyway gets the real mapping, so the sweeps
+   * index itself first (EsItemWriter). An index made anyway gets the real mapping, so the sweeps
    * that sort every item index by `dataset` keep working.
    */
   async ensureItemTemplate(dims: number): Promise<void> {

@@ -1,12 +1,14 @@
 import { errors } from '@elastic/elasticsearch';
 import type { ProcessingJob } from '../../domain/item';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
+import type { ItemProcessing, JobPage } from '../../ports/item-processing';
 import { docVector, fromDoc, toDoc, type ItemDoc } from './document';
+import { staleQuery } from './dsl';
 import { CAS_RETRIES, backoff } from './cas';
 import { unavailable } from './outage';
 import { GroupedCas } from './grouped-cas';
 import { isConflict, type EsIndices } from './indices';
-import { ItemIndex, isIndexMissing } from './item-index';
+import { ItemIndex, isIndexMissing, orEmpty } from './item-index';
 import type { KnownVersions } from './known-versions';
 import { vectorMapping } from './mapping';
 
@@ -19,8 +21,9 @@ const isUnmappedField = (e: unknown): boolean =>
   );
 
 /**
- * Workers' results: processed, embedded, failed, postponed. Each is a compare-and-swap on the
- * item, so a job for an old url can never overwrite the result for a newer one.
+ * ItemProcessing on Elasticsearch. Workers' results: processed, embedded, failed, postponed.
+ * Each is a compare-and-swap on the item, so a job for an old url can never overwrite the result
+ * for a newer one. The recovery sweeps' job pages walk every item index.
  *
  * Vectors of each size live in a field of their own (vectorField), which the strict item
  * mapping must declare before a vector of that size is written. Two steps see to it, and no
@@ -33,14 +36,14 @@ const isUnmappedField = (e: unknown): boolean =>
  *   again. Two hosts adding the same field at once is harmless (the same definition is a
  *   no-op), and so is adding it to an index that was created with it a moment before.
  */
-export class ItemProcessing extends ItemIndex {
+export class EsItemProcessing extends ItemIndex implements ItemProcessing {
   private vectorFieldReady: Promise<void> | undefined;
   private readonly grouped = new GroupedCas(() => this.client);
 
   constructor(
     indices: EsIndices,
     private readonly vectorDims: number,
-    /** Items as this process's workers just read them (ItemReads): written without a read. */
+    /** Items as this process's workers just read them (EsItemReader): written without a read. */
     private readonly known?: KnownVersions,
   ) {
     super(indices);
@@ -148,6 +151,56 @@ export class ItemProcessing extends ItemIndex {
       }
     }
     throw unavailable(`item '${job.itemId}' changed concurrently too often`, 1);
+  }
+
+  async staleEmbeddingCount(datasetId: string, embedder: string): Promise<number> {
+    return orEmpty(
+      async () =>
+        (await this.client.count({ index: this.index(datasetId), query: staleQuery(embedder) }))
+          .count,
+      0,
+    );
+  }
+
+  async pendingJobs(cursor: string | undefined, limit: number): Promise<JobPage> {
+    return this.jobsMatching({ term: { state: 'pending' } }, cursor, limit);
+  }
+
+  async staleEmbeddings(
+    embedder: string,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<JobPage> {
+    return this.jobsMatching(staleQuery(embedder), cursor, limit);
+  }
+
+  /** Items of every dataset matching `query`, as jobs, paged with search_after. */
+  private async jobsMatching(
+    query: unknown,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<JobPage> {
+    const r = await this.client.search<ItemDoc>(
+      {
+        index: this.indices.allItems,
+        query: query as never,
+        sort: [{ dataset: 'asc' }, { id: 'asc' }],
+        size: limit,
+        _source: ['dataset', 'id', 'url'],
+        ...(cursor ? { search_after: JSON.parse(cursor) as never[] } : {}),
+      },
+      { ignore: [404] },
+    );
+    const hits = r.hits?.hits ?? [];
+    return {
+      jobs: hits.map((h) => ({
+        datasetId: h._source!.dataset,
+        itemId: h._source!.id,
+        url: h._source!.url,
+        attempt: 1,
+      })),
+      ...(hits.length === limit ? { next: JSON.stringify(hits[hits.length - 1].sort) } : {}),
+    };
   }
 
   private prepareVectorField(): Promise<void> {

@@ -1,10 +1,13 @@
+import { contentStore, type ContentStore } from '../../ports/content-store';
 import type { EnginePorts } from '../engine-ports';
 import { enginePolicy, type PortTimers } from '../port-policy';
 import { EmbeddedAccountStore } from './account-store';
-import { EmbeddedContentStore } from './content-store';
 import { sqliteOutage, type Db } from './db';
 import { SqliteEventLog } from './event-log';
 import { FileKeyStore } from './file-key-store';
+import { EmbeddedItemProcessing } from './item-processing';
+import { EmbeddedItemReader } from './item-reader';
+import { EmbeddedItemWriter } from './item-writer';
 import { EmbeddedSearchEngine } from './search-engine';
 import { SqliteUsageLedger } from './usage-ledger';
 
@@ -17,10 +20,20 @@ export function embeddedPorts(db: Db, dataDir: string, timers?: PortTimers): Eng
   const port = enginePolicy(sqliteOutage, timers);
   return {
     accounts: port('accounts', new EmbeddedAccountStore(db)),
-    content: port('content', new EmbeddedContentStore(db)),
+    content: embeddedContent(db, timers),
     engine: port('engine', new EmbeddedSearchEngine(db)),
     ledger: port('ledger', new SqliteUsageLedger(db)),
     events: port('events', new SqliteEventLog(db)),
     keys: port('keys', new FileKeyStore(dataDir)),
   };
+}
+
+/** The item ports of embeddedPorts alone (tests and benches that only write and read items). */
+export function embeddedContent(db: Db, timers?: PortTimers): ContentStore {
+  const port = enginePolicy(sqliteOutage, timers);
+  return contentStore({
+    reader: port('itemReader', new EmbeddedItemReader(db)),
+    writer: port('itemWriter', new EmbeddedItemWriter(db)),
+    processing: port('itemProcessing', new EmbeddedItemProcessing(db)),
+  });
 }

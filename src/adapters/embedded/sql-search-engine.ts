@@ -10,8 +10,8 @@ import type {
 } from '../../ports/search-engine';
 import { VectorCache, topK } from './vector-cache';
 import { excludedRows, scoredHits } from './vector-hits';
-import type { ItemRow } from './content-store';
-import { toStoredItem } from './content-store';
+import type { ItemRow } from './item-row';
+import { toStoredItem } from './item-row';
 import { type Db, stmt } from './db';
 import { QUERYABLE, sortSql, whereClause } from './sql-query';
 import { embeddedAnalytics } from './analytics';

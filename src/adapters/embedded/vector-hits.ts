@@ -1,7 +1,7 @@
 import type { StoredItem } from '../../domain/item';
 import type { ScoredItem } from '../../ports/search-engine';
-import type { ItemRow } from './content-store';
-import { toStoredItem } from './content-store';
+import type { ItemRow } from './item-row';
+import { toStoredItem } from './item-row';
 import { stmt, type Db } from './db';
 import type { Matrix } from './vector-cache';
 import { cosineScore } from './vectors';

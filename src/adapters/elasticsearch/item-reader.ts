@@ -1,13 +1,9 @@
 import type { DatasetCounts } from '../../domain/dataset';
-import type {
-  ListEntry,
-  ProcessingErrorRecord,
-  ProcessingJob,
-  StoredItem,
-} from '../../domain/item';
-import type { StoredEmbedding } from '../../ports/content-store';
+import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../../domain/item';
+import type { ItemReader, StoredEmbedding } from '../../ports/item-reader';
+import type { FieldCatalogue } from '../../query/resolve';
 import { docVector, fromDoc, type ItemDoc } from './document';
-import { staleQuery } from './dsl';
+import type { FieldCatalogues } from './field-catalogue';
 import { KeyedGroupCommit } from '../group-commit';
 import type { EsIndices } from './indices';
 import type { KnownVersions } from './known-versions';
@@ -16,15 +12,15 @@ import { ItemIndex, orEmpty, type Hit } from './item-index';
 /** GET content pages past this window walk the index with search_after. */
 const WINDOW = 10_000;
 
-type JobPage = { jobs: ProcessingJob[]; next?: string };
-
 /**
- * Reads of items: details, listing, counts, errors, embeddings, and the job pages the worker
- * sweeps walk. A dataset whose index does not exist reads as empty.
+ * ItemReader on Elasticsearch: details, listing, counts, fields, errors, embeddings. A dataset
+ * whose index does not exist reads as empty.
  */
-export class ItemReads extends ItemIndex {
+export class EsItemReader extends ItemIndex implements ItemReader {
   constructor(
     indices: EsIndices,
+    /** The fields of each dataset, shared with the writer, whose writes forget them. */
+    private readonly catalogues: FieldCatalogues,
     /** Where a worker's realtime read of its item is kept for the result write that follows. */
     private readonly known?: KnownVersions,
   ) {
@@ -187,53 +183,15 @@ export class ItemReads extends ItemIndex {
     );
   }
 
-  async staleEmbeddingCount(datasetId: string, embedder: string): Promise<number> {
-    return orEmpty(
-      async () =>
-        (await this.client.count({ index: this.index(datasetId), query: staleQuery(embedder) }))
-          .count,
-      0,
-    );
+  catalogue(datasetId: string): Promise<FieldCatalogue> {
+    return this.catalogues.catalogue(datasetId);
   }
 
-  async pendingJobs(cursor: string | undefined, limit: number): Promise<JobPage> {
-    return this.jobsMatching({ term: { state: 'pending' } }, cursor, limit);
+  publicFields(datasetId: string): Promise<string[]> {
+    return this.catalogues.publicFields(datasetId);
   }
 
-  async staleEmbeddings(
-    embedder: string,
-    cursor: string | undefined,
-    limit: number,
-  ): Promise<JobPage> {
-    return this.jobsMatching(staleQuery(embedder), cursor, limit);
-  }
-
-  /** Items of every dataset matching `query`, as jobs, paged with search_after. */
-  private async jobsMatching(
-    query: unknown,
-    cursor: string | undefined,
-    limit: number,
-  ): Promise<JobPage> {
-    const r = await this.client.search<ItemDoc>(
-      {
-        index: this.indices.allItems,
-        query: query as never,
-        sort: [{ dataset: 'asc' }, { id: 'asc' }],
-        size: limit,
-        _source: ['dataset', 'id', 'url'],
-        ...(cursor ? { search_after: JSON.parse(cursor) as never[] } : {}),
-      },
-      { ignore: [404] },
-    );
-    const hits = r.hits?.hits ?? [];
-    return {
-      jobs: hits.map((h) => ({
-        datasetId: h._source!.dataset,
-        itemId: h._source!.id,
-        url: h._source!.url,
-        attempt: 1,
-      })),
-      ...(hits.length === limit ? { next: JSON.stringify(hits[hits.length - 1].sort) } : {}),
-    };
+  async ping(): Promise<void> {
+    await this.client.cluster.health({ timeout: '2s' });
   }
 }

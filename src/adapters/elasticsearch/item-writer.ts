@@ -1,7 +1,7 @@
 import type { ContentWrite, WriteMode } from '../../domain/content';
 import { applyWrite } from '../../domain/content-write';
 import type { ProcessingJob } from '../../domain/item';
-import { PartialWrite } from '../../ports/content-store';
+import { PartialWrite, type ItemWriter } from '../../ports/item-writer';
 import { fromDoc, toDoc } from './document';
 import type { FieldCatalogues } from './field-catalogue';
 import { CAS_RETRIES, backoff } from './cas';
@@ -12,8 +12,8 @@ import { Refresher } from './refresher';
 
 type BulkResult = { status: number; error?: { type: string; reason?: string | null } };
 
-/** Client writes of items (POST/PUT/DELETE content, dataset deletion). */
-export class ItemWrites extends ItemIndex {
+/** ItemWriter on Elasticsearch: clients' writes of items (POST/PUT/DELETE content, dataset deletion). */
+export class EsItemWriter extends ItemIndex implements ItemWriter {
   /** A client's writes are searchable when answered; the index itself refreshes every second. */
   private readonly refresher = new Refresher(() => this.client);
 

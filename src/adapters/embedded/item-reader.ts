@@ -1,0 +1,138 @@
+import type { DatasetCounts } from '../../domain/dataset';
+import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../../domain/item';
+import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
+import type { ValueKind } from '../../domain/metadata';
+import type { ItemReader, StoredEmbedding } from '../../ports/item-reader';
+import type { FieldCatalogue } from '../../query/resolve';
+import { count } from './bitset';
+import { type Db, stmt } from './db';
+import { MemoryIndexes } from './index-sync';
+import { chunks, toStoredItem, type ItemRow } from './item-row';
+import { blobVector } from './vectors';
+
+/** ItemReader on the embedded SQLite file (counts from the search index when it is in memory). */
+export class EmbeddedItemReader implements ItemReader {
+  constructor(private readonly db: Db) {}
+
+  async existingIds(datasetId: string, ids: string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (const part of chunks([...new Set(ids)], 500)) {
+      const rows = stmt(
+        this.db,
+        `SELECT id FROM items WHERE dataset_id = ? AND id IN (${part.map(() => '?').join(',')})`,
+      ).all(datasetId, ...part) as { id: string }[];
+      for (const r of rows) found.add(r.id);
+    }
+    return found;
+  }
+
+  async list(datasetId: string, offset: number, limit: number): Promise<ListEntry[]> {
+    return (
+      stmt(
+        this.db,
+        'SELECT id, url, state FROM items WHERE dataset_id = ? ORDER BY id LIMIT ? OFFSET ?',
+      ).all(datasetId, limit, offset) as { id: string; url: string; state: string }[]
+    ).map((r) => ({ id: r.id, url: r.url, processed: r.state === 'processed' }));
+  }
+
+  async getItems(datasetId: string, ids: string[]): Promise<StoredItem[]> {
+    const out: StoredItem[] = [];
+    for (const part of chunks([...new Set(ids)], 500)) {
+      const rows = stmt(
+        this.db,
+        `SELECT * FROM items WHERE dataset_id = ? AND id IN (${part.map(() => '?').join(',')})`,
+      ).all(datasetId, ...part) as ItemRow[];
+      out.push(...rows.map(toStoredItem));
+    }
+    return out;
+  }
+
+  async counts(datasetId: string): Promise<DatasetCounts> {
+    const errors = (
+      stmt(this.db, 'SELECT COUNT(*) AS n FROM processing_errors WHERE dataset_id = ?').get(
+        datasetId,
+      ) as { n: number }
+    ).n;
+    // Every Vision request checks the processed count: counting 100,000 index entries in
+    // SQL is most of a search's time, while the search index (when in memory) knows.
+    const ix = MemoryIndexes.of(this.db).peek(datasetId);
+    if (ix)
+      return {
+        items: ix.slotOfPk.size,
+        processed: count(ix.processed),
+        pending: count(ix.pending),
+        errors,
+      };
+    const rows = stmt(
+      this.db,
+      'SELECT state, COUNT(*) AS n FROM items WHERE dataset_id = ? GROUP BY state',
+    ).all(datasetId) as { state: string; n: number }[];
+    const by = Object.fromEntries(rows.map((r) => [r.state, r.n])) as Record<string, number>;
+    return {
+      items: rows.reduce((s, r) => s + r.n, 0),
+      processed: by.processed ?? 0,
+      pending: by.pending ?? 0,
+      errors,
+    };
+  }
+
+  async catalogue(datasetId: string): Promise<FieldCatalogue> {
+    const out = new Map<string, Set<ValueKind>>();
+    const rows = stmt(
+      this.db,
+      "SELECT field, kind FROM field_kinds WHERE dataset_id = ? AND scope = 'pub'",
+    ).all(datasetId) as {
+      field: string;
+      kind: ValueKind;
+    }[];
+    for (const r of rows) {
+      if (!out.has(r.field)) out.set(r.field, new Set());
+      out.get(r.field)!.add(r.kind);
+    }
+    return out;
+  }
+
+  async publicFields(datasetId: string): Promise<string[]> {
+    const rows = stmt(
+      this.db,
+      "SELECT DISTINCT field FROM field_kinds WHERE dataset_id = ? AND scope = 'pub' ORDER BY field",
+    ).all(datasetId) as { field: string }[];
+    return [...rows.map((r) => r.field), ...GENERATED_FIELDS, ...SERVICE_TIME_FIELDS];
+  }
+
+  async getEmbedding(datasetId: string, id: string): Promise<StoredEmbedding | undefined> {
+    const r = stmt(
+      this.db,
+      `SELECT i.state, v.embedder, v.vec FROM items i LEFT JOIN item_vectors v ON v.item_pk = i.pk
+           WHERE i.dataset_id = ? AND i.id = ?`,
+    ).get(datasetId, id) as
+      { state: string; embedder: string | null; vec: Buffer | null } | undefined;
+    if (!r || r.state !== 'processed') return undefined;
+    return {
+      ...(r.embedder !== null ? { embedder: r.embedder } : {}),
+      ...(r.vec?.byteLength ? { vector: Array.from(blobVector(r.vec)) } : {}),
+    };
+  }
+
+  async listErrors(
+    datasetId: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ errors: ProcessingErrorRecord[]; total: number }> {
+    const errors = stmt(
+      this.db,
+      `SELECT item_id AS id, url, code, message, attempts, occurred_at AS occurredAt FROM processing_errors
+           WHERE dataset_id = ? ORDER BY item_id LIMIT ? OFFSET ?`,
+    ).all(datasetId, limit, offset) as ProcessingErrorRecord[];
+    const total = (
+      stmt(this.db, 'SELECT COUNT(*) AS n FROM processing_errors WHERE dataset_id = ?').get(
+        datasetId,
+      ) as { n: number }
+    ).n;
+    return { errors, total };
+  }
+
+  async ping(): Promise<void> {
+    stmt(this.db, 'SELECT 1').get();
+  }
+}

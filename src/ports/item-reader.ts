@@ -1,0 +1,42 @@
+import type { DatasetCounts } from '../domain/dataset';
+import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../domain/item';
+import type { FieldCatalogue } from '../query/resolve';
+
+export interface StoredEmbedding {
+  vector?: number[];
+  embedder?: string;
+}
+
+/** Reads of a dataset's items by id and in id order, their counts, fields and errors. */
+export interface ItemReader {
+  /** Ids of `ids` that exist in the dataset. */
+  existingIds(datasetId: string, ids: string[]): Promise<Set<string>>;
+  /** Items in id (code point) order. */
+  list(datasetId: string, offset: number, limit: number): Promise<ListEntry[]>;
+  /**
+   * Items by id as queries see them; `latest` reads the newest write instead (a worker deciding
+   * what its own job did), which an engine with a refresh delay may answer differently.
+   */
+  getItems(datasetId: string, ids: string[], opts?: { latest?: boolean }): Promise<StoredItem[]>;
+  counts(datasetId: string): Promise<DatasetCounts>;
+  catalogue(datasetId: string): Promise<FieldCatalogue>;
+  /** Public and generated field names, for content/fields `*`. */
+  publicFields(datasetId: string): Promise<string[]>;
+  /**
+   * A processed item's embedding and the embedder that made it; undefined when the item is
+   * unknown or not processed. `vector` is absent when the image could not be embedded again
+   * after an embedder change, `embedder` too when the item predates embeddings.
+   */
+  getEmbedding(
+    datasetId: string,
+    id: string,
+    opts?: { latest?: boolean },
+  ): Promise<StoredEmbedding | undefined>;
+  listErrors(
+    datasetId: string,
+    offset: number,
+    limit: number,
+  ): Promise<{ errors: ProcessingErrorRecord[]; total: number }>;
+  /** Resolves when the items can be read (readiness, and a worker's probe after an outage). */
+  ping(): Promise<void>;
+}
