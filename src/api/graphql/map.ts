@@ -45,6 +45,8 @@ export function toVisionItem(
 ): VisionItem {
   return Object.assign(new VisionItem(), {
     item,
+    organisation: link.org,
+    dataset: link.dataset,
     id: item.id,
     exploreUrl: exploreUrl(link.baseUrl, link.org, link.dataset, item.id, link.carry),
     score,

@@ -1,5 +1,8 @@
 import { ApolloServer } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -64,6 +67,9 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
     plugins: [
       ...protection.plugins,
       ApolloServerPluginLandingPageDisabled(),
+      // A subgraph would otherwise return a timed trace of every resolver (ftv1) to any client
+      // that asks with a header: the router sends nothing to a usage service here.
+      ApolloServerPluginInlineTraceDisabled(),
       {
         async requestDidStart() {
           const end = c.metrics.graphqlDuration.startTimer();

@@ -319,6 +319,19 @@ export class VisionItemFields {
     return typeof v === 'boolean' ? v : null;
   }
 
+  @FieldResolver(() => [VisionItem], {
+    description:
+      "Billable (SIMILAR), as Vision.similar: this item first (score 1), then the limit − 1 most similar items matching q. Lets another subgraph's entity reference ask for it (contract §19).",
+  })
+  async similar(
+    @Root() i: VisionItem,
+    @Args(() => SimilarityArgs) a: SimilarityArgs,
+    @Ctx() ctx: GqlContext,
+  ): Promise<VisionItem[]> {
+    const vis = Object.assign(new Vision(), { org: i.organisation, dataset: i.dataset });
+    return new VisionResolver().similar(vis, i.id, a, false, ctx);
+  }
+
   @FieldResolver(() => [String], {
     nullable: true,
     description: 'The value as a list of strings if it is an array (numbers as strings).',

@@ -1,5 +1,5 @@
 import { FieldHistogram, FieldStats, SearchFacet } from './analytics';
-import { Field, Float, ID, Int, ObjectType } from 'type-graphql';
+import { Directive, Field, Float, ID, Int, ObjectType } from 'type-graphql';
 import type { StoredItem } from '../../../domain/item';
 import { ImageInfo } from './dataset';
 
@@ -14,10 +14,21 @@ export class Vision {
   dataset!: string;
 }
 
+/**
+ * A federation entity (contract §19): another subgraph returns `{ organisation, dataset, id }`
+ * and the router resolves the rest here (federation.ts), with the request's dataset token.
+ */
+@Directive('@key(fields: "organisation dataset id")')
 @ObjectType({ description: 'A processed item as the Vision API returns it: public metadata only.' })
 export class VisionItem {
   /** The stored item; only its public parts are exposed. */
   item!: StoredItem;
+
+  @Field(() => String)
+  organisation!: string;
+
+  @Field(() => String)
+  dataset!: string;
 
   @Field(() => ID)
   id!: string;
