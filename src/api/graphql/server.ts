@@ -3,6 +3,7 @@ import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
+import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -14,9 +15,34 @@ import { formatError } from './errors';
 import { CONTENT_TYPES, PAGE_CSP, graphiqlHtml, loadWebAssets } from './graphiql-page';
 import { graphqlSchema } from './schema';
 import { LIMITS } from '../../domain/limits';
+import { checkAccept } from '../rest/negotiation';
 
 const wantsHtml = (req: FastifyRequest): boolean =>
   req.method === 'GET' && /\btext\/html\b/.test(req.headers.accept ?? '');
+
+const VENDOR_V2 = /^application\/vnd\.[a-z0-9.-]+\.v2\+json$/i;
+
+/**
+ * Contract §1 on /graphql: once checkAccept has let the header through, a vendor v2 media type
+ * is read as `application/json`, the type Apollo answers in (it negotiates only that and
+ * `application/graphql-response+json`, and would answer a bare vendor type with 406).
+ */
+function graphqlAccept(header: string): string {
+  return header
+    .split(',')
+    .map((part) => {
+      const [type, ...params] = part.split(';');
+      return VENDOR_V2.test(type.trim()) ? ['application/json', ...params].join(';') : part;
+    })
+    .join(',');
+}
+
+/**
+ * Automatic persisted queries (contract §19) are kept in memory, least recently used first out:
+ * 8 Mi characters hold thousands of operations of a few KB (one is at most graphqlMaxTokens
+ * tokens), while clients registering new hashes cannot grow the process past it.
+ */
+const APQ_CACHE_CHARS = 8 * 2 ** 20;
 
 /**
  * POST /graphql runs operations (GET too, for queries, behind Apollo's CSRF prevention);
@@ -62,6 +88,9 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     allowBatchedHttpRequests: false,
+    // Registered only once parsed and validated, so a persisted query meets the same limits
+    // (parseOptions, validationRules) as one sent in full, on every use.
+    persistedQueries: { cache: new InMemoryLRUCache<string>({ maxSize: APQ_CACHE_CHARS }) },
     parseOptions: { maxTokens: LIMITS.graphqlMaxTokens },
     validationRules: protection.validationRules,
     plugins: [
@@ -120,6 +149,8 @@ export async function registerGraphql(app: FastifyInstance, c: Container): Promi
     config: { graphql: true, dataKeys: true },
     handler: function (req, reply) {
       if (wantsHtml(req)) return page(reply);
+      checkAccept(req.headers.accept);
+      if (req.headers.accept) req.headers.accept = graphqlAccept(req.headers.accept);
       return run.call(this, req as never, reply as never);
     },
   });
