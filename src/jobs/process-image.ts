@@ -14,7 +14,7 @@ import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ImageFetcher } from '../ports/image-fetcher';
 import { Defer, RetryLater, type JobQueue } from '../ports/job-queue';
 import type { ImageKey, UsageLedger } from '../ports/usage-ledger';
-import { settlementFor } from '../ports/retry-rule';
+import { settlementFor } from '../domain/retry-rule';
 import type { PlanReads } from '../services/plans';
 import { SlotsClosed, type Slots } from '../lib/slots';
 import { deferDelayMs, type FairShare } from './fair-share';

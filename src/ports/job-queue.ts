@@ -45,7 +45,7 @@ export interface JobQueue {
   /**
    * Starts consuming with at most `concurrency` jobs in flight. A handler that fails because a
    * dependency is unavailable (AppError `unavailable`) puts its job back uncounted, and the
-   * queue takes no more jobs until `probe` resolves (ports/retry-rule.ts).
+   * queue takes no more jobs until `probe` resolves (domain/retry-rule.ts).
    */
   consume(handler: JobHandler, concurrency: number, probe?: () => Promise<void>): Promise<void>;
   /** Stops taking jobs and waits for those in flight. */

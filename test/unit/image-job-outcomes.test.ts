@@ -9,7 +9,7 @@ import { FairShare } from '../../src/jobs/fair-share';
 import { Slots } from '../../src/lib/slots';
 import { Metrics } from '../../src/observability/metrics';
 import { imageJobHandler } from '../helpers/image-job';
-import { MAX_UNEXPECTED_ATTEMPTS } from '../../src/ports/retry-rule';
+import { MAX_UNEXPECTED_ATTEMPTS } from '../../src/domain/retry-rule';
 
 const job = (attempt: number): ProcessingJob =>
   ({ datasetId: 'd1', itemId: 'i1', url: 'http://images.example/a.png', attempt }) as ProcessingJob;

@@ -4,7 +4,7 @@ import type { ProcessingJob } from '../../../domain/item';
 import type { JobHandler, JobQueue, QueueStats } from '../../../ports/job-queue';
 import { openDb, type Db, stmt } from '../../embedded/db';
 import { PauseGate } from '../pause-gate';
-import { nextRun, readyAgainAt, settlementFor } from '../../../ports/retry-rule';
+import { nextRun, readyAgainAt, settlementFor } from '../../../domain/retry-rule';
 
 const POLL_MS = 1000;
 

@@ -6,7 +6,7 @@ import { AppError } from '../../../domain/errors';
 import type { ProcessingJob } from '../../../domain/item';
 import type { JobHandler, JobQueue, QueueStats } from '../../../ports/job-queue';
 import { PauseGate } from '../pause-gate';
-import { delayOf, nextRun, readyAgainAt, settlementFor } from '../../../ports/retry-rule';
+import { delayOf, nextRun, readyAgainAt, settlementFor } from '../../../domain/retry-rule';
 import {
   QuorumRefused,
   declareRetryQueue,

@@ -1,6 +1,6 @@
-import { AppError } from '../domain/errors';
-import type { ProcessingJob } from '../domain/item';
-import { Defer, RetryLater } from './job-queue';
+import { AppError } from './errors';
+import type { ProcessingJob } from './item';
+import { Defer, RetryLater } from '../ports/job-queue';
 
 /** Unexpected handler errors (bugs) are retried this often before a job is parked as dead. */
 export const MAX_UNEXPECTED_ATTEMPTS = 5;
