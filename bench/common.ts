@@ -92,7 +92,7 @@ export async function createDataset(
   const orgToken = org.body.token as string;
   const ds = await call(base, 'POST', '/orgs/bench/datasets', orgToken, { name });
   if (ds.status !== 201) throw new Error(`dataset: ${JSON.stringify(ds.body)}`);
-  const stored = await app.container.accounts.getDataset('bench', name);
+  const stored = await app.container.ports.accounts.getDataset('bench', name);
   return { orgToken, dsToken: ds.body.dataset.browse_token as string, datasetId: stored!.id };
 }
 

@@ -181,7 +181,7 @@ async function run(
     const slowBefore = slow.requests();
     await push(base, a, 'tenant-a/datasets/slow', slow.url, FIRST.a, A_ITEMS);
     await sleep(HEAD_START_MS);
-    const queueAtB = await app.container.queue.stats();
+    const queueAtB = await app.container.ports.queue.stats();
     const contended = await timeB(
       base,
       b,

@@ -159,7 +159,7 @@ async function run(
       await new Promise((res) => setTimeout(res, 200));
     }
     const processedS = (Date.now() - start) / 1000;
-    const runs = (await app.container.metrics.embedderRunImages.get()).values;
+    const runs = (await app.container.services.metrics.embedderRunImages.get()).values;
     const of = (name: string) => runs.find((v) => v.metricName === name)?.value ?? 0;
     const out = {
       setup: setup.name,

@@ -68,7 +68,7 @@ class EsCalls {
   ) {
     hosts.forEach((h, i) => {
       // every Elasticsearch adapter of a host shares the one client of its EsIndices
-      const client = (h.container.ledger as unknown as { indices: EsIndices }).indices.client;
+      const client = (h.container.ports.ledger as unknown as { indices: EsIndices }).indices.client;
       const sentAt = new Map<unknown, bigint>();
       client.diagnostic.on('request', (_err, r) => {
         const id = `${i}:${String(r?.meta.request.id)}`;
@@ -156,7 +156,8 @@ const VARIANTS: Record<Variant, Patch> = {
    * flight per organisation): no request waits for it after the first.
    */
   'plan-refresh-ahead': (m) => {
-    const accounts = (m as unknown as { accounts: RunningApp['container']['accounts'] }).accounts;
+    const accounts = (m as unknown as { accounts: RunningApp['container']['ports']['accounts'] })
+      .accounts;
     type Org = NonNullable<Awaited<ReturnType<typeof accounts.getOrg>>>;
     const plans = new Map<string, { org: Promise<Org>; at: number; refreshing: boolean }>();
     const read = async (name: string): Promise<Org> => {
@@ -353,13 +354,13 @@ async function main(): Promise<void> {
     for (const h of hosts) {
       const c = h.container;
       // the same instances the services hold
-      timers.wrap('search', c.engine, 'search');
-      timers.wrap('org_lookup', c.accounts, 'getOrg');
-      timers.wrap('ledger_charge', c.ledger, 'charge');
+      timers.wrap('search', c.ports.engine, 'search');
+      timers.wrap('org_lookup', c.ports.accounts, 'getOrg');
+      timers.wrap('ledger_charge', c.ports.ledger, 'charge');
     }
     // the metering instances' own fields, which the variants replace
     const originals = hosts.map((h) => {
-      const m = h.container.metering as unknown as Record<string, unknown>;
+      const m = h.container.services.metering as unknown as Record<string, unknown>;
       return { accounts: m.accounts, ledger: m.ledger };
     });
     let undo: Array<() => void> = [];
@@ -382,7 +383,7 @@ async function main(): Promise<void> {
         translog[index] = wanted;
       }
       hosts.forEach((h, i) => {
-        const metering = h.container.metering;
+        const metering = h.container.services.metering;
         const m = metering as unknown as Record<string, unknown>;
         Object.assign(m, originals[i]);
         delete m.record; // the prototype's again
@@ -504,7 +505,7 @@ async function main(): Promise<void> {
     // made in the background by the charge-async experiment may still be in flight)
     await new Promise((r) => setTimeout(r, 1000));
     const now = new Date();
-    const month = await a.container.ledger.month(
+    const month = await a.container.ports.ledger.month(
       'bench',
       now.getUTCFullYear(),
       now.getUTCMonth() + 1,

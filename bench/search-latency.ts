@@ -140,7 +140,7 @@ async function measureEngine(
     const t0 = performance.now();
     const estimated = engine.index(datasetId).bytes();
     const buildMs = performance.now() - t0;
-    const cat = await app.container.content.catalogue(datasetId);
+    const cat = await app.container.ports.content.catalogue(datasetId);
     const conditionsOf = (q: string) =>
       resolveFilters(parseQ(q), { enabled: {}, catalogue: cat, settingsPath: '' });
     const search = await timeRequests(async (i) => {
@@ -358,7 +358,7 @@ async function benchEngine(engine: Engine, stand: BenchVectors): Promise<Record<
     // On Elasticsearch, each round asks both ways, in alternating order, so the two series
     // share the machine's state; the totals must agree or the comparison is void.
     // The gateway's own translation sent straight, to split its overhead into query and HTTP.
-    const cat = await app.container.content.catalogue(datasetId);
+    const cat = await app.container.ports.content.catalogue(datasetId);
     const ownDsl = async (i: number): Promise<number> => {
       const qy = query(i);
       const conditions = resolveFilters(parseQ(qy.q), {

@@ -1,4 +1,4 @@
-import { ReadinessMemo } from '../services/readiness';
+import { ReadinessMemo } from '../services/ready-memo';
 import { esClient } from '../adapters/elasticsearch/client';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
@@ -35,28 +35,37 @@ import { UsageService } from '../services/usage';
 import { ReportService } from '../services/report';
 import { TrackService } from '../services/track';
 import { VisionService } from '../services/vision';
+import { ReadinessService } from '../services/readiness';
+import { datasetPath } from '../api/links';
 
 /** Every port with state, as one engine provides them. */
 export interface Stores extends EnginePorts {
   close(): Promise<void>;
 }
 
-export interface Container extends Omit<Stores, 'close'> {
-  config: Config;
-  log: Logger;
-  queue: JobQueue;
+/** The use cases, for the transports: each takes the part it declares (RestServices, …). */
+export interface Services {
   auth: AuthService;
   organisations: OrganisationService;
   datasets: DatasetService;
-  contentService: ContentService;
+  content: ContentService;
   vision: VisionService;
   similarity: SimilarityService;
   track: TrackService;
   report: ReportService;
   usage: UsageService;
   metering: MeteringService;
-  processImage: ProcessImageHandler;
+  readiness: ReadinessService;
   metrics: Metrics;
+}
+
+export interface Container {
+  config: Config;
+  log: Logger;
+  services: Services;
+  /** The ports, for the worker role and start-up in app/ (and tests); never for a transport. */
+  ports: Omit<Stores, 'close'> & { queue: JobQueue };
+  processImage: ProcessImageHandler;
   /** The embedder this process embeds with (images and lens queries). */
   embedder: EmbedderRef;
   /** Set on first start when no OPERATOR_TOKEN is configured; printed once, stored as a hash. */
@@ -77,7 +86,7 @@ function countBytes(fetcher: ImageFetcher, metrics: Metrics): ImageFetcher {
 
 /** Which adapter serves each port (start-up banner, and the test that nothing falls back). */
 export function describePorts(c: Container): Record<string, string> {
-  const { accounts, content, engine, ledger, events, keys, queue } = c;
+  const { accounts, content, engine, ledger, events, keys, queue } = c.ports;
   const items = contentParts(content);
   const ports = {
     accounts,
@@ -216,29 +225,26 @@ export async function buildContainer(
     log.child({ component: 'metering' }),
     now,
   );
-  const readiness = new ReadinessMemo();
-  const vision = new VisionService(content, engine, auth, metering, readiness);
-
-  return {
-    config,
-    log,
-    accounts,
+  const readyMemo = new ReadinessMemo();
+  const vision = new VisionService(
     content,
     engine,
-    ledger,
-    events,
-    keys,
-    queue,
+    auth,
+    metering,
+    (org, name) => `${datasetPath(org, name)}/settings/fields`,
+    readyMemo,
+  );
+  const services: Services = {
     auth,
     organisations: new OrganisationService(accounts, auth, clock),
     datasets: new DatasetService(accounts, content, auth, serverKey, clock, embedderRef),
-    contentService: new ContentService(
+    content: new ContentService(
       content,
       queue,
       auth,
       log.child({ component: 'content' }),
       now,
-      readiness,
+      readyMemo,
     ),
     vision,
     track: new TrackService(auth, events, now),
@@ -246,6 +252,15 @@ export async function buildContainer(
     similarity: new SimilarityService(content, engine, vision, analyzer, embedder.id),
     usage: new UsageService(accounts, content, auth, ledger, clock),
     metering,
+    readiness: new ReadinessService({ accounts, store: content, queue }),
+    metrics,
+  };
+
+  return {
+    config,
+    log,
+    services,
+    ports: { accounts, content, engine, ledger, events, keys, queue },
     processImage: new ProcessImageHandler({
       store: content,
       accounts,
@@ -261,7 +276,6 @@ export async function buildContainer(
       imageSlots: new Slots(config.WORKER_CONCURRENCY),
       metrics,
     }),
-    metrics,
     embedder: embedderRef,
     bootstrapOperatorToken,
     async close() {

@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { buildOpsServer } from '../api/rest/ops-server';
-import { buildRestServer } from '../api/rest/server';
 import type { Config } from '../config/env';
 import { adoptEmbedder, startRecovery } from '../jobs/recovery';
 import { buildContainer, type Container } from './container';
+import { buildApiServer, buildOpsServer } from './http';
 
 export interface RunningApp {
   container: Container;
@@ -22,38 +21,34 @@ export async function startApp(
   opts: { log?: Logger; now?: () => number } = {},
 ): Promise<RunningApp> {
   const container = await buildContainer(config, opts);
+  const { ports } = container;
   let url: string | undefined;
   let recovery: ReturnType<typeof startRecovery> | undefined;
   if (config.APP_ROLES.has('worker')) {
     // While the store is down, jobs wait in the queue instead of burning their attempts.
     const storeAnswers = async (): Promise<void> => {
-      await Promise.all([container.content.ping(), container.accounts.ping()]);
+      await Promise.all([ports.content.ping(), ports.accounts.ping()]);
     };
-    await container.queue.consume(
+    await ports.queue.consume(
       container.processImage.handle,
       container.processImage.jobsInHand,
       storeAnswers,
     );
-    await adoptEmbedder(container.accounts, container.embedder, container.log);
-    recovery = startRecovery(
-      container.content,
-      container.queue,
-      container.log,
-      container.embedder.id,
-    );
+    await adoptEmbedder(ports.accounts, container.embedder, container.log);
+    recovery = startRecovery(ports.content, ports.queue, container.log, container.embedder.id);
     await recovery.sweep();
   }
   // A worker-only process serves its health on PORT too, for an orchestrator's probes.
   const server: FastifyInstance = config.APP_ROLES.has('api')
-    ? await buildRestServer(container)
-    : await buildOpsServer(container);
+    ? await buildApiServer(container.services, config, container.log)
+    : await buildOpsServer(container.services, config, container.log);
   let address: string;
   try {
     address = await server.listen({ port: config.PORT, host: config.HOST });
   } catch (e) {
     // e.g. PORT taken: leave nothing running behind the error (the worker already consumes)
     recovery?.stop();
-    await container.queue.stop().catch(() => undefined);
+    await ports.queue.stop().catch(() => undefined);
     await container.close().catch(() => undefined);
     throw e;
   }
@@ -72,7 +67,7 @@ export async function startApp(
       await server?.close();
       // jobs not yet at an image slot go back to the queue now instead of downloading
       container.processImage.stop();
-      await container.queue.stop();
+      await ports.queue.stop();
       await container.close();
     },
   };

@@ -116,22 +116,8 @@ export function parseContentBatch(body: unknown, mode: WriteMode): ContentWrite[
   return writes;
 }
 
-/** DELETE body: contract `{ "ids": [...] }`; Visii's `{ "content": [{ "id" }] }` is accepted too. */
-export function parseDeleteBody(body: unknown): string[] {
-  const b = (typeof body === 'object' && body !== null ? body : {}) as {
-    ids?: unknown;
-    content?: unknown;
-  };
-  let ids: unknown[] | undefined;
-  if (Array.isArray(b.ids)) ids = b.ids;
-  else if (Array.isArray(b.content))
-    ids = b.content.map((c) =>
-      typeof c === 'object' && c !== null ? (c as { id?: unknown }).id : c,
-    );
-  if (!ids)
-    throw invalid('body must be { "ids": [ … ] }', [
-      { field: 'ids', message: 'expected an array of item ids' },
-    ]);
+/** Ids to delete, each checked (every bad one named); duplicates count once. */
+export function checkDeleteIds(ids: readonly string[]): string[] {
   if (ids.length > LIMITS.deleteMaxIds)
     throw invalid(`at most ${LIMITS.deleteMaxIds} ids per delete; got ${ids.length}`, [
       { field: 'ids', message: `at most ${LIMITS.deleteMaxIds} ids` },
@@ -142,5 +128,5 @@ export function parseDeleteBody(body: unknown): string[] {
     if (p) details.push({ index, field: 'ids', message: p });
   });
   if (details.length) throw invalid('some ids are invalid; nothing was deleted', details);
-  return [...new Set(ids as string[])];
+  return [...new Set(ids)];
 }

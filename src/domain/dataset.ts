@@ -46,14 +46,10 @@ export const indexedValueCount = (fields: EnabledFields): number =>
  * Validates a settings/fields body. Values may be given as strings or numbers (number arrays
  * are allowed in metadata); they are kept as strings, which is how `q` values arrive.
  */
-export function parseEnabledFields(body: unknown): EnabledFields {
-  const fields =
-    typeof body === 'object' && body !== null ? (body as { fields?: unknown }).fields : undefined;
-  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
-    throw invalid('body must be { "fields": { "<array field>": ["value", …] | ["*"] } }', [
-      { field: 'fields', message: 'expected an object mapping field names to arrays of values' },
-    ]);
-  }
+/** The array fields (and values) a client asks to enable for q, checked whole. */
+export function parseEnabledFields(
+  fields: Readonly<Record<string, ReadonlyArray<string | number>>>,
+): EnabledFields {
   const out: EnabledFields = {};
   const details: ErrorDetail[] = [];
   for (const [name, values] of Object.entries(fields)) {
@@ -65,7 +61,7 @@ export function parseEnabledFields(body: unknown): EnabledFields {
       });
       continue;
     }
-    if (!Array.isArray(values) || values.length === 0) {
+    if (values.length === 0) {
       details.push({ field: at, message: 'expected a non-empty array of values, or ["*"]' });
       continue;
     }

@@ -79,7 +79,7 @@ export interface ReportParams {
   from?: string;
   to?: string;
   interval?: string;
-  top?: string | number;
+  top?: number;
 }
 
 const DAY = 86_400_000;
@@ -114,7 +114,7 @@ export function parseReportParams(p: ReportParams, now: number): ReportSpec {
   const from = calendarKey(timeParam('from', p.from, to - 30 * DAY), unit);
   if (from >= to)
     throw invalid('from must be before to', [{ param: 'from', message: 'must be before to' }]);
-  const top = p.top === undefined || p.top === '' ? LIMITS.reportTopDefault : Number(p.top);
+  const top = p.top ?? LIMITS.reportTopDefault;
   if (!Number.isInteger(top) || top < 1 || top > LIMITS.reportTopMax)
     throw invalid(`top: an integer from 1 to ${LIMITS.reportTopMax}`, [
       { param: 'top', message: `1 to ${LIMITS.reportTopMax}` },

@@ -3,31 +3,13 @@ import { invalid } from './errors';
 /** How many earlier selections an explore journey remembers (carried in explore_url). */
 export const JOURNEY_MAX = 5;
 
-/**
- * `path`: the journey's earlier selections, newest last, comma-separated (percent-encoded ids).
- * Unknown ids are ignored later; a malformed list is a client error.
- */
-/** The journey as REST carries it (percent-encoded ids, comma-separated) or as a list (GraphQL). */
-export function parseJourney(path: string | readonly string[] | undefined): string[] {
-  if (path === undefined || path === '') return [];
-  const ids = Array.isArray(path) ? [...path] : journeyIds(path as string);
+/** The journey's earlier selections, newest last; unknown ids are ignored later. */
+export function checkJourney(ids: readonly string[]): string[] {
   if (ids.some((id) => id === '' || id.length > 100))
     throw invalid('path holds an empty or over-long id', [
       { param: 'path', message: 'ids are 1–100 characters' },
     ]);
   return ids.slice(-JOURNEY_MAX);
-}
-
-function journeyIds(path: string): string[] {
-  return path.split(',').map((s) => {
-    try {
-      return decodeURIComponent(s);
-    } catch {
-      throw invalid('path is not a list of percent-encoded ids', [
-        { param: 'path', message: `'${s}' is not percent-encoded` },
-      ]);
-    }
-  });
 }
 
 /**

@@ -36,14 +36,24 @@ export const DEFAULT_PLAN: Plan = {
   requestCredits: { ...DEFAULT_REQUEST_CREDITS },
 };
 
-function parseAllowance(raw: unknown, at: string, details: ErrorDetail[]): Allowance {
-  if (raw === undefined) return { limitType: 'unlimited' };
-  const a = raw as { limitType?: unknown; limit?: unknown };
-  if (typeof raw !== 'object' || raw === null) {
-    details.push({ field: at, message: 'expected { limitType, limit? }' });
+/** A plan as a client writes it: missing (or null) parts take their defaults. */
+export interface PlanInput {
+  credits?: AllowanceInput | null;
+  images?: AllowanceInput | null;
+  requestCredits?: Partial<Record<RequestType, number | null>> | null;
+}
+export interface AllowanceInput {
+  limitType: LimitType;
+  limit?: number | null;
+}
+
+function parseAllowance(
+  a: AllowanceInput | null | undefined,
+  at: string,
+  details: ErrorDetail[],
+): Allowance {
+  if (a === undefined || a === null || a.limitType === 'unlimited')
     return { limitType: 'unlimited' };
-  }
-  if (a.limitType === 'unlimited') return { limitType: 'unlimited' };
   if (a.limitType === 'fixed') {
     if (typeof a.limit !== 'number' || !Number.isInteger(a.limit) || a.limit < 0) {
       details.push({
@@ -58,36 +68,26 @@ function parseAllowance(raw: unknown, at: string, details: ErrorDetail[]): Allow
   return { limitType: 'unlimited' };
 }
 
-export function parsePlan(raw: unknown): Plan {
-  if (raw === undefined || raw === null) return structuredClone(DEFAULT_PLAN);
-  if (typeof raw !== 'object' || Array.isArray(raw))
-    throw invalid('plan must be an object', [{ field: 'plan', message: 'expected an object' }]);
-  const p = raw as { credits?: unknown; images?: unknown; requestCredits?: unknown };
+/** The plan a client asked for, every problem named; absent means the default plan. */
+export function parsePlan(p: PlanInput | null | undefined): Plan {
+  if (p === undefined || p === null) return structuredClone(DEFAULT_PLAN);
   const details: ErrorDetail[] = [];
   const credits = parseAllowance(p.credits, 'plan.credits', details);
   const images = parseAllowance(p.images, 'plan.images', details);
   const requestCredits = { ...DEFAULT_REQUEST_CREDITS };
-  if (p.requestCredits !== undefined) {
-    if (typeof p.requestCredits !== 'object' || p.requestCredits === null) {
+  for (const [type, n] of Object.entries(p.requestCredits ?? {})) {
+    if (n === null || n === undefined) continue;
+    if (!(REQUEST_TYPES as readonly string[]).includes(type)) {
       details.push({
-        field: 'plan.requestCredits',
-        message: 'expected an object of request type → credits',
+        field: `plan.requestCredits.${type}`,
+        message: `unknown request type (${REQUEST_TYPES.join(', ')})`,
       });
-    } else {
-      for (const [type, n] of Object.entries(p.requestCredits)) {
-        if (!(REQUEST_TYPES as readonly string[]).includes(type)) {
-          details.push({
-            field: `plan.requestCredits.${type}`,
-            message: `unknown request type (${REQUEST_TYPES.join(', ')})`,
-          });
-        } else if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) {
-          details.push({
-            field: `plan.requestCredits.${type}`,
-            message: 'credits must be a non-negative number',
-          });
-        } else requestCredits[type as RequestType] = n;
-      }
-    }
+    } else if (!Number.isFinite(n) || n < 0) {
+      details.push({
+        field: `plan.requestCredits.${type}`,
+        message: 'credits must be a non-negative number',
+      });
+    } else requestCredits[type as RequestType] = n;
   }
   if (details.length) throw invalid('plan is invalid', details);
   return { credits, images, requestCredits };

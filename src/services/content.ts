@@ -1,7 +1,7 @@
-import type { ReadinessMemo } from './readiness';
+import type { ReadinessMemo } from './ready-memo';
 import type { Logger } from 'pino';
 import { invalid } from '../domain/errors';
-import { parseContentBatch, parseDeleteBody, type WriteMode } from '../domain/content';
+import { checkDeleteIds, type ContentWrite, type WriteMode } from '../domain/content';
 import type { ListEntry, ProcessingErrorRecord, ProcessingJob, StoredItem } from '../domain/item';
 import { LIMITS } from '../domain/limits';
 import { PartialWrite, type ContentStore } from '../ports/content-store';
@@ -22,19 +22,19 @@ export class ContentService {
   ) {}
 
   /**
-   * POST (add/replace) or PUT (partial update). The batch is validated whole, stored in one
-   * transaction, then its images are queued. If queueing fails the items stay pending in the
-   * store and the worker's recovery sweep queues them, so an accepted write is never lost.
+   * POST (add/replace) or PUT (partial update) of a batch the transport checked whole
+   * (parseContentBatch): stored in one transaction, then its images are queued. If queueing
+   * fails the items stay pending and the worker's recovery sweep queues them, so an accepted
+   * write is never lost.
    */
   async write(
     p: Principal,
     org: string,
     name: string,
-    body: unknown,
+    writes: ContentWrite[],
     mode: WriteMode,
   ): Promise<{ accepted: number }> {
     const ds = await this.auth.adminDataset(p, org, name);
-    const writes = parseContentBatch(body, mode);
     if (mode === 'put') {
       const existing = await this.store.existingIds(
         ds.id,
@@ -72,9 +72,9 @@ export class ContentService {
     }
   }
 
-  async delete(p: Principal, org: string, name: string, body: unknown): Promise<void> {
+  async delete(p: Principal, org: string, name: string, ids: readonly string[]): Promise<void> {
     const ds = await this.auth.adminDataset(p, org, name);
-    await this.store.deleteItems(ds.id, parseDeleteBody(body));
+    await this.store.deleteItems(ds.id, checkDeleteIds(ids));
     this.ready?.forget(ds.id);
   }
 

@@ -13,7 +13,7 @@ import { assertDatasetName } from '../domain/names';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { AuthService } from './auth';
-import type { RequestContext } from './principal';
+import type { Principal } from './principal';
 import { browseToken } from './tokens';
 
 /** A dataset as its organisation sees it; transports add their links (contract §3). */
@@ -34,14 +34,8 @@ export interface DatasetView {
  */
 export type EmbedderStatus = EmbedderRef & { reprocessing: number };
 
-export const datasetPath = (org: string, name: string): string =>
-  `/orgs/${encodeURIComponent(org)}/datasets/${encodeURIComponent(name)}`;
-
-/** The links every transport shows with a dataset. */
-export function datasetLinks(baseUrl: string, org: string, name: string) {
-  const dataset = `${baseUrl}${datasetPath(org, name)}`;
-  return { dataset, content: `${dataset}/content`, processingErrors: `${dataset}/errors` };
-}
+/** Array fields and the values of each enabled for q; `["*"]` enables every value. */
+export type EnabledFieldsInput = Readonly<Record<string, ReadonlyArray<string | number>>>;
 
 export class DatasetService {
   constructor(
@@ -72,16 +66,16 @@ export class DatasetService {
     };
   }
 
-  async embedderStatus(ctx: RequestContext, org: string, name: string): Promise<EmbedderStatus> {
-    const ds = await this.auth.adminDataset(ctx.principal, org, name);
+  async embedderStatus(p: Principal, org: string, name: string): Promise<EmbedderStatus> {
+    const ds = await this.auth.adminDataset(p, org, name);
     const embedder = ds.embedder ?? this.embedder;
     const reprocessing = await this.content.staleEmbeddingCount(ds.id, embedder.id);
     return { id: embedder.id, dimensions: embedder.dimensions, reprocessing };
   }
 
-  async create(ctx: RequestContext, org: string, body: unknown): Promise<DatasetView> {
-    await this.auth.requireOrgAdmin(ctx.principal, org);
-    const name = assertDatasetName((body as { name?: unknown } | null)?.name);
+  async create(p: Principal, org: string, cmd: { name: string }): Promise<DatasetView> {
+    await this.auth.requireOrgAdmin(p, org);
+    const name = assertDatasetName(cmd.name);
     const now = this.clock();
     const ds: Dataset = {
       id: crypto.randomUUID(),
@@ -97,25 +91,25 @@ export class DatasetService {
     return this.view(ds);
   }
 
-  async list(ctx: RequestContext, org: string): Promise<DatasetView[]> {
-    await this.auth.requireOrgAdmin(ctx.principal, org);
+  async list(p: Principal, org: string): Promise<DatasetView[]> {
+    await this.auth.requireOrgAdmin(p, org);
     const all = await this.accounts.listDatasets(org);
     return Promise.all(all.map((ds) => this.view(ds)));
   }
 
-  async get(ctx: RequestContext, org: string, name: string): Promise<DatasetView> {
-    return this.view(await this.auth.adminDataset(ctx.principal, org, name));
+  async get(p: Principal, org: string, name: string): Promise<DatasetView> {
+    return this.view(await this.auth.adminDataset(p, org, name));
   }
 
   /** Permanent: content is dropped and the browse token stops working; usage keeps the name. */
-  async delete(ctx: RequestContext, org: string, name: string): Promise<void> {
-    const ds = await this.auth.adminDataset(ctx.principal, org, name);
+  async delete(p: Principal, org: string, name: string): Promise<void> {
+    const ds = await this.auth.adminDataset(p, org, name);
     await this.accounts.markDatasetDeleted(ds.id, this.clock().toISOString());
     await this.content.dropDataset(ds.id);
   }
 
-  async rotateBrowseToken(ctx: RequestContext, org: string, name: string): Promise<DatasetView> {
-    const ds = await this.auth.adminDataset(ctx.principal, org, name);
+  async rotateBrowseToken(p: Principal, org: string, name: string): Promise<DatasetView> {
+    const ds = await this.auth.adminDataset(p, org, name);
     const now = this.clock();
     const old = browseToken(
       this.serverKey,
@@ -131,13 +125,13 @@ export class DatasetService {
   }
 
   async setEnabledFields(
-    ctx: RequestContext,
+    p: Principal,
     org: string,
     name: string,
-    body: unknown,
+    input: EnabledFieldsInput,
   ): Promise<DatasetView> {
-    const ds = await this.auth.adminDataset(ctx.principal, org, name);
-    const fields = parseEnabledFields(body);
+    const ds = await this.auth.adminDataset(p, org, name);
+    const fields = parseEnabledFields(input);
     if (sameFields(fields, ds.settings.fields)) return this.view(ds);
     const version = await this.accounts.updateEnabledFields(ds.id, fields);
     return this.view({ ...ds, settings: { fields, version } });

@@ -1,6 +1,6 @@
 import { AppError, invalid } from '../domain/errors';
 import { assertOrgName } from '../domain/names';
-import { parsePlan, type Plan } from '../domain/plan';
+import { parsePlan, type Plan, type PlanInput } from '../domain/plan';
 import type { AccountStore } from '../ports/account-store';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
@@ -17,6 +17,18 @@ export interface OrganisationView {
   createdAt: string;
 }
 
+export interface CreateOrganisation {
+  name: string;
+  /** Absent parts take their defaults. */
+  plan?: PlanInput | null;
+}
+
+/** A new organisation and its first token, which is shown only here. */
+export interface CreatedOrganisation {
+  organisation: OrganisationView;
+  token: string;
+}
+
 export class OrganisationService {
   constructor(
     private readonly accounts: AccountStore,
@@ -24,23 +36,17 @@ export class OrganisationService {
     private readonly clock: () => Date,
   ) {}
 
-  async create(
-    p: Principal,
-    body: unknown,
-  ): Promise<{ organisation: { name: string; plan: Plan }; token: string }> {
+  async create(p: Principal, cmd: CreateOrganisation): Promise<CreatedOrganisation> {
     this.auth.requireOperator(p);
-    const b = (typeof body === 'object' && body !== null ? body : {}) as {
-      name?: unknown;
-      plan?: unknown;
-    };
-    const name = assertOrgName(b.name);
-    const plan = parsePlan(b.plan);
-    const now = this.clock();
-    if (!(await this.accounts.createOrg({ name, plan, createdAt: now.toISOString() })))
+    const name = assertOrgName(cmd.name);
+    const plan = parsePlan(cmd.plan);
+    const createdAt = this.clock();
+    const record = { name, plan, createdAt: createdAt.toISOString() };
+    if (!(await this.accounts.createOrg(record)))
       throw new AppError('conflict', `organisation '${name}' already exists`);
-    const { token, record } = issueToken('org', { org: name }, now);
-    await this.accounts.putToken(record);
-    return { organisation: { name, plan }, token };
+    const { token, record: tokenRecord } = issueToken('org', { org: name }, createdAt);
+    await this.accounts.putToken(tokenRecord);
+    return { organisation: record, token };
   }
 
   async get(p: Principal, org: string): Promise<OrganisationView> {
@@ -54,16 +60,14 @@ export class OrganisationService {
    * Operator only: a new plan for an organisation (e.g. a raised image limit; items postponed
    * by the old one are processed at the next recovery sweep).
    */
-  async setPlan(p: Principal, org: string, body: unknown): Promise<{ name: string; plan: Plan }> {
+  async setPlan(p: Principal, org: string, input: PlanInput): Promise<OrganisationView> {
     this.auth.requireOperator(p);
-    const raw =
-      typeof body === 'object' && body !== null ? (body as { plan?: unknown }).plan : undefined;
-    if (raw === undefined)
-      throw invalid('body must be { "plan": { … } }', [{ field: 'plan', message: 'required' }]);
-    const plan = parsePlan(raw);
+    const plan = parsePlan(input);
     if (!(await this.accounts.updatePlan(org, plan)))
       throw new AppError('not_found', `organisation '${org}' not found`);
-    return { name: org, plan };
+    const o = await this.accounts.getOrg(org);
+    if (!o) throw new AppError('not_found', `organisation '${org}' not found`);
+    return { name: o.name, plan, createdAt: o.createdAt };
   }
 
   /** A new org token; the operator may issue one too (e.g. when all were lost). */

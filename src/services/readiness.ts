@@ -1,18 +1,32 @@
-import { LIMITS } from '../domain/limits';
-import { RecentReads } from '../lib/recent-reads';
+/** Something a process needs to reach before it can serve: answers, or throws. */
+export interface Pingable {
+  ping(): Promise<void>;
+}
 
-/** Within the 2 s consistency window of contract §12. */
-const READY_MEMO_MS = 1000;
+export type CheckState = 'ok' | 'unavailable';
 
-/**
- * Processed-item counts of datasets found ready for the Vision API (contract §2), taken as
- * they were for a moment: on Elasticsearch the count is a search before each request's own
- * work. A count below the threshold is never kept, so a dataset becoming ready shows at once;
- * this host's own content writes forget the dataset, so a delete or a url change here shows at
- * once too; another host's shows within READY_MEMO_MS.
- */
-export class ReadinessMemo extends RecentReads<number> {
-  constructor(now: () => number = Date.now) {
-    super(READY_MEMO_MS, now, (n) => n !== undefined && n >= LIMITS.minProcessedForVision);
+export interface Readiness {
+  ready: boolean;
+  checks: { accounts: CheckState; store: CheckState; queue: CheckState };
+}
+
+/** GET /readyz (contract §1): the account store, the content store and the queue answer. */
+export class ReadinessService {
+  constructor(private readonly deps: { accounts: Pingable; store: Pingable; queue: Pingable }) {}
+
+  async check(): Promise<Readiness> {
+    const { accounts, store, queue } = this.deps;
+    const [a, s, q] = await Promise.all(
+      [accounts, store, queue].map((p) =>
+        p.ping().then(
+          (): CheckState => 'ok',
+          (): CheckState => 'unavailable',
+        ),
+      ),
+    );
+    return {
+      ready: a === 'ok' && s === 'ok' && q === 'ok',
+      checks: { accounts: a!, store: s!, queue: q! },
+    };
   }
 }

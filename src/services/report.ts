@@ -1,7 +1,7 @@
 import { parseReportParams, type EventReport, type ReportParams } from '../domain/event-report';
 import type { EventLog } from '../ports/event-log';
 import type { AuthService } from './auth';
-import type { RequestContext } from './principal';
+import type { Principal } from './principal';
 
 /** The analytics report of a dataset (contract §11): organisation token, free. */
 export class ReportService {
@@ -12,12 +12,12 @@ export class ReportService {
   ) {}
 
   async report(
-    ctx: RequestContext,
+    p: Principal,
     org: string,
     name: string,
-    p: ReportParams,
+    params: ReportParams,
   ): Promise<EventReport> {
-    const ds = await this.auth.adminDataset(ctx.principal, org, name);
-    return this.events.report(ds.id, parseReportParams(p, this.now()));
+    const ds = await this.auth.adminDataset(p, org, name);
+    return this.events.report(ds.id, parseReportParams(params, this.now()));
   }
 }

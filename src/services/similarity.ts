@@ -4,20 +4,43 @@ import { AppError, invalid } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
 import { filterTerms, type RequestFacts } from '../domain/event-report';
-import { diversify, parseJourney, steer } from '../domain/journey';
+import { checkJourney, diversify, steer } from '../domain/journey';
 import { LIMITS } from '../domain/limits';
 import { ImageError } from '../domain/processing';
 import type { ContentStore } from '../ports/content-store';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ScoredItem, SearchEngine } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
-import type { RequestContext } from './principal';
+import type { Principal } from './principal';
 import type { Bill, VisionService } from './vision';
 
+/** What every similarity request takes besides its target (contract §7). */
 export interface SimilarityParams {
   limit?: number;
   q?: string;
   v?: string;
+}
+
+export interface SimilarRequest extends SimilarityParams {
+  id?: string;
+  /** Leave out items sharing the target's `parent` value. */
+  excludeParent?: boolean;
+}
+
+export interface ExploreRequest extends SimilarityParams {
+  /** Absent for a random start. */
+  id?: string;
+  /** The journey's earlier selections, oldest first. */
+  path?: readonly string[];
+}
+
+export interface CollectionRequest extends SimilarityParams {
+  ids: readonly string[];
+}
+
+export interface LensRequest extends SimilarityParams {
+  /** A base64 data URI of a jpeg or png image. */
+  image: string;
 }
 
 /** A similarity result before a transport shapes it; `path` is what its explore_url carries. */
@@ -93,12 +116,12 @@ export class SimilarityService {
 
   /** The target first (score 1), then the `limit − 1` most similar items matching q. */
   async similar(
-    ctx: RequestContext,
+    who: Principal,
     org: string,
     name: string,
-    p: SimilarityParams & { id?: string; excludeParent?: boolean },
+    p: SimilarRequest,
   ): Promise<SimilarityResult> {
-    return this.vision.request(ctx, org, name, 'similar', async (ds, bill) => {
+    return this.vision.request(who, org, name, 'similar', async (ds, bill) => {
       const limit = limitOf(p);
       const vars = parseActionVars(p.v);
       const conditions = await this.vision.conditions(ds, p.q);
@@ -125,15 +148,15 @@ export class SimilarityService {
    * marginal relevance, never repeating a selection.
    */
   async explore(
-    ctx: RequestContext,
+    who: Principal,
     org: string,
     name: string,
-    p: SimilarityParams & { id?: string; path?: string | string[] },
+    p: ExploreRequest,
   ): Promise<SimilarityResult> {
-    return this.vision.request(ctx, org, name, 'explore', async (ds, bill) => {
+    return this.vision.request(who, org, name, 'explore', async (ds, bill) => {
       const limit = limitOf(p);
       const vars = parseActionVars(p.v);
-      const earlierIds = parseJourney(p.path);
+      const earlierIds = checkJourney(p.path ?? []);
       const conditions = await this.vision.conditions(ds, p.q);
       await this.vision.requireReady(ds);
       if (p.id === undefined || p.id === '') {
@@ -185,22 +208,11 @@ export class SimilarityService {
   }
 
   /** Items similar to an uploaded image (a data URI, jpeg or png). */
-  async lens(
-    ctx: RequestContext,
-    org: string,
-    name: string,
-    body: unknown,
-    p: SimilarityParams,
-  ): Promise<SimilarityResult> {
-    return this.vision.request(ctx, org, name, 'lens', async (ds, bill) => {
+  async lens(who: Principal, org: string, name: string, p: LensRequest): Promise<SimilarityResult> {
+    return this.vision.request(who, org, name, 'lens', async (ds, bill) => {
       const limit = limitOf(p);
       const vars = parseActionVars(p.v);
-      const image =
-        typeof body === 'object' && body !== null ? (body as { image?: unknown }).image : undefined;
-      if (typeof image !== 'string')
-        throw invalid('body must be { "image": "data:image/png;base64,…" }', [
-          { field: 'image', message: 'a data URI of a jpeg or png image' },
-        ]);
+      const { image } = p;
       // REST refuses a larger body before parsing; GraphQL bodies may be larger, so check here too.
       if (image.length > LIMITS.lensBodyBytes)
         throw new AppError(
@@ -238,16 +250,15 @@ export class SimilarityService {
    * (the mean of its members' unit vectors, normalised again), the group itself excluded.
    */
   async collection(
-    ctx: RequestContext,
+    who: Principal,
     org: string,
     name: string,
-    p: SimilarityParams & { ids?: string | string[] },
+    p: CollectionRequest,
   ): Promise<SimilarityResult> {
-    return this.vision.request(ctx, org, name, 'collection', async (ds, bill) => {
+    return this.vision.request(who, org, name, 'collection', async (ds, bill) => {
       const limit = limitOf(p);
       const vars = parseActionVars(p.v);
-      const raw = Array.isArray(p.ids) ? p.ids : (p.ids ?? '').split(',');
-      const ids = [...new Set(raw.map((s) => s.trim()).filter(Boolean))];
+      const ids = [...new Set(p.ids.map((s) => s.trim()).filter(Boolean))];
       if (ids.length < 1 || ids.length > LIMITS.collectionMaxIds)
         throw invalid(`ids: between 1 and ${LIMITS.collectionMaxIds} item ids; got ${ids.length}`, [
           { param: 'ids', message: `1 to ${LIMITS.collectionMaxIds} comma-separated item ids` },

@@ -3,7 +3,20 @@ import { invalid, type ErrorDetail } from '../domain/errors';
 import { LIMITS } from '../domain/limits';
 import type { EventLog, LoggedEvent } from '../ports/event-log';
 import type { AuthService } from './auth';
-import type { RequestContext } from './principal';
+import type { Principal } from './principal';
+
+/** One event as a client sends it: `v` names the action with `a:`; no timestamp means now. */
+export interface TrackEvent {
+  v: string;
+  /** ISO 8601 or epoch milliseconds. */
+  timestamp?: string | number | null;
+}
+
+/** Events to record: one given as the request's own `v`, and/or a batch. */
+export interface TrackEvents {
+  v?: string;
+  events: readonly TrackEvent[];
+}
 
 /**
  * Behaviour events (contract §11): stored with the `v` of Vision API requests in the dataset's
@@ -17,14 +30,17 @@ export class TrackService {
   ) {}
 
   async track(
-    ctx: RequestContext,
+    p: Principal,
     org: string,
     name: string,
-    v: string | undefined,
-    body: unknown,
+    cmd: TrackEvents,
   ): Promise<{ accepted: number }> {
-    const ds = await this.auth.visionDataset(ctx.principal, org, name);
-    const given = batchOf(body);
+    const ds = await this.auth.visionDataset(p, org, name);
+    const { v, events: given } = cmd;
+    if (given.length > LIMITS.trackMaxEvents)
+      throw invalid(`at most ${LIMITS.trackMaxEvents} events per request; got ${given.length}`, [
+        { field: 'events', message: `at most ${LIMITS.trackMaxEvents}` },
+      ]);
     if (v === undefined && !given.length)
       throw invalid('v is required: a:<action> and any other key:value pairs', [
         { param: 'v', message: 'required, e.g. a:click,id:sku-1' },
@@ -32,9 +48,12 @@ export class TrackService {
     const now = this.now();
     const out: LoggedEvent[] = [];
     const details: ErrorDetail[] = [];
-    const add = (raw: unknown, at: unknown, where: { param?: string; index?: number }) => {
+    const add = (
+      raw: string,
+      at: TrackEvent['timestamp'],
+      where: { param?: string; index?: number },
+    ) => {
       try {
-        if (typeof raw !== 'string') throw invalid('v must be a string of key:value pairs');
         const vars = parseActionVars(raw);
         const action = vars.a;
         if (!action) throw invalid('a:<action> is required, e.g. a:click');
@@ -52,13 +71,7 @@ export class TrackService {
       }
     };
     if (v !== undefined) add(v, undefined, { param: 'v' });
-    given.forEach((e, index) => {
-      const ev = (typeof e === 'object' && e !== null ? e : {}) as {
-        v?: unknown;
-        timestamp?: unknown;
-      };
-      add(ev.v, ev.timestamp, { index });
-    });
+    given.forEach((e, index) => add(e.v, e.timestamp, { index }));
     if (details.length)
       throw invalid(`${details.length} events cannot be recorded; none was`, details);
     await this.events.append(out);
@@ -66,32 +79,10 @@ export class TrackService {
   }
 }
 
-function batchOf(body: unknown): unknown[] {
-  if (body === undefined || body === null || body === '') return [];
-  const events = typeof body === 'object' ? (body as { events?: unknown }).events : undefined;
-  if (!Array.isArray(events))
-    throw invalid('body must be { "events": [ { "v": "a:click,…", "timestamp": "…" } ] }', [
-      { field: 'events', message: 'an array of events' },
-    ]);
-  if (events.length > LIMITS.trackMaxEvents)
-    throw invalid(`at most ${LIMITS.trackMaxEvents} events per request; got ${events.length}`, [
-      { field: 'events', message: `at most ${LIMITS.trackMaxEvents}` },
-    ]);
-  return events;
-}
-
 /** An ISO 8601 time or epoch milliseconds; absent means now. Not in the future. */
-function timeOf(t: unknown, now: number): number {
+function timeOf(t: string | number | null | undefined, now: number): number {
   if (t === undefined || t === null) return now;
-  const ms = Math.floor(
-    typeof t === 'number'
-      ? t
-      : typeof t === 'string'
-        ? /^\d{5,}$/.test(t)
-          ? Number(t)
-          : Date.parse(t)
-        : NaN,
-  );
+  const ms = Math.floor(typeof t === 'number' ? t : /^\d{5,}$/.test(t) ? Number(t) : Date.parse(t));
   if (!Number.isFinite(ms) || ms < 0)
     throw invalid('timestamp must be ISO 8601 or epoch milliseconds');
   if (ms > now + 60_000) throw invalid('timestamp is in the future');

@@ -1,4 +1,3 @@
-import { keyed } from '../domain/keyed';
 import { invalid } from '../domain/errors';
 import { statusOf } from '../domain/dataset';
 import type { Plan } from '../domain/plan';
@@ -16,17 +15,19 @@ export interface AllowanceUsage {
 }
 
 export interface DatasetUsage {
+  name: string;
   images: number;
   usage: Array<{ type: string; requests: number; credits: number }>;
   status?: 'pending' | 'published';
   deleted?: boolean;
 }
 
-/** The nested `usage` object of interface.md §3. */
-export interface UsageReport {
+/** An organisation's usage of a month: credits that month, images that year, per dataset. */
+export interface UsageView {
   credits: AllowanceUsage & { used: number; month: number; year: number };
   images: AllowanceUsage & { processed: number; total: number; year: number };
-  datasets: Record<string, DatasetUsage>;
+  /** Live datasets, then deleted ones whose name no live dataset has. */
+  datasets: DatasetUsage[];
   lastUpdated: string;
   requestCredits: Plan['requestCredits'];
 }
@@ -45,7 +46,7 @@ export class UsageService {
     p: Principal,
     org: string,
     q: { year?: number; month?: number },
-  ): Promise<UsageReport> {
+  ): Promise<UsageView> {
     await this.auth.requireOrgAdmin(p, org);
     const now = this.clock();
     const year = q.year ?? now.getUTCFullYear();
@@ -61,23 +62,28 @@ export class UsageService {
       this.ledger.month(org, year, month),
       this.ledger.images(org, year),
     ]);
-    // keyed by dataset names, which may be `__proto__` or `constructor`
-    const datasets = keyed<DatasetUsage>();
+    const datasets = new Map<string, DatasetUsage>();
     const nameOf = new Map<string, string>();
     let total = 0;
     for (const ds of await this.accounts.listDatasets(org)) {
       const counts = await this.content.counts(ds.id);
       total += counts.processed;
       nameOf.set(ds.id, ds.name);
-      datasets[ds.name] = { images: counts.processed, usage: [], status: statusOf(counts) };
+      datasets.set(ds.name, {
+        name: ds.name,
+        images: counts.processed,
+        usage: [],
+        status: statusOf(counts),
+      });
     }
     for (const ds of await this.accounts.listDeletedDatasets(org)) {
       nameOf.set(ds.id, ds.name);
-      if (!(ds.name in datasets)) datasets[ds.name] = { images: 0, usage: [], deleted: true };
+      if (!datasets.has(ds.name))
+        datasets.set(ds.name, { name: ds.name, images: 0, usage: [], deleted: true });
     }
     // A deleted dataset and a new one of the same name share the entry: one line per type.
     for (const u of used.perDataset) {
-      const entry = datasets[nameOf.get(u.datasetId) ?? u.datasetId];
+      const entry = datasets.get(nameOf.get(u.datasetId) ?? u.datasetId);
       if (!entry) continue;
       const line = entry.usage.find((x) => x.type === u.type);
       if (line) {
@@ -99,7 +105,7 @@ export class UsageService {
         total,
         year,
       },
-      datasets,
+      datasets: [...datasets.values()],
       // The newest event counted; with none yet, the moment of this report.
       lastUpdated: new Date(newest > 0 ? newest : now.getTime()).toISOString(),
       requestCredits: o.plan.requestCredits,

@@ -1,8 +1,7 @@
-import { ReadinessMemo } from './readiness';
+import { ReadinessMemo } from './ready-memo';
 import {
   checkAnalytics,
   hasAnalytics,
-  parseAnalytics,
   type AnalyticsSpec,
   type Figures,
 } from '../domain/analytics';
@@ -26,29 +25,27 @@ import { compileFilterTree, type FilterTree } from '../query/tree';
 import type { AuthService } from './auth';
 import type { MeteringService } from './metering';
 import type { RequestType } from '../domain/plan';
-import { datasetPath } from './datasets';
 import { visionPage } from './paging';
-import type { RequestContext } from './principal';
-import { parseFieldSelection } from './results';
+import type { Principal } from './principal';
 
-export interface SearchParams {
+/** A paginated search (contract §6) with the §10 figures asked for. */
+export interface SearchRequest {
+  /** The q filter of contract §5. */
+  q?: string;
+  /** A typed filter, ANDed with q. */
+  filter?: FilterTree;
+  /** A metadata field or a generated one; absent means service_updated_at. */
+  sort?: string;
+  order?: SortOrder;
   page?: number;
   limit?: number;
-  sort?: string;
-  order?: string;
-  q?: string;
+  figures?: AnalyticsSpec;
+  /** Action variables (`a:search,user_id:…`), recorded with the request. */
   v?: string;
-  /** Contract §10 analytics. */
-  facets?: string;
-  facet_size?: string | number;
-  disjunctive?: string;
-  stats?: string;
-  histogram?: string;
-  /** The same analytics, typed (GraphQL): replaces the string parameters above. */
-  analytics?: AnalyticsSpec;
-  /** A typed filter (GraphQL), ANDed with q. */
-  filter?: FilterTree;
 }
+
+/** Where a dataset's array fields are enabled, named in the errors that send a client there. */
+export type SettingsLocation = (org: string, dataset: string) => string;
 
 /**
  * Runs a Vision request's engine work as its one billable call: charged once (the charge
@@ -90,8 +87,18 @@ export class VisionService {
     private readonly engine: SearchEngine,
     private readonly auth: AuthService,
     private readonly metering: MeteringService,
+    private readonly settingsAt: SettingsLocation,
     private readonly ready = new ReadinessMemo(),
   ) {}
+
+  /** What q, typed filters and figures are checked against: the dataset's field rules. */
+  private rules(ds: Dataset, catalogue: FieldCatalogue): ResolveContext {
+    return {
+      enabled: ds.settings.fields,
+      catalogue,
+      settingsPath: this.settingsAt(ds.org, ds.name),
+    };
+  }
 
   /** Parses and resolves q against the dataset's enabled fields and field types. */
   async conditions(
@@ -101,7 +108,10 @@ export class VisionService {
   ): Promise<Condition[]> {
     const filters = parseQ(q);
     if (filters.length === 0) return [];
-    return resolveFilters(filters, rules(ds, catalogue ?? (await this.store.catalogue(ds.id))));
+    return resolveFilters(
+      filters,
+      this.rules(ds, catalogue ?? (await this.store.catalogue(ds.id))),
+    );
   }
 
   /** 409 until the dataset holds enough processed items for the Vision API (contract §2). */
@@ -116,33 +126,24 @@ export class VisionService {
   }
 
   /** Paginated search (request type `search`); REST and GraphQL shape the page their own way. */
-  async search(
-    ctx: RequestContext,
-    org: string,
-    name: string,
-    p: SearchParams,
-  ): Promise<SearchPage> {
-    return this.request(ctx, org, name, 'search', async (ds, bill) => {
-      const spec = p.analytics ? checkAnalytics(p.analytics) : parseAnalytics(p);
+  async search(p: Principal, org: string, name: string, r: SearchRequest): Promise<SearchPage> {
+    return this.request(p, org, name, 'search', async (ds, bill) => {
+      const spec = checkAnalytics(r.figures ?? NO_FIGURES);
       const analytics = hasAnalytics(spec);
       // With figures asked for, limit=0 answers the figures alone (contract §10).
-      const figuresOnly = analytics && p.limit === 0;
+      const figuresOnly = analytics && r.limit === 0;
       const { page, limit, offset } = figuresOnly
         ? { page: 1, limit: 0, offset: 0 }
-        : visionPage(p);
-      const order = (p.order ?? 'desc') as SortOrder;
-      if (order !== 'asc' && order !== 'desc')
-        throw invalid("order must be 'asc' or 'desc'", [
-          { param: 'order', message: "expected 'asc' or 'desc'" },
-        ]);
-      const vars = parseActionVars(p.v);
+        : visionPage(r);
+      const order = r.order ?? 'desc';
+      const vars = parseActionVars(r.v);
       const catalogue = await this.store.catalogue(ds.id);
-      const sort = p.sort === undefined || p.sort === '' ? DEFAULT_SORT : p.sort;
+      const sort = r.sort === undefined || r.sort === '' ? DEFAULT_SORT : r.sort;
       const sp = sortProblem(sort, catalogue);
       if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
-      const conditions = await this.conditions(ds, p.q, catalogue);
-      if (p.filter) conditions.push(...compileFilterTree(p.filter, rules(ds, catalogue)));
-      if (analytics) checkAnalyticsFields(spec, rules(ds, catalogue));
+      const conditions = await this.conditions(ds, r.q, catalogue);
+      if (r.filter) conditions.push(...compileFilterTree(r.filter, this.rules(ds, catalogue)));
+      if (analytics) checkAnalyticsFields(spec, this.rules(ds, catalogue));
       await this.requireReady(ds);
       const [{ items, total }, figures] = await bill(
         vars,
@@ -151,10 +152,10 @@ export class VisionService {
             this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
             analytics ? this.engine.analytics(ds.id, conditions, spec) : undefined,
           ]),
-        ([r]) => ({
-          total: r.total,
+        ([found]) => ({
+          total: found.total,
           filters: filterTerms(conditions),
-          ...(p.sort ? { sort: p.sort } : {}),
+          ...(r.sort ? { sort: r.sort } : {}),
         }),
       );
       return { items, total, page, limit, ...(figures ? { figures } : {}) };
@@ -167,14 +168,14 @@ export class VisionService {
    * is the only way its engine work reaches the client, so no answer skips the confirmation.
    */
   request<T>(
-    ctx: RequestContext,
+    p: Principal,
     org: string,
     name: string,
     type: RequestType,
     work: (ds: Dataset, bill: Bill) => Promise<T>,
   ): Promise<T> {
-    return this.metering.upfront(ctx.principal, org, type, (early) =>
-      this.auth.withVisionDataset(ctx.principal, org, name, (ds, confirm) =>
+    return this.metering.upfront(p, org, type, (early) =>
+      this.auth.withVisionDataset(p, org, name, (ds, confirm) =>
         work(ds, (vars, run, facts) =>
           this.metering.billed(ds, type, vars, () => confirm(run()), facts, early),
         ),
@@ -184,12 +185,12 @@ export class VisionService {
 
   /** Processed items among `ids`, unique, in the order asked; unknown ids are absent. Not billable. */
   async details(
-    ctx: RequestContext,
+    p: Principal,
     org: string,
     name: string,
-    rawIds: string[],
+    rawIds: readonly string[],
   ): Promise<StoredItem[]> {
-    const ds = await this.auth.visionDataset(ctx.principal, org, name);
+    const ds = await this.auth.visionDataset(p, org, name);
     const ids = [...new Set(rawIds.map((s) => s.trim()).filter(Boolean))];
     if (ids.length === 0)
       throw invalid('ids is required', [{ param: 'ids', message: 'comma-separated item ids' }]);
@@ -205,31 +206,35 @@ export class VisionService {
     return ids.flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
   }
 
-  /** content/fields: `*` lists field names; named fields get value → count under q. Not billable. */
-  async fields(
-    ctx: RequestContext,
+  /** The dataset's public field names, generated ones included. Not billable. */
+  async fieldNames(p: Principal, org: string, name: string): Promise<string[]> {
+    const ds = await this.auth.visionDataset(p, org, name);
+    return this.store.publicFields(ds.id);
+  }
+
+  /** Value → count of each named field among the items matching q. Not billable. */
+  async fieldCounts(
+    p: Principal,
     org: string,
     name: string,
-    p: { fields?: string | string[]; q?: string },
-  ): Promise<string[] | Facets> {
-    const ds = await this.auth.visionDataset(ctx.principal, org, name);
-    const sel = parseFieldSelection(p.fields);
-    if (!sel.all && sel.names.length === 0)
+    r: { fields: readonly string[]; q?: string },
+  ): Promise<Facets> {
+    const ds = await this.auth.visionDataset(p, org, name);
+    if (r.fields.length === 0)
       throw invalid('fields is required: a comma-separated list of fields, or *', [
         { param: 'fields', message: 'required' },
       ]);
-    const conditions = await this.conditions(ds, p.q);
-    if (sel.all) return this.store.publicFields(ds.id);
-    return this.engine.facets(ds.id, conditions, sel.names);
+    const conditions = await this.conditions(ds, r.q);
+    return this.engine.facets(ds.id, conditions, [...r.fields]);
   }
 }
 
-/** What q, typed filters and analytics are checked against: the dataset's field rules. */
-const rules = (ds: Dataset, catalogue: FieldCatalogue): ResolveContext => ({
-  enabled: ds.settings.fields,
-  catalogue,
-  settingsPath: `${datasetPath(ds.org, ds.name)}/settings/fields`,
-});
+const NO_FIGURES: AnalyticsSpec = {
+  facets: [],
+  facetSize: LIMITS.facetSizeDefault,
+  stats: [],
+  histograms: [],
+};
 
 /** Array fields follow the q rule (contract §5): facets count values, stats and histograms numbers. */
 function checkAnalyticsFields(spec: AnalyticsSpec, ctx: ResolveContext): void {

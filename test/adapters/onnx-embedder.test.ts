@@ -77,13 +77,13 @@ test('the service runs on EMBEDDER=onnx: images are embedded by the model', asyn
       },
     });
     await waitProcessed(t, ds.base, ds.orgToken, n);
-    const runs = (await t.app.container.metrics.embedderRunImages.get()).values;
+    const runs = (await t.app.container.services.metrics.embedderRunImages.get()).values;
     const count = runs.find((v) => v.metricName === 'embedder_run_images_count')?.value;
     const sum = runs.find((v) => v.metricName === 'embedder_run_images_sum')?.value;
     expect(sum).toBeGreaterThanOrEqual(n); // and the load's probe
     expect(count).toBe(sum);
-    const stored = await t.app.container.accounts.getDataset('onnxorg', 'd');
-    const e = await t.app.container.content.getEmbedding(stored!.id, 'a');
+    const stored = await t.app.container.ports.accounts.getDataset('onnxorg', 'd');
+    const e = await t.app.container.ports.content.getEmbedding(stored!.id, 'a');
     expect(e?.embedder).toBe(t.app.container.embedder.id);
     expect(e?.vector).toHaveLength(3);
   } finally {

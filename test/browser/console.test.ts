@@ -9,7 +9,7 @@
 import Fastify from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { consoleRoutes } from '../../src/api/rest/routes/console';
+import { consolePages } from '../../src/api/console/plugin';
 import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
 import { makeImage, startImageServer, type ImageServer } from '../helpers/image-server';
 
@@ -167,7 +167,7 @@ test('GET / serves the page with a strict CSP; assets are hashed and cached; no 
 
   // A server whose dist/web holds no console build explains itself instead of failing.
   const bare = Fastify();
-  await bare.register(consoleRoutes({} as never, '/nonexistent/dist/web'));
+  await bare.register(consolePages('/nonexistent/dist/web'));
   await bare.listen({ port: 0, host: '127.0.0.1' });
   try {
     const { port } = bare.server.address() as AddressInfo;

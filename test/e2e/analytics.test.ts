@@ -406,9 +406,9 @@ describe('track (contract §11)', () => {
       ],
     });
     expect(batch.status).toBe(202);
-    const dataset = await t.app.container.accounts.getDataset('acme', 'shoes');
+    const dataset = await t.app.container.ports.accounts.getDataset('acme', 'shoes');
     const logged = await waitFor('three track events in the log', async () => {
-      const all = await t.app.container.events.list(
+      const all = await t.app.container.ports.events.list(
         dataset!.id,
         { from: 0, to: Date.now() + 60_000 },
         1000,
@@ -437,10 +437,14 @@ describe('track (contract §11)', () => {
       ['', { events: 'a:click' }, { field: 'events' }],
       ['', { events: Array.from({ length: 1001 }, () => ({ v: 'a:view' })) }, { field: 'events' }],
     ];
-    const dataset = await t.app.container.accounts.getDataset('acme', 'shoes');
+    const dataset = await t.app.container.ports.accounts.getDataset('acme', 'shoes');
     const tracked = async () =>
       (
-        await t.app.container.events.list(dataset!.id, { from: 0, to: Date.now() + 60_000 }, 10_000)
+        await t.app.container.ports.events.list(
+          dataset!.id,
+          { from: 0, to: Date.now() + 60_000 },
+          10_000,
+        )
       ).filter((e) => e.kind === 'track').length;
     await new Promise((r) => setTimeout(r, 1500)); // earlier appends visible
     const before = await tracked();

@@ -266,7 +266,7 @@ const onElasticsearch = SEARCH_BACKEND === 'elasticsearch' ? describe : describe
 onElasticsearch('a write Elasticsearch refuses half-way', () => {
   it('answers 503, still processes what it wrote, and the same request sent again finishes the rest', async () => {
     const { config } = t.app.container;
-    const dataset = await t.app.container.accounts.getDataset('acme', 'shoes');
+    const dataset = await t.app.container.ports.accounts.getDataset('acme', 'shoes');
     const index = `${config.ES_INDEX_PREFIX}items-${dataset!.id}`;
     const settings = async (limit: number) => {
       const r = await fetch(`${config.ELASTICSEARCH_URL[0]}/${index}/_settings`, {

@@ -75,23 +75,23 @@ test('EMBEDDER descriptor → onnx: items re-embedded, counted once, dataset rec
     expect(refetched).toBeGreaterThanOrEqual(1);
     expect(refetched).toBeLessThanOrEqual(workers);
 
-    const stored = await app.app.container.accounts.getDataset('embchange', 'd');
+    const stored = await app.app.container.ports.accounts.getDataset('embchange', 'd');
     expect(stored!.embedder).toEqual({ id: newId, dimensions: 3 });
-    const e1 = await app.app.container.content.getEmbedding(stored!.id, 'i1');
+    const e1 = await app.app.container.ports.content.getEmbedding(stored!.id, 'i1');
     expect(e1).toEqual({ embedder: newId, vector: expect.any(Array) });
     expect(e1!.vector).toHaveLength(3);
     // the vanished image: still processed and listed, but without a vector of the new embedder
-    expect(await app.app.container.content.getEmbedding(stored!.id, 'i3')).toEqual({
+    expect(await app.app.container.ports.content.getEmbedding(stored!.id, 'i3')).toEqual({
       embedder: newId,
     });
     const listed = await app.call('GET', `${ds.base}/content`, { token: ds.orgToken });
     expect(listed.body.content.map((c: { id: string }) => c.id)).toEqual(['i1', 'i2', 'i3']);
 
-    type Hits = Awaited<ReturnType<typeof app.app.container.engine.similar>>;
+    type Hits = Awaited<ReturnType<typeof app.app.container.ports.engine.similar>>;
     const hits = await until<Hits>(
       'new vectors searchable',
       () =>
-        app.app.container.engine.similar(stored!.id, {
+        app.app.container.ports.engine.similar(stored!.id, {
           vector: e1!.vector!,
           embedder: newId,
           conditions: [],
@@ -117,7 +117,10 @@ test('similar while a dataset is re-embedded: 503 until the item is done, 404 if
   const t = await startTestApp({ APP_ROLES: 'api' });
   try {
     const ds = await setupDataset(t, 'embwait', 'd');
-    const { content, accounts, embedder } = t.app.container;
+    const {
+      ports: { content, accounts },
+      embedder,
+    } = t.app.container;
     const stored = (await accounts.getDataset('embwait', 'd'))!;
     const writes = Array.from({ length: 200 }, (_, n) => ({
       id: `i${String(n).padStart(3, '0')}`,

@@ -170,7 +170,7 @@ describe('content writes use the REST validation', () => {
 
 describe('DataLoader', () => {
   test('a page of entries with nested items makes one item lookup, not one per entry', async () => {
-    const spy = jest.spyOn(t.app.container.content, 'getItems');
+    const spy = jest.spyOn(t.app.container.ports.content, 'getItems');
     try {
       const r = await gql(
         t.url,
@@ -334,7 +334,7 @@ describe('production mode', () => {
 
   test('an unexpected failure is internal with no stack and no inner message', async () => {
     jest
-      .spyOn(p.app.container.auth, 'describe')
+      .spyOn(p.app.container.services.auth, 'describe')
       .mockRejectedValueOnce(new Error('secret backend detail'));
     const r = await gql(p.url, ViewerDocument, {}, OPERATOR);
     const e = onlyError(r);

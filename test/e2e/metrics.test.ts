@@ -92,8 +92,8 @@ test('while the store is down the workers pause and the oldest job age climbs, t
   const down = new AppError('unavailable', 'the store is unreachable', undefined, 5);
   // The worker reads the item first, and probes the store before it takes jobs again.
   const spies = workers.flatMap((h) => [
-    jest.spyOn(h.container.content, 'getItems').mockRejectedValue(down),
-    jest.spyOn(h.container.content, 'ping').mockRejectedValue(down),
+    jest.spyOn(h.container.ports.content, 'getItems').mockRejectedValue(down),
+    jest.spyOn(h.container.ports.content, 'ping').mockRejectedValue(down),
   ]);
   const ages = async (): Promise<number[]> =>
     (await scrapeAll(workers)).map((text) =>

@@ -91,7 +91,7 @@ test('successful searches count on both transports, each GraphQL alias once; fai
     .filter((h) => h.url)
     .map((h) =>
       jest
-        .spyOn(h.container.engine, 'search')
+        .spyOn(h.container.ports.engine, 'search')
         .mockRejectedValue(new AppError('unavailable', 'engine down', undefined, 5)),
     );
   expect((await t.call('GET', `${o.base}/search`, { token: o.dsToken })).status).toBe(503);
@@ -109,7 +109,7 @@ function slowDatasetReads(ms: number, log: string[]) {
   return t.hosts
     .filter((h) => h.url)
     .flatMap((h) => {
-      const { accounts, ledger } = h.container;
+      const { accounts, ledger } = h.container.ports;
       const read = accounts.getDatasetById.bind(accounts);
       const charge = ledger.charge.bind(ledger);
       return [
@@ -225,7 +225,7 @@ test('images count once per new url per item; re-posting the same url or redeliv
   await post([{ id: 'bad', url: `${img.url}/missing.png` }]); // fails: not counted
   await waitProcessed(t, o.base, o.orgToken, READY + 2);
   const job = { datasetId: '', itemId: 'i2', url: `${img.url}/img/2.png?v=2`, attempt: 1 };
-  const ds = await t.app.container.accounts.getDataset('meter4', 'cat');
+  const ds = await t.app.container.ports.accounts.getDataset('meter4', 'cat');
   await t.app.container.processImage.handle({ ...job, datasetId: ds!.id }); // a redelivery
   const u = await usage(o);
   expect(u.images).toMatchObject({
@@ -290,8 +290,8 @@ test('a fixed yearly image limit postpones the rest (quota_postponed) until the 
   ).toBe(403);
   // what the worker's periodic recovery sweep does
   await requeueUnfinished(
-    t.app.container.content,
-    t.app.container.queue,
+    t.app.container.ports.content,
+    t.app.container.ports.queue,
     t.app.container.log,
     t.app.container.embedder.id,
   );
@@ -413,8 +413,8 @@ describe('image counting through the worker (contract §8: a new url is one coun
     });
     expect(raised.status).toBe(200);
     await requeueUnfinished(
-      t.app.container.content,
-      t.app.container.queue,
+      t.app.container.ports.content,
+      t.app.container.ports.queue,
       t.app.container.log,
       t.app.container.embedder.id,
     );

@@ -1,4 +1,5 @@
-import { parseContentBatch, parseDeleteBody, imageUrlProblem } from '../../src/domain/content';
+import { checkDeleteIds, parseContentBatch, imageUrlProblem } from '../../src/domain/content';
+import { deleteIds } from '../../src/api/rest/delete-ids';
 import { parseEnabledFields } from '../../src/domain/dataset';
 import { AppError } from '../../src/domain/errors';
 import { mergeMetadata } from '../../src/domain/metadata';
@@ -123,30 +124,31 @@ describe('content batch validation', () => {
   });
 
   it('parses delete bodies in both the contract and the Visii shape', () => {
-    expect(parseDeleteBody({ ids: ['a', 'b', 'a'] })).toEqual(['a', 'b']);
-    expect(parseDeleteBody({ content: [{ id: 'a' }] })).toEqual(['a']);
-    expect(() => parseDeleteBody({ ids: Array.from({ length: 1001 }, (_, i) => `${i}`) })).toThrow(
+    expect(checkDeleteIds(deleteIds({ ids: ['a', 'b', 'a'] }))).toEqual(['a', 'b']);
+    expect(checkDeleteIds(deleteIds({ content: [{ id: 'a' }] }))).toEqual(['a']);
+    expect(() => checkDeleteIds(Array.from({ length: 1001 }, (_, i) => `${i}`))).toThrow(
       /at most 1000/,
     );
+    expect(() => checkDeleteIds(['ok', ''])).toThrow(/nothing was deleted/);
   });
 });
 
 describe('settings/fields validation', () => {
   it('normalises values to strings and counts * as one', () => {
-    expect(parseEnabledFields({ fields: { sizes: [38, '39'], tags: ['*'] } })).toEqual({
+    expect(parseEnabledFields({ sizes: [38, '39'], tags: ['*'] })).toEqual({
       sizes: ['38', '39'],
       tags: ['*'],
     });
   });
   it('enforces the 200-value limit across fields', () => {
     const many = (n: number, p: string) => Array.from({ length: n }, (_, i) => `${p}${i}`);
-    expect(parseEnabledFields({ fields: { a: many(100, 'a'), b: many(100, 'b') } })).toBeDefined();
-    expect(() => parseEnabledFields({ fields: { a: many(100, 'a'), b: many(101, 'b') } })).toThrow(
+    expect(parseEnabledFields({ a: many(100, 'a'), b: many(100, 'b') })).toBeDefined();
+    expect(() => parseEnabledFields({ a: many(100, 'a'), b: many(101, 'b') })).toThrow(
       /201 indexed values/,
     );
   });
   it('rejects * mixed with values, and empty lists', () => {
-    expect(() => parseEnabledFields({ fields: { a: ['*', 'x'] } })).toThrow();
-    expect(() => parseEnabledFields({ fields: { a: [] } })).toThrow();
+    expect(() => parseEnabledFields({ a: ['*', 'x'] })).toThrow();
+    expect(() => parseEnabledFields({ a: [] })).toThrow();
   });
 });

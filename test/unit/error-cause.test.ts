@@ -2,7 +2,7 @@ import { errors } from '@elastic/elasticsearch';
 import Fastify from 'fastify';
 import pino from 'pino';
 import { toUnavailable } from '../../src/adapters/elasticsearch/outage';
-import { sendError } from '../../src/api/rest/errors';
+import { sendError } from '../../src/api/http/errors';
 
 test('a wrapped store error keeps its cause in the log and never in the answer', async () => {
   const lines: string[] = [];
@@ -75,7 +75,7 @@ describe('GraphQL', () => {
   /** Runs `{ viewer { kind } }` with `failure` thrown where the resolver asks the service. */
   async function failWith(failure: Error, requestId: string) {
     const { OPERATOR } = await import('../helpers/app');
-    jest.spyOn(app.container.auth, 'describe').mockRejectedValueOnce(failure);
+    jest.spyOn(app.container.services.auth, 'describe').mockRejectedValueOnce(failure);
     lines.length = 0;
     const r = await fetch(`${app.url}/graphql`, {
       method: 'POST',

@@ -1,12 +1,15 @@
 import fc from 'fast-check';
-import { diversify, parseJourney, steer } from '../../src/domain/journey';
+import { checkJourney, diversify, steer } from '../../src/domain/journey';
+import { journeyParam } from '../../src/api/rest/journey-param';
+
+const parseJourney = (path?: string) => checkJourney(journeyParam(path));
 
 const unit = (v: number[]) => {
   const n = Math.hypot(...v);
   return v.map((x) => x / n);
 };
 
-test('parseJourney keeps the last five selections, percent-decoded, and refuses junk', () => {
+test('a REST path keeps the last five selections, percent-decoded, and refuses junk', () => {
   expect(parseJourney(undefined)).toEqual([]);
   expect(parseJourney('a,b%2Cc')).toEqual(['a', 'b,c']);
   expect(parseJourney('1,2,3,4,5,6,7')).toEqual(['3', '4', '5', '6', '7']);

@@ -1,6 +1,6 @@
 import { publicOnly } from '../../src/adapters/images/address-policy';
 import { sniffFormat } from '../../src/adapters/images/sharp-analyzer';
-import { checkAccept } from '../../src/api/rest/negotiation';
+import { checkAccept } from '../../src/api/http/negotiation';
 import { parseActionVars } from '../../src/domain/action-vars';
 import { browseToken, issueToken, parseToken, tokenEquals } from '../../src/services/tokens';
 

@@ -36,10 +36,9 @@ export function resolveVisionItemReference(
     const { organisation: org, dataset } = ref;
     loader = new DataLoader<string, VisionItem>(
       async (ids) => {
-        const rc = await ctx.request();
-        const items = await ctx.c.vision.details(rc, org, dataset, [...ids]);
+        const items = await ctx.services.vision.details(await ctx.principal(), org, dataset, ids);
         const byId = new Map(items.map((i) => [i.id, i]));
-        const link = { baseUrl: rc.baseUrl, org, dataset, carry: {} };
+        const link = { baseUrl: ctx.baseUrl, org, dataset, carry: {} };
         return ids.map((id) => {
           const item = byId.get(id);
           return item

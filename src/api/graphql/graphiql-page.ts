@@ -1,8 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-
-/** dist/web, built by scripts/build-web.mjs; the same path from src/ (tests) and dist/. */
-export const WEB_DIR = path.resolve(__dirname, '../../../dist/web');
+import { WEB_DIR } from '../web-assets';
 
 export interface WebAssets {
   /** File name → contents, read once at start-up. */
@@ -16,14 +14,6 @@ export function loadWebAssets(dir = WEB_DIR): WebAssets {
     for (const name of fs.readdirSync(dir)) files.set(name, fs.readFileSync(path.join(dir, name)));
   return { files, missing: !files.has('graphiql.js') };
 }
-
-export const CONTENT_TYPES: Record<string, string> = {
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.woff2': 'font/woff2',
-  '.woff': 'font/woff',
-  '.ttf': 'font/ttf',
-};
 
 /** Everything the page loads comes from this server; the CSP makes a CDN reference fail loudly. */
 export const PAGE_CSP = [

@@ -1,6 +1,6 @@
 import type { Plan as DomainPlan } from '../../domain/plan';
-import { datasetLinks, type DatasetView } from '../../services/datasets';
-import { exploreUrl, type Carry } from '../../services/results';
+import type { DatasetView } from '../../services/datasets';
+import { datasetLinks, exploreUrl, type Carry } from '../links';
 import type { StoredItem } from '../../domain/item';
 import { Plan, RequestCredit } from './types/account';
 import { Dataset } from './types/dataset';

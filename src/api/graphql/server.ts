@@ -6,16 +6,18 @@ import {
 import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import path from 'node:path';
-import type { Container } from '../../app/container';
+import type { Logger } from 'pino';
 import { AppError } from '../../domain/errors';
 import { buildContext, type GqlContext } from './context';
 import { formatError } from './errors';
-import { CONTENT_TYPES, PAGE_CSP, graphiqlHtml, loadWebAssets } from './graphiql-page';
+import { PAGE_CSP, graphiqlHtml, loadWebAssets } from './graphiql-page';
+import { CONTENT_TYPES } from '../web-assets';
 import { graphqlSchema } from './schema';
+import type { GraphqlServices } from './services';
 import { LIMITS } from '../../domain/limits';
-import { checkAccept } from '../rest/negotiation';
+import { checkAccept } from '../http/negotiation';
 
 const wantsHtml = (req: FastifyRequest): boolean =>
   req.method === 'GET' && /\btext\/html\b/.test(req.headers.accept ?? '');
@@ -61,110 +63,124 @@ function operationLabel(name: string): string {
   return name;
 }
 
-export async function registerGraphql(app: FastifyInstance, c: Container): Promise<void> {
-  const production = c.config.NODE_ENV === 'production';
-  // Apollo's formatError has no context: each error is tied to its request as it is met, so
-  // it is answered and logged with that request's id.
-  const requestOf = new WeakMap<object, GqlContext>();
-  const armor = new ApolloArmor({
-    maxDepth: { n: LIMITS.graphqlMaxDepth, ignoreIntrospection: true },
-    maxAliases: { n: LIMITS.graphqlMaxAliases },
-    costLimit: { maxCost: LIMITS.graphqlMaxCost, ignoreIntrospection: true },
-    // The token limit is enforced by graphql-js's parser (parseOptions below): armor's plugin
-    // throws from a hook, which Apollo reports as a 500.
-    maxTokens: { enabled: false },
-    maxDirectives: { n: LIMITS.graphqlMaxDirectives },
-    // Its mask misses graphql-js's enum-value and inline-fragment hints and leaves a stray "?";
-    // formatError removes every "Did you mean …?" in production instead.
-    blockFieldSuggestion: { enabled: false },
-  });
-  const protection = armor.protect();
-  const apollo = new ApolloServer<GqlContext>({
-    schema: await graphqlSchema(),
-    introspection: !production,
-    csrfPrevention: true,
-    // main.ts owns SIGTERM (finish in-flight work, exit 0); Apollo's handler would re-raise the
-    // signal and kill the process mid-drain.
-    stopOnTerminationSignals: false,
-    includeStacktraceInErrorResponses: false,
-    allowBatchedHttpRequests: false,
-    // Registered only once parsed and validated, so a persisted query meets the same limits
-    // (parseOptions, validationRules) as one sent in full, on every use.
-    persistedQueries: { cache: new InMemoryLRUCache<string>({ maxSize: APQ_CACHE_CHARS }) },
-    parseOptions: { maxTokens: LIMITS.graphqlMaxTokens },
-    validationRules: protection.validationRules,
-    plugins: [
-      ...protection.plugins,
-      ApolloServerPluginLandingPageDisabled(),
-      // A subgraph would otherwise return a timed trace of every resolver (ftv1) to any client
-      // that asks with a header: the router sends nothing to a usage service here.
-      ApolloServerPluginInlineTraceDisabled(),
-      {
-        async requestDidStart() {
-          const end = c.metrics.graphqlDuration.startTimer();
-          let operation = 'anonymous';
-          return {
-            async didResolveOperation({ operationName }) {
-              if (operationName) operation = operationLabel(operationName);
-            },
-            // Apollo calls this before it formats the same error objects.
-            async didEncounterErrors({ errors, contextValue }) {
-              for (const e of errors) requestOf.set(e, contextValue);
-            },
-            async willSendResponse() {
-              end({ operation });
-            },
-          };
-        },
-      },
-    ],
-    // An error met outside a request's pipeline (e.g. a malformed HTTP request) has no context.
-    formatError: (formatted, error) => {
-      const ctx = requestOf.get(error as object);
-      return formatError(formatted, error, ctx?.requestId, ctx?.log ?? c.log, {
-        hideSuggestions: production,
-      });
-    },
-  });
-  await apollo.start();
-  // Fastify drains HTTP connections on close; Apollo's drain plugin would call app.close() again
-  // from inside this hook and wait for itself.
-  app.addHook('onClose', async () => {
-    await apollo.stop();
-  });
-
-  const assets = loadWebAssets();
-  const run = fastifyApolloHandler(apollo, { context: async (req) => buildContext(c, req) });
-  const page = (reply: FastifyReply) =>
-    reply
-      .header('Content-Security-Policy', PAGE_CSP)
-      .header('Cache-Control', 'no-cache')
-      .type('text/html; charset=utf-8')
-      .send(graphiqlHtml(assets));
-
-  app.route({
-    method: ['GET', 'POST'],
-    url: '/graphql',
-    // variables carry metadata, whose keys are the client's (content-body.ts copies them as such)
-    config: { graphql: true, dataKeys: true },
-    handler: function (req, reply) {
-      if (wantsHtml(req)) return page(reply);
-      checkAccept(req.headers.accept);
-      if (req.headers.accept) req.headers.accept = graphqlAccept(req.headers.accept);
-      return run.call(this, req as never, reply as never);
-    },
-  });
-
-  app.get<{ Params: { file: string } }>(
-    '/graphql/assets/:file',
-    { config: { public: true } },
-    async (req, reply) => {
-      const body = assets.files.get(req.params.file);
-      if (!body) throw new AppError('not_found', `no asset '${req.params.file}'`);
-      return reply
-        .type(CONTENT_TYPES[path.extname(req.params.file)] ?? 'application/octet-stream')
-        .header('Cache-Control', 'public, max-age=3600')
-        .send(body);
-    },
-  );
+export interface GraphqlOptions {
+  /** Hides introspection and "did you mean" hints. */
+  production: boolean;
+  /** Logs errors met outside a request. */
+  log: Logger;
+  /** PUBLIC_BASE_URL: the scheme, host and port of the links answers carry. */
+  publicBaseUrl?: string;
 }
+
+/** POST/GET /graphql and the GraphiQL page, over the services GraphQL declares. */
+export const graphqlApi =
+  (services: GraphqlServices, opts: GraphqlOptions): FastifyPluginAsync =>
+  async (app) => {
+    const { production } = opts;
+    // Apollo's formatError has no context: each error is tied to its request as it is met, so
+    // it is answered and logged with that request's id.
+    const requestOf = new WeakMap<object, GqlContext>();
+    const armor = new ApolloArmor({
+      maxDepth: { n: LIMITS.graphqlMaxDepth, ignoreIntrospection: true },
+      maxAliases: { n: LIMITS.graphqlMaxAliases },
+      costLimit: { maxCost: LIMITS.graphqlMaxCost, ignoreIntrospection: true },
+      // The token limit is enforced by graphql-js's parser (parseOptions below): armor's plugin
+      // throws from a hook, which Apollo reports as a 500.
+      maxTokens: { enabled: false },
+      maxDirectives: { n: LIMITS.graphqlMaxDirectives },
+      // Its mask misses graphql-js's enum-value and inline-fragment hints and leaves a stray "?";
+      // formatError removes every "Did you mean …?" in production instead.
+      blockFieldSuggestion: { enabled: false },
+    });
+    const protection = armor.protect();
+    const apollo = new ApolloServer<GqlContext>({
+      schema: await graphqlSchema(),
+      introspection: !production,
+      csrfPrevention: true,
+      // main.ts owns SIGTERM (finish in-flight work, exit 0); Apollo's handler would re-raise the
+      // signal and kill the process mid-drain.
+      stopOnTerminationSignals: false,
+      includeStacktraceInErrorResponses: false,
+      allowBatchedHttpRequests: false,
+      // Registered only once parsed and validated, so a persisted query meets the same limits
+      // (parseOptions, validationRules) as one sent in full, on every use.
+      persistedQueries: { cache: new InMemoryLRUCache<string>({ maxSize: APQ_CACHE_CHARS }) },
+      parseOptions: { maxTokens: LIMITS.graphqlMaxTokens },
+      validationRules: protection.validationRules,
+      plugins: [
+        ...protection.plugins,
+        ApolloServerPluginLandingPageDisabled(),
+        // A subgraph would otherwise return a timed trace of every resolver (ftv1) to any client
+        // that asks with a header: the router sends nothing to a usage service here.
+        ApolloServerPluginInlineTraceDisabled(),
+        {
+          async requestDidStart() {
+            const end = services.metrics.graphqlDuration.startTimer();
+            let operation = 'anonymous';
+            return {
+              async didResolveOperation({ operationName }) {
+                if (operationName) operation = operationLabel(operationName);
+              },
+              // Apollo calls this before it formats the same error objects.
+              async didEncounterErrors({ errors, contextValue }) {
+                for (const e of errors) requestOf.set(e, contextValue);
+              },
+              async willSendResponse() {
+                end({ operation });
+              },
+            };
+          },
+        },
+      ],
+      // An error met outside a request's pipeline (e.g. a malformed HTTP request) has no context.
+      formatError: (formatted, error) => {
+        const ctx = requestOf.get(error as object);
+        return formatError(formatted, error, ctx?.requestId, ctx?.log ?? opts.log, {
+          hideSuggestions: production,
+        });
+      },
+    });
+    await apollo.start();
+    // Fastify drains HTTP connections on close; Apollo's drain plugin would call app.close() again
+    // from inside this hook and wait for itself.
+    app.addHook('onClose', async () => {
+      await apollo.stop();
+    });
+
+    const assets = loadWebAssets();
+    const run = fastifyApolloHandler(apollo, {
+      context: async (req) => buildContext(services, req, opts.publicBaseUrl),
+    });
+    const page = (reply: FastifyReply) =>
+      reply
+        .header('Content-Security-Policy', PAGE_CSP)
+        .header('Cache-Control', 'no-cache')
+        .type('text/html; charset=utf-8')
+        .send(graphiqlHtml(assets));
+
+    app.route({
+      method: ['GET', 'POST'],
+      url: '/graphql',
+      // variables carry metadata, whose keys are the client's (content-body.ts copies them as such)
+      config: { graphql: true, dataKeys: true },
+      handler: function (req, reply) {
+        if (wantsHtml(req)) return page(reply);
+        checkAccept(req.headers.accept);
+        if (req.headers.accept) req.headers.accept = graphqlAccept(req.headers.accept);
+        return run.call(this, req as never, reply as never);
+      },
+    });
+
+    app.get<{ Params: { file: string } }>(
+      '/graphql/assets/:file',
+      { config: { public: true } },
+      async (req, reply) => {
+        const body = assets.files.get(req.params.file);
+        if (!body) throw new AppError('not_found', `no asset '${req.params.file}'`);
+        return reply
+          .type(CONTENT_TYPES[path.extname(req.params.file)] ?? 'application/octet-stream')
+          .header('Cache-Control', 'public, max-age=3600')
+          .send(body);
+      },
+    );
+  };

@@ -1,6 +1,9 @@
 import type { ProcessingErrorRecord } from '../../domain/item';
-import { datasetLinks, type DatasetView } from '../../services/datasets';
+import { keyed } from '../../domain/keyed';
+import type { DatasetView } from '../../services/datasets';
 import type { OrganisationView, TokenView } from '../../services/organisations';
+import type { UsageView } from '../../services/usage';
+import { datasetLinks } from '../links';
 
 // Account views as the interface writes them (snake_case; links from the request's base URL).
 
@@ -24,6 +27,9 @@ export const organisationBody = (o: OrganisationView) => ({
   created_at: o.createdAt,
 });
 
+/** An organisation as create and setPlan answer it: no creation time (contract §3). */
+export const planBody = (o: OrganisationView) => ({ name: o.name, plan: o.plan });
+
 export const tokenBody = (t: TokenView) => ({ prefix: t.prefix, created_at: t.createdAt });
 
 export const processingErrorBody = (e: ProcessingErrorRecord) => ({
@@ -34,3 +40,11 @@ export const processingErrorBody = (e: ProcessingErrorRecord) => ({
   attempts: e.attempts,
   occurred_at: e.occurredAt,
 });
+
+/** The nested `usage` object of interface.md §3: datasets keyed by name. */
+export function usageBody(u: UsageView) {
+  // keyed by dataset names, which may be `__proto__` or `constructor`
+  const datasets = keyed<Omit<UsageView['datasets'][number], 'name'>>();
+  for (const { name, ...d } of u.datasets) datasets[name] = d;
+  return { ...u, datasets };
+}

@@ -12,7 +12,11 @@ type Shape = z.ZodObject;
  * describe its success response. The route is registered from this and /openapi.json is
  * generated from it, so the document cannot describe a request the code does not check.
  */
-export interface Operation<Q extends Shape = Shape, B extends z.ZodType = z.ZodType> {
+export interface Operation<
+  Q extends Shape = Shape,
+  B extends z.ZodType = z.ZodType,
+  P = z.output<B>,
+> {
   id: string;
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Fastify's form: `/orgs/:organisation`. */
@@ -33,7 +37,7 @@ export interface Operation<Q extends Shape = Shape, B extends z.ZodType = z.ZodT
    * skips such a key (zod leaves `__proto__` out of records) and so would not name its problems
    * with the others'.
    */
-  dataKeys?: { bodyRule: (body: unknown) => unknown };
+  dataKeys?: { bodyRule: (body: unknown) => P };
   status: number;
   response: z.ZodType;
   /** Other answers that are not the contract's error body (e.g. /readyz's 503). */
@@ -49,13 +53,15 @@ export interface Operation<Q extends Shape = Shape, B extends z.ZodType = z.ZodT
   checksTokenItself?: boolean;
 }
 
-export const operation = <Q extends Shape, B extends z.ZodType>(op: Operation<Q, B>) => op;
+export const operation = <Q extends Shape, B extends z.ZodType, P = z.output<B>>(
+  op: Operation<Q, B, P>,
+) => op;
 
-export interface Input<Q extends Shape> {
+export interface Input<Q extends Shape, P> {
   params: Record<string, string>;
   query: z.output<Q>;
-  /** The body as sent: the schema checked it; services apply the domain rules to it. */
-  body: unknown;
+  /** The body as its schema (or the data-keys rule) parsed it: the command's raw material. */
+  body: P;
 }
 
 /** Refuses a declared query parameter given more than once (Fastify reads it as an array). */
@@ -118,19 +124,23 @@ function detailOf(issue: z.core.$ZodIssue, body: unknown): ErrorDetail {
   return { field: path.join('.') || 'body', message: issue.message };
 }
 
-export function checkBody(op: Operation, body: unknown): void {
-  if (!op.body || (op.bodyOptional && (body === undefined || body === null))) return;
+/** The body through its schema; an absent optional body stays undefined. */
+function parseBody<B extends z.ZodType, P>(
+  op: Operation<Shape, B, P>,
+  body: unknown,
+): z.output<B> | undefined {
+  if (!op.body || (op.bodyOptional && (body === undefined || body === null))) return undefined;
   const r = op.body.safeParse(body, { error: messageOf });
-  if (r.success) return;
+  if (r.success) return r.data;
   const details = r.error.issues.map((i) => detailOf(i, body));
   throw invalid(`request body is invalid: ${details[0].field}: ${details[0].message}`, details);
 }
 
 /** Registers an operation: its schemas run before the handler, whose result is the body. */
-export function serve<Q extends Shape, B extends z.ZodType>(
+export function serve<Q extends Shape, B extends z.ZodType, P>(
   app: FastifyInstance,
-  op: Operation<Q, B>,
-  handler: (input: Input<Q>, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+  op: Operation<Q, B, P>,
+  handler: (input: Input<Q, P>, req: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
 ): void {
   app.route({
     method: op.method,
@@ -142,10 +152,9 @@ export function serve<Q extends Shape, B extends z.ZodType>(
     },
     handler: async (req, reply) => {
       const query = parseQuery(op.query, req.query);
-      if (op.dataKeys) op.dataKeys.bodyRule(req.body);
-      else checkBody(op as Operation, req.body);
+      const body = op.dataKeys ? op.dataKeys.bodyRule(req.body) : parseBody(op, req.body);
       const out = await handler(
-        { params: req.params as Record<string, string>, query, body: req.body },
+        { params: req.params as Record<string, string>, query, body: body as P },
         req,
         reply,
       );

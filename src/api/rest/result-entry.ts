@@ -1,10 +1,6 @@
 import type { StoredItem } from '../../domain/item';
-import {
-  exploreUrl,
-  projectMetadata,
-  type Carry,
-  type FieldSelection,
-} from '../../services/results';
+import { projectMetadata, type FieldSelection } from '../fields';
+import { exploreUrl, type Carry } from '../links';
 
 /** A result entry as the interface writes it (snake_case, `score` only for similarity). */
 export interface ResultEntry {

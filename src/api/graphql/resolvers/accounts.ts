@@ -7,20 +7,17 @@ import type { DatasetStatus, LimitType, RequestType, TokenKind } from '../types/
 import { PlanInput } from '../types/inputs';
 import { Usage } from '../types/usage';
 
-/** GraphQL input objects carry a null prototype and explicit nulls; the domain parsers expect JSON. */
-export const plain = (v: unknown): unknown => JSON.parse(JSON.stringify(v ?? null));
-
 @Resolver()
 export class AccountResolver {
   @Query(() => Viewer, { description: 'What the Authorization header identifies.' })
   async viewer(@Ctx() ctx: GqlContext): Promise<Viewer> {
-    const d = await ctx.c.auth.describe(await ctx.principal());
+    const d = await ctx.services.auth.describe(await ctx.principal());
     return { ...d, kind: d.kind as TokenKind };
   }
 
   @Query(() => Organisation, { description: 'Organisation token (or the operator token).' })
   async organisation(@Arg('name', () => String) name: string, @Ctx() ctx: GqlContext) {
-    const o = await ctx.c.organisations.get(await ctx.principal(), name);
+    const o = await ctx.services.organisations.get(await ctx.principal(), name);
     return { name: o.name, plan: toPlan(o.plan), createdAt: o.createdAt };
   }
 
@@ -30,10 +27,8 @@ export class AccountResolver {
     @Arg('plan', () => PlanInput, { nullable: true }) plan: PlanInput | undefined,
     @Ctx() ctx: GqlContext,
   ): Promise<CreatedOrganisation> {
-    const body = plan ? { name, plan: plain(plan) } : { name };
-    const p = await ctx.principal();
-    const r = await ctx.c.organisations.create(p, body);
-    const o = await ctx.c.organisations.get(p, r.organisation.name);
+    const r = await ctx.services.organisations.create(await ctx.principal(), { name, plan });
+    const o = r.organisation;
     return {
       organisation: { name: o.name, plan: toPlan(o.plan), createdAt: o.createdAt },
       token: r.token,
@@ -48,9 +43,7 @@ export class AccountResolver {
     @Arg('plan', () => PlanInput) plan: PlanInput,
     @Ctx() ctx: GqlContext,
   ): Promise<Organisation> {
-    const p = await ctx.principal();
-    await ctx.c.organisations.setPlan(p, organisation, { plan: plain(plan) });
-    const o = await ctx.c.organisations.get(p, organisation);
+    const o = await ctx.services.organisations.setPlan(await ctx.principal(), organisation, plan);
     return { name: o.name, plan: toPlan(o.plan), createdAt: o.createdAt };
   }
 
@@ -59,7 +52,7 @@ export class AccountResolver {
     @Arg('organisation', () => String) organisation: string,
     @Ctx() ctx: GqlContext,
   ): Promise<IssuedToken> {
-    const r = await ctx.c.organisations.issueToken(await ctx.principal(), organisation);
+    const r = await ctx.services.organisations.issueToken(await ctx.principal(), organisation);
     return { token: r.token, prefix: r.prefix, createdAt: r.createdAt };
   }
 
@@ -69,7 +62,7 @@ export class AccountResolver {
     @Arg('prefix', () => String) prefix: string,
     @Ctx() ctx: GqlContext,
   ): Promise<boolean> {
-    await ctx.c.organisations.revokeToken(await ctx.principal(), organisation, prefix);
+    await ctx.services.organisations.revokeToken(await ctx.principal(), organisation, prefix);
     return true;
   }
 }
@@ -78,15 +71,14 @@ export class AccountResolver {
 export class OrganisationFields {
   @FieldResolver(() => [OrgToken])
   async tokens(@Root() o: Organisation, @Ctx() ctx: GqlContext): Promise<OrgToken[]> {
-    const list = await ctx.c.organisations.listTokens(await ctx.principal(), o.name);
+    const list = await ctx.services.organisations.listTokens(await ctx.principal(), o.name);
     return list.map((t) => ({ prefix: t.prefix, createdAt: t.createdAt }));
   }
 
   @FieldResolver(() => [Dataset])
   async datasets(@Root() o: Organisation, @Ctx() ctx: GqlContext): Promise<Dataset[]> {
-    const rc = await ctx.request();
-    const list = await ctx.c.datasets.list(rc, o.name);
-    return list.map((v) => toDataset(rc.baseUrl, v));
+    const list = await ctx.services.datasets.list(await ctx.principal(), o.name);
+    return list.map((v) => toDataset(ctx.baseUrl, v));
   }
 
   @FieldResolver(() => Dataset)
@@ -95,8 +87,8 @@ export class OrganisationFields {
     @Arg('name', () => String) name: string,
     @Ctx() ctx: GqlContext,
   ): Promise<Dataset> {
-    const rc = await ctx.request();
-    return toDataset(rc.baseUrl, await ctx.c.datasets.get(rc, o.name, name));
+    const v = await ctx.services.datasets.get(await ctx.principal(), o.name, name);
+    return toDataset(ctx.baseUrl, v);
   }
 
   @FieldResolver(() => Usage, { description: 'Defaults to the current month.' })
@@ -106,15 +98,15 @@ export class OrganisationFields {
     @Arg('month', () => Int, { nullable: true }) month: number | undefined,
     @Ctx() ctx: GqlContext,
   ): Promise<Usage> {
-    const r = await ctx.c.usage.report(await ctx.principal(), o.name, {
+    const r = await ctx.services.usage.report(await ctx.principal(), o.name, {
       year: year ?? undefined,
       month: month ?? undefined,
     });
     return {
       credits: { ...r.credits, limitType: r.credits.limitType as LimitType },
       images: { ...r.images, limitType: r.images.limitType as LimitType },
-      datasets: Object.entries(r.datasets).map(([name, d]) => ({
-        name,
+      datasets: r.datasets.map((d) => ({
+        name: d.name,
         images: d.images,
         usage: d.usage.map((u) => ({ ...u, type: u.type as RequestType })),
         status: d.status as DatasetStatus | undefined,

@@ -12,6 +12,7 @@ import {
 } from '../types/dataset';
 import { ContentItemInput, ContentUpdateInput, EnabledFieldInput } from '../types/inputs';
 import { contentBody } from '../content-body';
+import { parseContentBatch } from '../../../domain/content';
 
 @Resolver(() => Dataset)
 export class DatasetResolver {
@@ -20,7 +21,7 @@ export class DatasetResolver {
       "The embedder the dataset's vectors are made with, and how many processed items still wait for a vector from it after an embedder change.",
   })
   async embedder(@Root() d: Dataset, @Ctx() ctx: GqlContext): Promise<DatasetEmbedder> {
-    const e = await ctx.c.datasets.embedderStatus(await ctx.request(), d.org, d.name);
+    const e = await ctx.services.datasets.embedderStatus(await ctx.principal(), d.org, d.name);
     return Object.assign(new DatasetEmbedder(), e);
   }
 
@@ -30,8 +31,8 @@ export class DatasetResolver {
     @Arg('name', () => String) name: string,
     @Ctx() ctx: GqlContext,
   ): Promise<Dataset> {
-    const rc = await ctx.request();
-    return toDataset(rc.baseUrl, await ctx.c.datasets.create(rc, organisation, { name }));
+    const v = await ctx.services.datasets.create(await ctx.principal(), organisation, { name });
+    return toDataset(ctx.baseUrl, v);
   }
 
   @Mutation(() => Boolean, { description: 'Permanent; usage keeps the dataset as deleted.' })
@@ -40,7 +41,7 @@ export class DatasetResolver {
     @Arg('name', () => String) name: string,
     @Ctx() ctx: GqlContext,
   ): Promise<boolean> {
-    await ctx.c.datasets.delete(await ctx.request(), organisation, name);
+    await ctx.services.datasets.delete(await ctx.principal(), organisation, name);
     return true;
   }
 
@@ -50,8 +51,9 @@ export class DatasetResolver {
     @Arg('dataset', () => String) dataset: string,
     @Ctx() ctx: GqlContext,
   ): Promise<Dataset> {
-    const rc = await ctx.request();
-    return toDataset(rc.baseUrl, await ctx.c.datasets.rotateBrowseToken(rc, organisation, dataset));
+    const p = await ctx.principal();
+    const v = await ctx.services.datasets.rotateBrowseToken(p, organisation, dataset);
+    return toDataset(ctx.baseUrl, v);
   }
 
   @Mutation(() => Dataset, {
@@ -63,10 +65,10 @@ export class DatasetResolver {
     @Arg('fields', () => [EnabledFieldInput]) fields: EnabledFieldInput[],
     @Ctx() ctx: GqlContext,
   ): Promise<Dataset> {
-    const body = { fields: Object.fromEntries(fields.map((f) => [f.name, [...f.values]])) };
-    const rc = await ctx.request();
-    const v = await ctx.c.datasets.setEnabledFields(rc, organisation, dataset, body);
-    return toDataset(rc.baseUrl, v);
+    const input = Object.fromEntries(fields.map((f) => [f.name, [...f.values]]));
+    const p = await ctx.principal();
+    const v = await ctx.services.datasets.setEnabledFields(p, organisation, dataset, input);
+    return toDataset(ctx.baseUrl, v);
   }
 
   @Mutation(() => WriteResult, {
@@ -79,8 +81,8 @@ export class DatasetResolver {
     @Arg('items', () => [ContentItemInput]) items: ContentItemInput[],
     @Ctx() ctx: GqlContext,
   ): Promise<WriteResult> {
-    const body = { content: contentBody(items, { dropNulls: false }) };
-    return ctx.c.contentService.write(await ctx.principal(), organisation, dataset, body, 'post');
+    const writes = parseContentBatch({ content: contentBody(items, { dropNulls: false }) }, 'post');
+    return ctx.services.content.write(await ctx.principal(), organisation, dataset, writes, 'post');
   }
 
   @Mutation(() => WriteResult, {
@@ -93,14 +95,8 @@ export class DatasetResolver {
     @Ctx() ctx: GqlContext,
   ): Promise<WriteResult> {
     // An omitted field and an explicit null both mean "keep" for url; only metadata keys use null.
-    const content = contentBody(items, { dropNulls: true });
-    return ctx.c.contentService.write(
-      await ctx.principal(),
-      organisation,
-      dataset,
-      { content },
-      'put',
-    );
+    const writes = parseContentBatch({ content: contentBody(items, { dropNulls: true }) }, 'put');
+    return ctx.services.content.write(await ctx.principal(), organisation, dataset, writes, 'put');
   }
 
   @Mutation(() => Boolean, { description: 'Unknown ids are ignored.' })
@@ -110,7 +106,7 @@ export class DatasetResolver {
     @Arg('ids', () => [ID]) ids: string[],
     @Ctx() ctx: GqlContext,
   ): Promise<boolean> {
-    await ctx.c.contentService.delete(await ctx.principal(), organisation, dataset, { ids });
+    await ctx.services.content.delete(await ctx.principal(), organisation, dataset, ids);
     return true;
   }
 
@@ -121,7 +117,7 @@ export class DatasetResolver {
     @Arg('limit', () => Int, { defaultValue: 100 }) limit: number,
     @Ctx() ctx: GqlContext,
   ): Promise<ContentPage> {
-    const rows = await ctx.c.contentService.list(await ctx.principal(), d.org, d.name, {
+    const rows = await ctx.services.content.list(await ctx.principal(), d.org, d.name, {
       offset,
       limit,
     });
@@ -152,7 +148,7 @@ export class DatasetResolver {
     @Arg('limit', () => Int, { defaultValue: 100 }) limit: number,
     @Ctx() ctx: GqlContext,
   ): Promise<ProcessingErrorPage> {
-    const r = await ctx.c.contentService.errors(await ctx.principal(), d.org, d.name, {
+    const r = await ctx.services.content.errors(await ctx.principal(), d.org, d.name, {
       offset,
       limit,
     });

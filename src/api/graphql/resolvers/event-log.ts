@@ -43,7 +43,7 @@ export class EventLogResolver {
     @Arg('top', () => Int, { nullable: true, description: 'Entries per "most used" list.' })
     top?: number,
   ): Promise<AnalyticsReport> {
-    const r = await ctx.c.report.report(await ctx.request(), d.org, d.name, {
+    const r = await ctx.services.report.report(await ctx.principal(), d.org, d.name, {
       ...(from != null ? { from } : {}),
       ...(to != null ? { to } : {}),
       ...(interval ? { interval } : {}),
@@ -62,11 +62,8 @@ export class EventLogResolver {
     @Arg('events', () => [TrackEventInput]) events: TrackEventInput[],
     @Ctx() ctx: GqlContext,
   ): Promise<number> {
-    const r = await ctx.c.track.track(await ctx.request(), organisation, dataset, undefined, {
-      events: events.map((e) => ({
-        v: e.v,
-        ...(e.timestamp != null ? { timestamp: e.timestamp } : {}),
-      })),
+    const r = await ctx.services.track.track(await ctx.principal(), organisation, dataset, {
+      events,
     });
     return r.accepted;
   }

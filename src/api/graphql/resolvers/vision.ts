@@ -13,8 +13,7 @@ import {
   Root,
 } from 'type-graphql';
 import { invalid } from '../../../domain/errors';
-import type { RequestContext } from '../../../services/principal';
-import { parseFieldSelection, projectMetadata } from '../../../services/results';
+import { parseFieldSelection, projectMetadata } from '../../fields';
 import type { SimilarityResult } from '../../../services/similarity';
 import type { GqlContext } from '../context';
 import { analyticsSpec, figuresOut } from '../analytics-map';
@@ -26,12 +25,12 @@ import { Facet, SearchConnection, Vision, VisionItem } from '../types/vision';
 
 /** Similarity hits as Vision items; explore_url carries q, limit (and the journey). */
 function scored(
-  rc: RequestContext,
+  baseUrl: string,
   vis: Vision,
   r: SimilarityResult,
   carry: { q?: string; limit: number; path?: string[] },
 ): VisionItem[] {
-  const link = { baseUrl: rc.baseUrl, org: vis.org, dataset: vis.dataset, carry };
+  const link = { baseUrl, org: vis.org, dataset: vis.dataset, carry };
   return r.hits.map((h) => toVisionItem(h.item, link, h.score));
 }
 
@@ -93,6 +92,16 @@ class SimilarityArgs {
   v?: string;
 }
 
+/** The service's view of the common similarity arguments (GraphQL gives absent ones as null). */
+const similarity = (a: SimilarityArgs) => ({
+  limit: a.limit,
+  q: a.q ?? undefined,
+  v: a.v ?? undefined,
+});
+
+/** What a similarity result's explore_url carries over. */
+const carried = (a: SimilarityArgs) => ({ q: a.q ?? undefined, limit: a.limit });
+
 @Resolver(() => Vision)
 export class VisionResolver {
   @Query(() => Vision, {
@@ -111,19 +120,18 @@ export class VisionResolver {
     @Args(() => SearchArgs) a: SearchArgs,
     @Ctx() ctx: GqlContext,
   ): Promise<SearchConnection> {
-    const rc = await ctx.request();
-    const r = await ctx.c.vision.search(rc, vis.org, vis.dataset, {
+    const r = await ctx.services.vision.search(await ctx.principal(), vis.org, vis.dataset, {
       q: a.q ?? undefined,
       sort: a.sort ?? undefined,
       order: a.order,
       page: a.page,
       limit: a.limit,
       v: a.v ?? undefined,
-      analytics: analyticsSpec(a),
+      figures: analyticsSpec(a),
       ...(a.filter ? { filter: a.filter } : {}),
     });
     const link = {
-      baseUrl: rc.baseUrl,
+      baseUrl: ctx.baseUrl,
       org: vis.org,
       dataset: vis.dataset,
       carry: { q: a.q ?? undefined, limit: a.limit },
@@ -153,15 +161,12 @@ export class VisionResolver {
     excludeParent: boolean,
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
-    const rc = await ctx.request();
-    const r = await ctx.c.similarity.similar(rc, vis.org, vis.dataset, {
+    const r = await ctx.services.similarity.similar(await ctx.principal(), vis.org, vis.dataset, {
+      ...similarity(a),
       id,
-      limit: a.limit,
-      q: a.q ?? undefined,
-      v: a.v ?? undefined,
       excludeParent,
     });
-    return scored(rc, vis, r, { q: a.q ?? undefined, limit: a.limit });
+    return scored(ctx.baseUrl, vis, r, carried(a));
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -174,14 +179,13 @@ export class VisionResolver {
     @Args(() => SimilarityArgs) a: SimilarityArgs,
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
-    const rc = await ctx.request();
-    const r = await ctx.c.similarity.collection(rc, vis.org, vis.dataset, {
-      ids,
-      limit: a.limit,
-      q: a.q ?? undefined,
-      v: a.v ?? undefined,
-    });
-    return scored(rc, vis, r, { q: a.q ?? undefined, limit: a.limit });
+    const r = await ctx.services.similarity.collection(
+      await ctx.principal(),
+      vis.org,
+      vis.dataset,
+      { ...similarity(a), ids },
+    );
+    return scored(ctx.baseUrl, vis, r, carried(a));
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -195,15 +199,12 @@ export class VisionResolver {
     @Args(() => SimilarityArgs) a: SimilarityArgs,
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
-    const rc = await ctx.request();
-    const r = await ctx.c.similarity.explore(rc, vis.org, vis.dataset, {
+    const r = await ctx.services.similarity.explore(await ctx.principal(), vis.org, vis.dataset, {
+      ...similarity(a),
       id: id ?? undefined,
       path: path ?? [],
-      limit: a.limit,
-      q: a.q ?? undefined,
-      v: a.v ?? undefined,
     });
-    return scored(rc, vis, r, { q: a.q ?? undefined, limit: a.limit, path: r.path });
+    return scored(ctx.baseUrl, vis, r, { ...carried(a), path: r.path });
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -216,19 +217,11 @@ export class VisionResolver {
     @Args(() => SimilarityArgs) a: SimilarityArgs,
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
-    const rc = await ctx.request();
-    const r = await ctx.c.similarity.lens(
-      rc,
-      vis.org,
-      vis.dataset,
-      { image },
-      {
-        limit: a.limit,
-        q: a.q ?? undefined,
-        v: a.v ?? undefined,
-      },
-    );
-    return scored(rc, vis, r, { q: a.q ?? undefined, limit: a.limit });
+    const r = await ctx.services.similarity.lens(await ctx.principal(), vis.org, vis.dataset, {
+      ...similarity(a),
+      image,
+    });
+    return scored(ctx.baseUrl, vis, r, carried(a));
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -240,16 +233,19 @@ export class VisionResolver {
     @Arg('ids', () => [ID]) ids: string[],
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
-    const rc = await ctx.request();
-    const items = await ctx.c.vision.details(rc, vis.org, vis.dataset, ids);
-    const link = { baseUrl: rc.baseUrl, org: vis.org, dataset: vis.dataset, carry: {} };
+    const items = await ctx.services.vision.details(
+      await ctx.principal(),
+      vis.org,
+      vis.dataset,
+      ids,
+    );
+    const link = { baseUrl: ctx.baseUrl, org: vis.org, dataset: vis.dataset, carry: {} };
     return items.map((i) => toVisionItem(i, link));
   }
 
   @FieldResolver(() => [String], { description: 'Metadata field names, generated ones included.' })
   async fieldNames(@Root() vis: Vision, @Ctx() ctx: GqlContext): Promise<string[]> {
-    const r = await ctx.c.vision.fields(await ctx.request(), vis.org, vis.dataset, { fields: '*' });
-    return r as string[];
+    return ctx.services.vision.fieldNames(await ctx.principal(), vis.org, vis.dataset);
   }
 
   @FieldResolver(() => [Facet], {
@@ -267,7 +263,7 @@ export class VisionResolver {
       throw invalid('fields must name metadata fields (use fieldNames for the list of names)', [
         { param: 'fields', index: bad, message: `'${names[bad]}' is not a field name` },
       ]);
-    const r = await ctx.c.vision.fields(await ctx.request(), vis.org, vis.dataset, {
+    const r = await ctx.services.vision.fieldCounts(await ctx.principal(), vis.org, vis.dataset, {
       fields: names,
       q: q ?? undefined,
     });

@@ -1,42 +1,33 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Container } from '../../../app/container';
 import { processingErrorBody } from '../account-bodies';
+import { deleteIds } from '../delete-ids';
 import { serve } from '../operation';
 import * as op from '../schema/content-ops';
+import type { RestServices } from '../services';
 
 export const contentRoutes =
-  (c: Container): FastifyPluginAsync =>
+  (s: Pick<RestServices, 'content'>): FastifyPluginAsync =>
   async (app) => {
     for (const [write, mode] of [
       [op.addContent, 'post'],
       [op.updateContent, 'put'],
     ] as const) {
       serve(app, write, async ({ params, body }, req) => {
-        await c.contentService.write(
-          req.ctx.principal,
-          params.organisation,
-          params.dataset,
-          body,
-          mode,
-        );
+        await s.content.write(req.ctx.principal, params.organisation, params.dataset, body, mode);
         return { status: 'accepted' };
       });
     }
     serve(app, op.deleteContent, async ({ params, body }, req) => {
-      await c.contentService.delete(req.ctx.principal, params.organisation, params.dataset, body);
+      const ids = deleteIds(body);
+      await s.content.delete(req.ctx.principal, params.organisation, params.dataset, ids);
       return { status: 'accepted' };
     });
     serve(app, op.listContent, async ({ params, query }, req) => ({
       status: 'ok',
-      content: await c.contentService.list(
-        req.ctx.principal,
-        params.organisation,
-        params.dataset,
-        query,
-      ),
+      content: await s.content.list(req.ctx.principal, params.organisation, params.dataset, query),
     }));
     serve(app, op.processingErrors, async ({ params, query }, req) => {
-      const r = await c.contentService.errors(
+      const r = await s.content.errors(
         req.ctx.principal,
         params.organisation,
         params.dataset,

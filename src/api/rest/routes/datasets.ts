@@ -1,16 +1,16 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Container } from '../../../app/container';
-import { datasetLinks } from '../../../services/datasets';
 import { datasetBody } from '../account-bodies';
+import { datasetLinks } from '../../links';
 import { serve } from '../operation';
 import { reportBody } from '../report-body';
 import * as op from '../schema/account-ops';
+import type { RestServices } from '../services';
 
 export const datasetRoutes =
-  (c: Container): FastifyPluginAsync =>
+  (s: Pick<RestServices, 'datasets' | 'report'>): FastifyPluginAsync =>
   async (app) => {
     serve(app, op.createDataset, async ({ params, body }, req) => {
-      const v = await c.datasets.create(req.ctx, params.organisation, body);
+      const v = await s.datasets.create(req.ctx.principal, params.organisation, body);
       return {
         status: 'ok',
         dataset_url: datasetLinks(req.ctx.baseUrl, v.org, v.name).dataset,
@@ -19,7 +19,7 @@ export const datasetRoutes =
     });
     serve(app, op.listDatasets, async ({ params }, req) => ({
       status: 'ok',
-      datasets: (await c.datasets.list(req.ctx, params.organisation)).map((v) =>
+      datasets: (await s.datasets.list(req.ctx.principal, params.organisation)).map((v) =>
         datasetBody(req.ctx.baseUrl, v),
       ),
     }));
@@ -27,31 +27,40 @@ export const datasetRoutes =
       status: 'ok',
       dataset: datasetBody(
         req.ctx.baseUrl,
-        await c.datasets.get(req.ctx, params.organisation, params.dataset),
+        await s.datasets.get(req.ctx.principal, params.organisation, params.dataset),
       ),
     }));
     serve(app, op.analytics, async ({ params, query }, req) => ({
       status: 'ok',
       analytics: reportBody(
-        await c.report.report(req.ctx, params.organisation, params.dataset, query),
+        await s.report.report(req.ctx.principal, params.organisation, params.dataset, {
+          ...query,
+          // a non-number is NaN, which the report's rule refuses by name
+          top: query.top === undefined || query.top === '' ? undefined : Number(query.top),
+        }),
       ),
     }));
     serve(app, op.deleteDataset, async ({ params }, req) => {
-      await c.datasets.delete(req.ctx, params.organisation, params.dataset);
+      await s.datasets.delete(req.ctx.principal, params.organisation, params.dataset);
       return { status: 'ok' };
     });
     serve(app, op.rotateBrowseToken, async ({ params }, req) => ({
       status: 'ok',
       dataset: datasetBody(
         req.ctx.baseUrl,
-        await c.datasets.rotateBrowseToken(req.ctx, params.organisation, params.dataset),
+        await s.datasets.rotateBrowseToken(req.ctx.principal, params.organisation, params.dataset),
       ),
     }));
     serve(app, op.setEnabledFields, async ({ params, body }, req) => ({
       status: 'ok',
       dataset: datasetBody(
         req.ctx.baseUrl,
-        await c.datasets.setEnabledFields(req.ctx, params.organisation, params.dataset, body),
+        await s.datasets.setEnabledFields(
+          req.ctx.principal,
+          params.organisation,
+          params.dataset,
+          body.fields,
+        ),
       ),
     }));
   };

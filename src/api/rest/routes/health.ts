@@ -1,23 +1,15 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Container } from '../../../app/container';
 import { serve } from '../operation';
 import * as op from '../schema/service-ops';
+import type { RestServices } from '../services';
 
 export const healthRoutes =
-  (c: Container): FastifyPluginAsync =>
+  (s: Pick<RestServices, 'readiness'>): FastifyPluginAsync =>
   async (app) => {
     serve(app, op.healthz, async () => ({ status: 'ok' }));
     serve(app, op.readyz, async (_input, _req, reply) => {
-      const checks = await Promise.allSettled([
-        c.accounts.ping(),
-        c.content.ping(),
-        c.queue.ping(),
-      ]);
-      const [accounts, store, queue] = checks.map((r) =>
-        r.status === 'fulfilled' ? 'ok' : 'unavailable',
-      );
-      const ready = checks.every((r) => r.status === 'fulfilled');
+      const { ready, checks } = await s.readiness.check();
       if (!ready) reply.status(503).header('Retry-After', '5');
-      return { status: ready ? 'ok' : 'unavailable', checks: { accounts, store, queue } };
+      return { status: ready ? 'ok' : 'unavailable', checks };
     });
   };

@@ -1,14 +1,15 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import type { Container } from '../../../app/container';
 import { isAppError } from '../../../domain/errors';
+import type { Metrics } from '../../../observability/metrics';
 import { serve } from '../operation';
-import type { AuthFailureLimit } from '../rate-limit';
+import type { AuthFailureLimit } from '../../http/rate-limit';
 import * as op from '../schema/service-ops';
+import type { RestServices } from '../services';
 
 /** Request latency by route template (never the raw path: it holds names and ids). */
-export function recordRequestMetrics(app: FastifyInstance, c: Container): void {
+export function recordRequestMetrics(app: FastifyInstance, metrics: Metrics): void {
   app.addHook('onResponse', async (req, reply) => {
-    c.metrics.httpDuration.observe(
+    metrics.httpDuration.observe(
       {
         method: req.method,
         route: req.routeOptions.url ?? 'unrouted',
@@ -26,14 +27,14 @@ export function recordRequestMetrics(app: FastifyInstance, c: Container): void {
  * must not be guessable here at full speed.
  */
 export const metricsRoute =
-  (c: Container, authFailed: AuthFailureLimit): FastifyPluginAsync =>
+  (s: Pick<RestServices, 'auth' | 'metrics'>, authFailed: AuthFailureLimit): FastifyPluginAsync =>
   async (app) => {
     serve(app, op.metrics, async (_input, req) => {
-      const principal = await c.auth.authenticate(req.headers.authorization).catch(async (e) => {
+      const principal = await s.auth.authenticate(req.headers.authorization).catch(async (e) => {
         if (isAppError(e) && e.code === 'unauthorized') await authFailed(req);
         throw e;
       });
-      c.auth.requireOperator(principal);
-      return c.metrics.registry.metrics();
+      s.auth.requireOperator(principal);
+      return s.metrics.registry.metrics();
     });
   };

@@ -1,25 +1,38 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Container } from '../../../app/container';
-import { parseFieldSelection } from '../../../services/results';
-import type { RequestContext } from '../../../services/principal';
+import { invalid } from '../../../domain/errors';
+import type { SearchRequest } from '../../../services/vision';
 import type { SimilarityResult } from '../../../services/similarity';
+import { parseFieldSelection } from '../../fields';
 import { figuresBody } from '../figures';
+import { parseFiguresParams } from '../figures-params';
+import { journeyParam } from '../journey-param';
 import { serve } from '../operation';
 import { resultEntry } from '../result-entry';
 import * as op from '../schema/vision-ops';
+import type { RestServices } from '../services';
 
 type Params = Record<string, string>;
 
+/** A comma-separated id list; blanks are dropped. */
+const idList = (ids: string | undefined): string[] => (ids ?? '').split(',');
+
+function sortOrder(order: string | undefined): SearchRequest['order'] {
+  if (order === undefined || order === 'asc' || order === 'desc') return order;
+  throw invalid("order must be 'asc' or 'desc'", [
+    { param: 'order', message: "expected 'asc' or 'desc'" },
+  ]);
+}
+
 /** Result entries with scores; explore_url carries fields, q, limit (and the journey). */
 function shape(
-  ctx: RequestContext,
+  baseUrl: string,
   params: Params,
   q: { fields?: string; q?: string; limit?: number },
   r: SimilarityResult,
 ) {
   const sel = parseFieldSelection(q.fields);
   const link = {
-    baseUrl: ctx.baseUrl,
+    baseUrl,
     org: params.organisation,
     dataset: params.dataset,
     carry: { fields: q.fields, q: q.q, limit: q.limit, path: r.path },
@@ -28,52 +41,85 @@ function shape(
 }
 
 export const visionRoutes =
-  (c: Container): FastifyPluginAsync =>
+  (s: Pick<RestServices, 'vision' | 'similarity' | 'track'>): FastifyPluginAsync =>
   async (app) => {
     serve(app, op.details, async ({ params, query }, req) => {
       const { organisation: org, dataset } = params;
       const sel = parseFieldSelection(query.fields);
-      const items = await c.vision.details(req.ctx, org, dataset, (query.ids ?? '').split(','));
+      const items = await s.vision.details(req.ctx.principal, org, dataset, idList(query.ids));
       const link = { baseUrl: req.ctx.baseUrl, org, dataset, carry: { fields: query.fields } };
       return { status: 'ok', results: items.map((it) => resultEntry(it, sel, link)) };
     });
-    serve(app, op.fieldCounts, async ({ params, query }, req) => ({
-      status: 'ok',
-      fields: await c.vision.fields(req.ctx, params.organisation, params.dataset, query),
-    }));
+    serve(app, op.fieldCounts, async ({ params, query }, req) => {
+      const { organisation: org, dataset } = params;
+      const sel = parseFieldSelection(query.fields);
+      return {
+        status: 'ok',
+        fields: sel.all
+          ? await s.vision.fieldNames(req.ctx.principal, org, dataset)
+          : await s.vision.fieldCounts(req.ctx.principal, org, dataset, {
+              fields: sel.names,
+              q: query.q,
+            }),
+      };
+    });
     serve(app, op.similar, async ({ params, query }, req) => {
-      const r = await c.similarity.similar(req.ctx, params.organisation, params.dataset, {
-        ...query,
-        excludeParent: query.exclude_parent,
+      const { exclude_parent: excludeParent, ...rest } = query;
+      const r = await s.similarity.similar(req.ctx.principal, params.organisation, params.dataset, {
+        ...rest,
+        excludeParent,
       });
-      return shape(req.ctx, params, query, r);
+      return shape(req.ctx.baseUrl, params, query, r);
     });
     serve(app, op.explore, async ({ params, query }, req) => {
-      const r = await c.similarity.explore(req.ctx, params.organisation, params.dataset, query);
-      return shape(req.ctx, params, query, r);
+      const r = await s.similarity.explore(req.ctx.principal, params.organisation, params.dataset, {
+        ...query,
+        path: journeyParam(query.path),
+      });
+      return shape(req.ctx.baseUrl, params, query, r);
     });
     serve(app, op.lens, async ({ params, query, body }, req) => {
-      const r = await c.similarity.lens(req.ctx, params.organisation, params.dataset, body, query);
-      return shape(req.ctx, params, query, r);
+      const r = await s.similarity.lens(req.ctx.principal, params.organisation, params.dataset, {
+        ...query,
+        image: body.image,
+      });
+      return shape(req.ctx.baseUrl, params, query, r);
     });
     serve(app, op.track, async ({ params, query, body }, req) => {
-      await c.track.track(req.ctx, params.organisation, params.dataset, query.v, body);
+      await s.track.track(req.ctx.principal, params.organisation, params.dataset, {
+        v: query.v,
+        events: body?.events ?? [],
+      });
       return { status: 'accepted' };
     });
     serve(app, op.collection, async ({ params, query }, req) => {
-      const r = await c.similarity.collection(req.ctx, params.organisation, params.dataset, query);
-      return shape(req.ctx, params, query, r);
+      const r = await s.similarity.collection(
+        req.ctx.principal,
+        params.organisation,
+        params.dataset,
+        { ...query, ids: idList(query.ids) },
+      );
+      return shape(req.ctx.baseUrl, params, query, r);
     });
     serve(app, op.search, async ({ params, query }, req) => {
-      const sel = parseFieldSelection(query.fields);
-      const page = await c.vision.search(req.ctx, params.organisation, params.dataset, query);
-      const carry = { fields: query.fields, q: query.q, limit: query.limit };
+      const figures = parseFiguresParams(query);
+      const order = sortOrder(query.order);
+      const page = await s.vision.search(req.ctx.principal, params.organisation, params.dataset, {
+        q: query.q,
+        sort: query.sort,
+        order,
+        page: query.page,
+        limit: query.limit,
+        v: query.v,
+        figures,
+      });
       const link = {
         baseUrl: req.ctx.baseUrl,
         org: params.organisation,
         dataset: params.dataset,
-        carry,
+        carry: { fields: query.fields, q: query.q, limit: query.limit },
       };
+      const sel = parseFieldSelection(query.fields);
       return {
         status: 'ok',
         results: page.items.map((it) => resultEntry(it, sel, link)),

@@ -1,7 +1,7 @@
+// Which metadata a result shows: shaping shared by both transports (services return whole items).
 import type { StoredItem } from '../domain/item';
 import type { Scalar } from '../domain/metadata';
 import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../domain/limits';
-import { datasetPath } from './datasets';
 import { keyed } from '../domain/keyed';
 
 /** `fields` as requested: none, all public metadata plus generated fields (`*`), or a list. */
@@ -49,29 +49,4 @@ export function projectMetadata(item: StoredItem, sel: FieldSelection): Record<s
     if (v !== undefined) out[n] = v;
   }
   return out;
-}
-
-/** What a result's explore_url carries over from the request (contract §7). */
-export interface Carry {
-  fields?: string;
-  q?: string;
-  limit?: number;
-  /** An explore journey's selections so far (the next step is steered by them). */
-  path?: string[];
-}
-
-export function exploreUrl(
-  baseUrl: string,
-  org: string,
-  dataset: string,
-  id: string,
-  carry: Carry,
-): string {
-  const params = new URLSearchParams({ id });
-  if (carry.fields) params.set('fields', carry.fields);
-  if (carry.q) params.set('q', carry.q);
-  if (carry.limit !== undefined) params.set('limit', String(carry.limit));
-  if (carry.path?.length) params.set('path', carry.path.map(encodeURIComponent).join(','));
-  // URLSearchParams writes spaces as '+'; %20 reads the same everywhere.
-  return `${baseUrl}${datasetPath(org, dataset)}/explore?${params.toString().replace(/\+/g, '%20')}`;
 }

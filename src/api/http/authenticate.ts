@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Container } from '../../app/container';
+import type { AuthService } from '../../services/auth';
 import { invalid, isAppError } from '../../domain/errors';
 import type { Principal } from '../../services/principal';
 import { checkAccept } from './negotiation';
@@ -18,7 +18,11 @@ declare module 'fastify' {
 const unauthorized = (e: unknown): boolean => isAppError(e) && e.code === 'unauthorized';
 
 /** The onRequest hook: request id, Accept, and who is calling (contract §1–§3). */
-export function authenticateRequests(c: Container, authFailed: AuthFailureLimit) {
+export function authenticateRequests(
+  auth: Pick<AuthService, 'authenticate'>,
+  publicBaseUrl: string | undefined,
+  authFailed: AuthFailureLimit,
+) {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     reply.header('X-Request-Id', req.id);
     // Node's own answer to this is a bare 400 (the server turns that check off for us).
@@ -29,7 +33,7 @@ export function authenticateRequests(c: Container, authFailed: AuthFailureLimit)
     const header = req.headers.authorization;
     if (config.graphql) {
       if (header === undefined) return;
-      req.graphqlAuth = c.auth.authenticate(header);
+      req.graphqlAuth = auth.authenticate(header);
       try {
         req.rateKey = principalKey(await req.graphqlAuth);
       } catch (e) {
@@ -40,7 +44,7 @@ export function authenticateRequests(c: Container, authFailed: AuthFailureLimit)
     checkAccept(req.headers.accept);
     let principal: Principal;
     try {
-      principal = await c.auth.authenticate(header);
+      principal = await auth.authenticate(header);
     } catch (e) {
       if (unauthorized(e)) await authFailed(req);
       throw e;
@@ -48,7 +52,7 @@ export function authenticateRequests(c: Container, authFailed: AuthFailureLimit)
     req.rateKey = principalKey(principal);
     req.ctx = {
       principal,
-      baseUrl: c.config.PUBLIC_BASE_URL ?? `${req.protocol}://${req.host}`,
+      baseUrl: publicBaseUrl ?? `${req.protocol}://${req.host}`,
       requestId: req.id,
     };
   };

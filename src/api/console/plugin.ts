@@ -1,9 +1,8 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Container } from '../../../app/container';
-import { AppError } from '../../../domain/errors';
-import { CONTENT_TYPES, WEB_DIR } from '../../graphql/graphiql-page';
+import { AppError } from '../../domain/errors';
+import { CONTENT_TYPES, WEB_DIR } from '../web-assets';
 
 /**
  * The web console at `/` (issue 18): a static page built by scripts/build-web.mjs into dist/web
@@ -53,8 +52,9 @@ without it.</p>
 </html>
 `;
 
-export const consoleRoutes =
-  (_c: Container, dir = WEB_DIR): FastifyPluginAsync =>
+/** The console's page and assets: public, and they call no service (the page holds no data). */
+export const consolePages =
+  (dir = WEB_DIR): FastifyPluginAsync =>
   async (app) => {
     let assets = loadConsoleAssets(dir);
     // A build made after start-up is picked up on the next request.

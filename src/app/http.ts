@@ -1,0 +1,128 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { consolePages } from '../api/console/plugin';
+import { graphqlApi } from '../api/graphql/server';
+import { authenticateRequests } from '../api/http/authenticate';
+import { registerBodyParsers } from '../api/http/body-parsers';
+import { answerClientError, answerUnrouted } from '../api/http/client-errors';
+import { sendError } from '../api/http/errors';
+import { registerRateLimits } from '../api/http/rate-limit';
+import { requestIdFrom } from '../api/http/request-id';
+import { opsRoutes, restApi } from '../api/rest/plugin';
+import { recordRequestMetrics } from '../api/rest/routes/metrics';
+import type { Config } from '../config/env';
+import { AppError } from '../domain/errors';
+import { LIMITS } from '../domain/limits';
+import type { RequestContext } from '../services/principal';
+import type { Services } from './container';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    ctx: RequestContext;
+  }
+  interface FastifyInstance {
+    /** Every route this server answers (GET's automatic HEAD aside), for the /openapi.json check. */
+    routeTable: Array<{ method: string; url: string }>;
+  }
+  interface FastifyContextConfig {
+    /** Health checks and the GraphiQL assets need no token. */
+    public?: boolean;
+    /**
+     * /graphql: GraphQL negotiates its own media types and authenticates inside the operation
+     * (introspection needs no token), but the per-token rate limit still applies.
+     */
+    graphql?: boolean;
+    /**
+     * The body's object keys are the client's data (metadata): a key named `__proto__` is one
+     * like any other there, not an attempt at prototype poisoning (body-parsers.ts).
+     */
+    dataKeys?: boolean;
+  }
+}
+
+/**
+ * The API's HTTP server: contract §1–§2 for every route (request ids, Accept, bodies, errors,
+ * authentication, rate limits), then REST, GraphQL and the console as sibling plugins, each
+ * given the services it declares.
+ */
+export async function buildApiServer(
+  services: Services,
+  config: Config,
+  log: Logger,
+): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    bodyLimit: LIMITS.requestBodyBytes,
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+    // Per-request access logs only at debug: at info a busy API would log every request twice.
+    logController: new LogController({
+      disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace',
+    }),
+    routerOptions: { ignoreTrailingSlash: true },
+    // Everything refused before a route runs answers with the contract's error body too.
+    clientErrorHandler: answerClientError,
+    frameworkErrors: (err, req, reply) => void sendError(req, reply, err),
+    http: { requireHostHeader: false },
+  });
+  answerUnrouted(app.server);
+  const routeTable: FastifyInstance['routeTable'] = [];
+  app.decorate('routeTable', routeTable);
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat())
+      if (method !== 'HEAD') routeTable.push({ method, url: r.url });
+  });
+  registerBodyParsers(app);
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
+  app.setNotFoundHandler((req, reply) =>
+    sendError(
+      req,
+      reply,
+      new AppError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`),
+    ),
+  );
+  const authFailed = await registerRateLimits(app, config.RATE_LIMIT_PER_MINUTE);
+  app.addHook('onRequest', authenticateRequests(services.auth, config.PUBLIC_BASE_URL, authFailed));
+  recordRequestMetrics(app, services.metrics);
+
+  await app.register(restApi(services, authFailed));
+  await app.register(
+    graphqlApi(services, {
+      production: config.NODE_ENV === 'production',
+      log,
+      publicBaseUrl: config.PUBLIC_BASE_URL,
+    }),
+  );
+  await app.register(consolePages());
+  return app;
+}
+
+/**
+ * What a worker-only process serves on PORT: health (for an orchestrator's probes) and its
+ * metrics, nothing of the API, which it does not run.
+ */
+export async function buildOpsServer(
+  services: Services,
+  config: Config,
+  log: Logger,
+): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+    logController: new LogController({ disableRequestLogging: true }),
+  });
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
+  app.setNotFoundHandler((req, reply) =>
+    sendError(
+      req,
+      reply,
+      new AppError(
+        'not_found',
+        `a worker serves only /healthz, /readyz and /metrics, not ${req.url}`,
+      ),
+    ),
+  );
+  const authFailed = await registerRateLimits(app, config.RATE_LIMIT_PER_MINUTE);
+  recordRequestMetrics(app, services.metrics);
+  await app.register(opsRoutes(services, authFailed));
+  return app;
+}
