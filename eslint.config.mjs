@@ -17,6 +17,51 @@ const vendor = [
   'pino',
 ];
 
+/** An import of another layer of src/, by directory name, however many `../` lead to it. */
+const layer = (names, message) => ({ regex: `(^|/)(${names.join('|')})/`, message });
+
+const pure = ['domain', 'query', 'ports', 'lib'];
+const rules = (...patterns) => ({
+  'no-restricted-imports': ['error', { patterns }],
+});
+const vendorFree = {
+  group: vendor,
+  message: 'domain/, query/, ports/ and lib/ stay free of vendor packages',
+};
+const boundaries = [
+  {
+    // The core: use cases and rules know nothing of transports, adapters or the composition root.
+    files: ['src/{services,jobs,observability,config}/**/*.ts'],
+    rules: rules(
+      layer(
+        ['api', 'app', 'adapters', 'cli', 'web'],
+        'the core never imports a transport, an adapter or app/',
+      ),
+    ),
+  },
+  {
+    files: pure.map((d) => `src/${d}/**/*.ts`),
+    rules: rules(
+      vendorFree,
+      layer(
+        ['api', 'app', 'adapters', 'cli', 'web', 'services', 'jobs'],
+        'domain/, query/, ports/ and lib/ import only each other',
+      ),
+    ),
+  },
+  {
+    // Transports are given services (an interface they declare), never ports or adapters.
+    files: ['src/api/**/*.ts'],
+    rules: rules(
+      layer(['app', 'adapters', 'ports', 'jobs', 'cli'], 'a transport calls services only'),
+    ),
+  },
+  {
+    files: ['src/adapters/**/*.ts'],
+    rules: rules(layer(['api', 'app', 'services', 'cli'], 'an adapter implements ports only')),
+  },
+];
+
 export default tseslint.config(
   {
     ignores: [
@@ -36,6 +81,18 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
+    // Type-aware: a promise nobody awaits or handles, or one passed where a callback's result is
+    // ignored, is an error rather than a review comment.
+    files: ['**/*.ts', '**/*.tsx'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
     rules: {
       '@typescript-eslint/no-unused-vars': [
         'error',
@@ -48,20 +105,6 @@ export default tseslint.config(
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
-  {
-    files: ['src/domain/**/*.ts', 'src/query/**/*.ts', 'src/ports/**/*.ts', 'src/lib/**/*.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: vendor,
-              message: 'domain/, query/, ports/ and lib/ stay free of vendor packages',
-            },
-          ],
-        },
-      ],
-    },
-  },
+  // Import boundaries (ARCHITECTURE.md): the build fails when a layer reaches past its neighbours.
+  ...boundaries,
 );

@@ -134,8 +134,9 @@ async function start(): Promise<void> {
     for (const item of m.items) queue.push(item);
     if (busy) return;
     busy = true;
-    // after the messages already delivered in this turn, so they are run together
-    setImmediate(drain);
+    // after the messages already delivered in this turn, so they are run together; a rejection
+    // here is a bug, and ends the thread, which fails every pending run on the main side
+    setImmediate(() => void drain());
   });
 
   const degraded = maxBatch > 1 && batchable ? await probe() : undefined;
