@@ -59,7 +59,7 @@ export class Metrics {
 
   readonly portDuration = new client.Histogram({
     name: 'port_request_duration_seconds',
-    help: 'Calls to the stateful ports other than the search engine (accounts, content, ledger, events, keys, queue), by port and operation.',
+    help: 'Calls to the stateful ports other than the search engine (accounts, itemReader, itemWriter, itemProcessing, ledger, events, keys, queue), by port and operation.',
     labelNames: ['port', 'operation'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
