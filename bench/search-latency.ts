@@ -154,7 +154,7 @@ async function measureEngine(
     });
     const facets = await timeRequests(async (i) => {
       const lo = 20 + (i % 10) * 5;
-      await engine!.analytics(datasetId, conditionsOf(`price:${lo}:${lo + 250},instock:true`), {
+      await engine!.figures(datasetId, conditionsOf(`price:${lo}:${lo + 250},instock:true`), {
         facets: ['category', 'color', 'brand'].map((field) => ({ field, disjunctive: false })),
         facetSize: 10,
         stats: [],

@@ -1,4 +1,4 @@
-import type { EventReport, ReportSpec, RequestFacts } from '../domain/event-report';
+import type { Report, ReportSpec, RequestFacts } from '../domain/report';
 
 /**
  * A user-visible happening in a dataset: a billable Vision API request (with its `v` action
@@ -34,5 +34,5 @@ export interface EventLog {
    * The analytics report of a dataset (contract §11), aggregated by the engine that holds the
    * log: memory does not grow with the number of events.
    */
-  report(datasetId: string, spec: ReportSpec): Promise<EventReport>;
+  report(datasetId: string, spec: ReportSpec): Promise<Report>;
 }

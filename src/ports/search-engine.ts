@@ -1,4 +1,4 @@
-import type { AnalyticsSpec, Figures } from '../domain/analytics';
+import type { FiguresSpec, Figures } from '../domain/figures';
 import type { StoredItem } from '../domain/item';
 import type { Condition } from '../query/ast';
 
@@ -41,7 +41,7 @@ export interface SearchEngine {
    * Contract §10 figures over every processed item matching `conditions` (never a page):
    * facets (a disjunctive one without the conditions on its own field), stats, histograms.
    */
-  analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures>;
+  figures(datasetId: string, conditions: Condition[], spec: FiguresSpec): Promise<Figures>;
   /**
    * The processed items matching `conditions` nearest to the vector, best first. The filter is
    * applied inside the nearest-neighbour search, so a page is never short while matches exist.

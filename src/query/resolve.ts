@@ -25,7 +25,7 @@ export const isArrayField = (
 };
 
 /**
- * The §5 rule for an array field, whoever asks (q, the typed filter, analytics): it must be
+ * The §5 rule for an array field, whoever asks (q, the typed filter, figures): it must be
  * enabled, and with all its values (`*`) for anything that reads numbers (a range, stats, a
  * histogram). The problem as a sentence naming the fix, or undefined.
  */

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { AppError } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
-import type { RequestFacts } from '../domain/event-report';
+import type { RequestFacts } from '../domain/report';
 import type { RequestType } from '../domain/plan';
 import type { Organisation } from '../ports/account-store';
 import type { PlanReads } from './plans';

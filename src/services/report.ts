@@ -1,4 +1,4 @@
-import { parseReportParams, type EventReport, type ReportParams } from '../domain/event-report';
+import { parseReportParams, type Report, type ReportParams } from '../domain/report';
 import type { EventLog } from '../ports/event-log';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
@@ -11,12 +11,7 @@ export class ReportService {
     private readonly now: () => number,
   ) {}
 
-  async report(
-    p: Principal,
-    org: string,
-    name: string,
-    params: ReportParams,
-  ): Promise<EventReport> {
+  async report(p: Principal, org: string, name: string, params: ReportParams): Promise<Report> {
     const ds = await this.auth.adminDataset(p, org, name);
     return this.events.report(ds.id, parseReportParams(params, this.now()));
   }

@@ -3,7 +3,7 @@ import { parseActionVars } from '../domain/action-vars';
 import { AppError, invalid } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
-import { filterTerms, type RequestFacts } from '../domain/event-report';
+import { filterTerms, type RequestFacts } from '../domain/report';
 import { checkJourney, diversify, steer } from '../domain/journey';
 import { LIMITS } from '../domain/limits';
 import { ImageError } from '../domain/processing';

@@ -1,12 +1,7 @@
 import { ReadinessMemo } from './ready-memo';
-import {
-  checkAnalytics,
-  hasAnalytics,
-  type AnalyticsSpec,
-  type Figures,
-} from '../domain/analytics';
+import { checkFigures, hasFigures, type FiguresSpec, type Figures } from '../domain/figures';
 import { AppError, invalid } from '../domain/errors';
-import { filterTerms, type RequestFacts } from '../domain/event-report';
+import { filterTerms, type RequestFacts } from '../domain/report';
 import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
 import { parseActionVars } from '../domain/action-vars';
@@ -39,7 +34,7 @@ export interface SearchRequest {
   order?: SortOrder;
   page?: number;
   limit?: number;
-  figures?: AnalyticsSpec;
+  figures?: FiguresSpec;
   /** Action variables (`a:search,user_id:…`), recorded with the request. */
   v?: string;
 }
@@ -128,10 +123,10 @@ export class VisionService {
   /** Paginated search (request type `search`); REST and GraphQL shape the page their own way. */
   async search(p: Principal, org: string, name: string, r: SearchRequest): Promise<SearchPage> {
     return this.request(p, org, name, 'search', async (ds, bill) => {
-      const spec = checkAnalytics(r.figures ?? NO_FIGURES);
-      const analytics = hasAnalytics(spec);
+      const spec = checkFigures(r.figures ?? NO_FIGURES);
+      const wantsFigures = hasFigures(spec);
       // With figures asked for, limit=0 answers the figures alone (contract §10).
-      const figuresOnly = analytics && r.limit === 0;
+      const figuresOnly = wantsFigures && r.limit === 0;
       const { page, limit, offset } = figuresOnly
         ? { page: 1, limit: 0, offset: 0 }
         : visionPage(r);
@@ -143,14 +138,14 @@ export class VisionService {
       if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
       const conditions = await this.conditions(ds, r.q, catalogue);
       if (r.filter) conditions.push(...compileFilterTree(r.filter, this.rules(ds, catalogue)));
-      if (analytics) checkAnalyticsFields(spec, this.rules(ds, catalogue));
+      if (wantsFigures) checkFigureFields(spec, this.rules(ds, catalogue));
       await this.requireReady(ds);
       const [{ items, total }, figures] = await bill(
         vars,
         () =>
           Promise.all([
             this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
-            analytics ? this.engine.analytics(ds.id, conditions, spec) : undefined,
+            wantsFigures ? this.engine.figures(ds.id, conditions, spec) : undefined,
           ]),
         ([found]) => ({
           total: found.total,
@@ -229,7 +224,7 @@ export class VisionService {
   }
 }
 
-const NO_FIGURES: AnalyticsSpec = {
+const NO_FIGURES: FiguresSpec = {
   facets: [],
   facetSize: LIMITS.facetSizeDefault,
   stats: [],
@@ -237,7 +232,7 @@ const NO_FIGURES: AnalyticsSpec = {
 };
 
 /** Array fields follow the q rule (contract §5): facets count values, stats and histograms numbers. */
-function checkAnalyticsFields(spec: AnalyticsSpec, ctx: ResolveContext): void {
+function checkFigureFields(spec: FiguresSpec, ctx: ResolveContext): void {
   const need = (param: string, field: string, all: boolean): void => {
     const problem = arrayFieldProblem(ctx, field, all);
     if (problem) throw invalid(`${param}: ${problem}`, [{ param, field, message: problem }]);

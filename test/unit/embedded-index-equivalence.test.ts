@@ -9,7 +9,7 @@ import { openDb, type Db } from '../../src/adapters/embedded/db';
 import { embeddedContent } from '../../src/adapters/embedded/embedded-ports';
 import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
 import { SqlSearchEngine } from '../../src/adapters/embedded/sql-search-engine';
-import type { AnalyticsSpec, Figures } from '../../src/domain/analytics';
+import type { FiguresSpec, Figures } from '../../src/domain/figures';
 import type { Metadata, MetadataValue } from '../../src/domain/metadata';
 import type { Condition } from '../../src/query/ast';
 import type { ContentStore } from '../../src/ports/content-store';
@@ -348,7 +348,7 @@ describe('embedded in-memory index equals the SQL engine', () => {
   });
 
   it('facets and analytics', async () => {
-    const spec: fc.Arbitrary<AnalyticsSpec> = fc.record({
+    const spec: fc.Arbitrary<FiguresSpec> = fc.record({
       facets: fc.uniqueArray(
         fc.record({ field: fc.constantFrom(...QUERY_FIELDS), disjunctive: fc.boolean() }),
         { maxLength: 3, selector: (f) => f.field },
@@ -381,7 +381,7 @@ describe('embedded in-memory index equals the SQL engine', () => {
         async (ops, queries) => {
           const w = await play(ops);
           for (const [conds, s] of queries) {
-            const [a, b] = await both(w, (e) => e.analytics(DS, conds, s).then(rounded));
+            const [a, b] = await both(w, (e) => e.figures(DS, conds, s).then(rounded));
             expect(a).toEqual(b);
             const fields = s.facets.map((f) => f.field);
             const [c, d] = await both(w, (e) => e.facets(DS, conds, fields));

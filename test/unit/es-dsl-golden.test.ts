@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  analyticsBody,
+  figuresBody,
   facetsBody,
   histogramsBody,
   knnBody,
@@ -12,7 +12,7 @@ import {
   clickPairsBody,
   reportBody,
   shownPairsBody,
-} from '../../src/adapters/elasticsearch/event-report';
+} from '../../src/adapters/elasticsearch/report';
 import { parseQ } from '../../src/query/parse';
 import { resolveFilters } from '../../src/query/resolve';
 import type { ValueKind } from '../../src/domain/metadata';
@@ -34,9 +34,9 @@ const reportSpec = {
 };
 
 const cases: Record<string, () => unknown> = {
-  'event-report': () => reportBody('ds-1', reportSpec),
-  'event-report-click-pairs': () => clickPairsBody('ds-1', reportSpec, { pv: 'p1', id: 'sku-9' }),
-  'event-report-shown-pairs': () =>
+  report: () => reportBody('ds-1', reportSpec),
+  'report-click-pairs': () => clickPairsBody('ds-1', reportSpec, { pv: 'p1', id: 'sku-9' }),
+  'report-shown-pairs': () =>
     shownPairsBody('ds-1', [
       { pv: 'p1', id: 'sku-1' },
       { pv: 'p1', id: 'sku-2' },
@@ -68,8 +68,8 @@ const cases: Record<string, () => unknown> = {
       excludeIds: ['sku-1'],
     }),
   'explore-sample': () => sampleBody(conditions('category:boots'), 10, 12345),
-  'analytics-facets-stats-ranges': () =>
-    analyticsBody(conditions('category:boots|flats,price:10:,sizes:s'), {
+  'figures-facets-stats-ranges': () =>
+    figuresBody(conditions('category:boots|flats,price:10:,sizes:s'), {
       facets: [
         { field: 'category', disjunctive: true },
         { field: 'sizes', disjunctive: false },
@@ -97,7 +97,7 @@ const cases: Record<string, () => unknown> = {
       offset: 0,
       limit: 2,
     }),
-  'analytics-histograms': () =>
+  'figures-histograms': () =>
     histogramsBody(conditions('category:boots'), [
       { field: 'price', interval: 25 },
       { field: 'service_created_at', calendar: 'hour' },

@@ -1,4 +1,4 @@
-import { onField, type AnalyticsSpec, type HistogramSpec } from '../../domain/analytics';
+import { onField, type FiguresSpec, type HistogramSpec } from '../../domain/figures';
 import { isServiceTimeField } from '../../domain/limits';
 import { literalForms, type Condition } from '../../query/ast';
 import type { SearchRequest, SimilarRequest } from '../../ports/search-engine';
@@ -270,7 +270,7 @@ const numericValues = (field: string, aggs: Dsl): Dsl => ({
  * one drops the conditions on its field), stats, and the min/max every histogram needs to be
  * checked against the bucket limit before it is asked for.
  */
-export function analyticsBody(conditions: Condition[], spec: AnalyticsSpec): Dsl {
+export function figuresBody(conditions: Condition[], spec: FiguresSpec): Dsl {
   const aggs: Dsl = {};
   spec.facets.forEach(({ field, disjunctive }, i) => {
     const conds = disjunctive ? conditions.filter((c) => !onField(c, field)) : conditions;
@@ -312,7 +312,7 @@ export function analyticsBody(conditions: Condition[], spec: AnalyticsSpec): Dsl
 
 /**
  * Second round: the histograms, as counts per bucket start (min_doc_count 1: the empty buckets
- * are filled in by domain/analytics.ts, the same way as for the embedded engine). Times are
+ * are filled in by domain/figures.ts, the same way as for the embedded engine). Times are
  * counted per hour (or day) and grouped into weeks and months there.
  */
 export function histogramsBody(conditions: Condition[], histograms: HistogramSpec[]): Dsl {

@@ -1,6 +1,6 @@
-import { eventKeys, type EventReport, type ReportSpec } from '../../domain/event-report';
+import { eventKeys, type Report, type ReportSpec } from '../../domain/report';
 import type { EventLog, LoggedEvent } from '../../ports/event-log';
-import { esReport } from './event-report';
+import { esReport } from './report';
 import { unavailable } from './outage';
 import type { EsIndices } from './indices';
 
@@ -143,7 +143,7 @@ export class EsEventLog implements EventLog {
     });
   }
 
-  async report(datasetId: string, spec: ReportSpec): Promise<EventReport> {
+  async report(datasetId: string, spec: ReportSpec): Promise<Report> {
     return esReport(this.indices, datasetId, spec);
   }
 }

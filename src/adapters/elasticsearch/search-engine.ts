@@ -1,4 +1,4 @@
-import type { AnalyticsSpec, Figures } from '../../domain/analytics';
+import type { FiguresSpec, Figures } from '../../domain/figures';
 import type { StoredItem } from '../../domain/item';
 import type {
   Facets,
@@ -8,7 +8,7 @@ import type {
   SimilarRequest,
 } from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
-import { esAnalytics } from './analytics';
+import { esFigures } from './figures';
 import { docVector, fromDoc, type ItemDoc } from './document';
 import { facetsBody, knnBody, sampleBody, searchBody, type Dsl } from './dsl';
 import { ItemIndex, orEmpty } from './item-index';
@@ -84,12 +84,8 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
     return out;
   }
 
-  async analytics(
-    datasetId: string,
-    conditions: Condition[],
-    spec: AnalyticsSpec,
-  ): Promise<Figures> {
-    return esAnalytics(
+  async figures(datasetId: string, conditions: Condition[], spec: FiguresSpec): Promise<Figures> {
+    return esFigures(
       (body) =>
         orEmpty(
           async () => (await this.query(datasetId, body)).aggregations as Record<string, unknown>,

@@ -1,7 +1,7 @@
-import { eventKeys, type EventReport, type ReportSpec } from '../../domain/event-report';
+import { eventKeys, type Report, type ReportSpec } from '../../domain/report';
 import type { EventLog, LoggedEvent } from '../../ports/event-log';
 import { type Db, stmt } from './db';
-import { sqliteReport } from './event-report';
+import { sqliteReport } from './report';
 
 interface EventRow {
   org: string;
@@ -79,7 +79,7 @@ export class SqliteEventLog implements EventLog {
     }));
   }
 
-  async report(datasetId: string, spec: ReportSpec): Promise<EventReport> {
+  async report(datasetId: string, spec: ReportSpec): Promise<Report> {
     return sqliteReport(this.db, datasetId, spec);
   }
 }

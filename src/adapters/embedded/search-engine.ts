@@ -1,4 +1,4 @@
-import type { AnalyticsSpec, Figures } from '../../domain/analytics';
+import type { FiguresSpec, Figures } from '../../domain/figures';
 import type { StoredItem } from '../../domain/item';
 import type { Condition } from '../../query/ast';
 import type {
@@ -10,7 +10,7 @@ import type {
 } from '../../ports/search-engine';
 import { count, has, slotsOf } from './bitset';
 import type { Db } from './db';
-import { indexAnalytics, indexFacets } from './index-analytics';
+import { indexFigures, indexFacets } from './index-figures';
 import { matching } from './index-conditions';
 import { pageOf } from './index-sort';
 import { MemoryIndexes } from './index-sync';
@@ -23,7 +23,7 @@ import { excludedRows, itemsByPk, scoredHits } from './vector-hits';
  * The embedded engine: SQLite keeps the data, and queries are answered from an in-memory index
  * per dataset (memory-index.ts), caught up with every committed write before each query
  * (index-sync.ts). Filters are sets of item slots (index-conditions.ts), pages come from a
- * per-field sort order (index-sort.ts), figures from per-value counts (index-analytics.ts), and
+ * per-field sort order (index-sort.ts), figures from per-value counts (index-figures.ts), and
  * similarity scans the contiguous vector matrix with the filter applied inside the scan.
  */
 export class EmbeddedSearchEngine implements SearchEngine {
@@ -135,9 +135,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return this.withIndex(datasetId, fallback, (ix) => indexFacets(ix, conditions, fields));
   }
 
-  analytics(datasetId: string, conditions: Condition[], spec: AnalyticsSpec): Promise<Figures> {
-    const fallback = () => this.sql.analytics(datasetId, conditions, spec);
-    return this.withIndex(datasetId, fallback, (ix) => indexAnalytics(ix, conditions, spec));
+  figures(datasetId: string, conditions: Condition[], spec: FiguresSpec): Promise<Figures> {
+    const fallback = () => this.sql.figures(datasetId, conditions, spec);
+    return this.withIndex(datasetId, fallback, (ix) => indexFigures(ix, conditions, spec));
   }
 
   /** Answers from the dataset's index, or with `fallback` (SQLite) while it is being built. */

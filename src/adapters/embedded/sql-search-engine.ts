@@ -1,4 +1,4 @@
-import type { AnalyticsSpec, Figures } from '../../domain/analytics';
+import type { FiguresSpec, Figures } from '../../domain/figures';
 import type { StoredItem } from '../../domain/item';
 import type { Condition } from '../../query/ast';
 import type {
@@ -14,7 +14,7 @@ import type { ItemRow } from './item-row';
 import { toStoredItem } from './item-row';
 import { type Db, stmt } from './db';
 import { QUERYABLE, sortSql, whereClause } from './sql-query';
-import { embeddedAnalytics } from './analytics';
+import { sqlFigures } from './sql-figures';
 import { keyed } from '../../domain/keyed';
 
 const MAX_FACET_VALUES = 1000;
@@ -128,11 +128,7 @@ export class SqlSearchEngine implements SearchEngine {
     return out;
   }
 
-  async analytics(
-    datasetId: string,
-    conditions: Condition[],
-    spec: AnalyticsSpec,
-  ): Promise<Figures> {
-    return embeddedAnalytics(this.db, datasetId, conditions, spec);
+  async figures(datasetId: string, conditions: Condition[], spec: FiguresSpec): Promise<Figures> {
+    return sqlFigures(this.db, datasetId, conditions, spec);
   }
 }

@@ -1,4 +1,4 @@
-import type { EventReport } from '../../domain/event-report';
+import type { Report } from '../../domain/report';
 import { CalendarInterval, RequestType } from './types/enums';
 import type { AnalyticsReport, NamedCount } from './types/report';
 
@@ -7,7 +7,7 @@ const named = (m: Record<string, number>): NamedCount[] =>
   Object.entries(m).map(([name, count]) => ({ name, count }));
 
 /** The report view as GraphQL types (the REST body is api/rest/report-body). */
-export function toAnalyticsReport(r: EventReport): AnalyticsReport {
+export function toAnalyticsReport(r: Report): AnalyticsReport {
   return {
     from: iso(r.spec.from),
     to: iso(r.spec.to),

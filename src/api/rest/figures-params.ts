@@ -1,11 +1,11 @@
 import {
   CALENDAR_INTERVALS,
   badFigure as bad,
-  checkAnalytics,
-  type AnalyticsSpec,
+  checkFigures,
+  type FiguresSpec,
   type CalendarInterval,
   type HistogramSpec,
-} from '../../domain/analytics';
+} from '../../domain/figures';
 import { LIMITS, isServiceTimeField } from '../../domain/limits';
 
 // The §10 figures as REST query parameters carry them: comma lists and field:interval pairs.
@@ -24,7 +24,7 @@ export function parseFiguresParams(p: {
   disjunctive?: string;
   stats?: string;
   histogram?: string;
-}): AnalyticsSpec {
+}): FiguresSpec {
   const facetNames = names('facets', p.facets);
   const disjunctive = names('disjunctive', p.disjunctive);
   const stray = disjunctive.filter((f) => !facetNames.includes(f));
@@ -59,7 +59,7 @@ export function parseFiguresParams(p: {
       throw bad('histogram', `the interval of '${field}' must be a number > 0, not '${interval}'`);
     return { field, interval: n };
   });
-  return checkAnalytics({
+  return checkFigures({
     facets: facetNames.map((field) => ({ field, disjunctive: disjunctive.includes(field) })),
     facetSize,
     stats,

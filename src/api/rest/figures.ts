@@ -1,5 +1,5 @@
 import { isServiceTimeField } from '../../domain/limits';
-import type { Figures } from '../../domain/analytics';
+import type { Figures } from '../../domain/figures';
 
 /**
  * Contract §10 keys of a search response: `facets`, `stats` and `histograms`, present only when

@@ -1,9 +1,9 @@
-import type { EventReport } from '../../domain/event-report';
+import type { Report } from '../../domain/report';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 /** The analytics report as REST writes it (snake_case, ISO 8601 times). */
-export function reportBody(r: EventReport): Record<string, unknown> {
+export function reportBody(r: Report): Record<string, unknown> {
   return {
     from: iso(r.spec.from),
     to: iso(r.spec.to),

@@ -16,9 +16,9 @@ import { invalid } from '../../../domain/errors';
 import { parseFieldSelection, projectMetadata } from '../../fields';
 import type { SimilarityResult } from '../../../services/similarity';
 import type { GqlContext } from '../context';
-import { analyticsSpec, figuresOut } from '../analytics-map';
+import { figuresSpec, figuresOut } from '../figures-map';
 import { toVisionItem } from '../map';
-import { FacetInput, FilterInput, HistogramInput } from '../types/analytics';
+import { FacetInput, FilterInput, HistogramInput } from '../types/figures';
 import { SortOrder } from '../types/enums';
 import { JSONObjectScalar, JSONScalar } from '../types/scalars';
 import { Facet, SearchConnection, Vision, VisionItem } from '../types/vision';
@@ -127,7 +127,7 @@ export class VisionResolver {
       page: a.page,
       limit: a.limit,
       v: a.v ?? undefined,
-      figures: analyticsSpec(a),
+      figures: figuresSpec(a),
       ...(a.filter ? { filter: a.filter } : {}),
     });
     const link = {

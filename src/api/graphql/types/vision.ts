@@ -1,4 +1,4 @@
-import { FieldHistogram, FieldStats, SearchFacet } from './analytics';
+import { FieldHistogram, FieldStats, SearchFacet } from './figures';
 import { Directive, Field, Float, ID, Int, ObjectType } from 'type-graphql';
 import type { StoredItem } from '../../../domain/item';
 import { ImageInfo } from './dataset';

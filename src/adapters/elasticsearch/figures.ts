@@ -4,13 +4,13 @@ import {
   histogram,
   numberText,
   statsFigure,
-  type AnalyticsSpec,
+  type FiguresSpec,
   type Figures,
   type HistogramSpec,
   type ValueCount,
-} from '../../domain/analytics';
+} from '../../domain/figures';
 import type { Condition } from '../../query/ast';
-import { analyticsBody, histogramsBody, type Dsl } from './dsl';
+import { figuresBody, histogramsBody, type Dsl } from './dsl';
 import { keyed } from '../../domain/keyed';
 
 type Bucket = { key: number | string; doc_count: number };
@@ -37,12 +37,12 @@ const stats = (a: unknown): Stats | undefined =>
  * Contract §10 on Elasticsearch: two rounds of aggregations (dsl.ts), read back into the same
  * domain figures as the embedded engine. A dataset without an index answers as empty.
  */
-export async function esAnalytics(
+export async function esFigures(
   query: AggQuery,
   conditions: Condition[],
-  spec: AnalyticsSpec,
+  spec: FiguresSpec,
 ): Promise<Figures> {
-  const first = await query(analyticsBody(conditions, spec));
+  const first = await query(figuresBody(conditions, spec));
   const aggs = first ?? {};
   const out: Figures = {};
   if (spec.facets.length) {

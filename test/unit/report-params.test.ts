@@ -1,4 +1,4 @@
-import { filterTerms, parseReportParams } from '../../src/domain/event-report';
+import { filterTerms, parseReportParams } from '../../src/domain/report';
 import { AppError } from '../../src/domain/errors';
 
 const NOW = Date.parse('2026-11-23T15:30:00Z');

@@ -1,4 +1,4 @@
-import type { AnalyticsSpec, Figures, HistogramSpec } from '../../domain/analytics';
+import type { FiguresSpec, Figures, HistogramSpec } from '../../domain/figures';
 import { LIMITS } from '../../domain/limits';
 import { invalid } from '../../domain/errors';
 import { isServiceTimeField } from '../../domain/limits';
@@ -8,15 +8,15 @@ import type {
   FieldStats,
   HistogramInput,
   SearchFacet,
-} from './types/analytics';
+} from './types/figures';
 
-/** Typed GraphQL input to the analytics request the service checks (domain/analytics.ts). */
-export function analyticsSpec(a: {
+/** Typed GraphQL input to the figures request the service checks (domain/figures.ts). */
+export function figuresSpec(a: {
   facets?: FacetInput[] | null;
   facetSize?: number | null;
   stats?: string[] | null;
   histograms?: HistogramInput[] | null;
-}): AnalyticsSpec {
+}): FiguresSpec {
   return {
     facets: (a.facets ?? []).map((f) => ({ field: f.field, disjunctive: f.disjunctive })),
     facetSize: a.facetSize ?? LIMITS.facetSizeDefault,

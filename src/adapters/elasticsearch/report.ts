@@ -1,4 +1,4 @@
-import type { CalendarInterval } from '../../domain/analytics';
+import type { CalendarInterval } from '../../domain/figures';
 import {
   CLICK_ACTION,
   CLICK_THROUGH_TYPES,
@@ -6,10 +6,10 @@ import {
   reportIntervals,
   searchTotals,
   type ClickThroughType,
-  type EventReport,
+  type Report,
   type Ranked,
   type ReportSpec,
-} from '../../domain/event-report';
+} from '../../domain/report';
 import { LIMITS } from '../../domain/limits';
 import { FACET_SHARD_SIZE } from './dsl';
 import type { EsIndices } from './indices';
@@ -167,7 +167,7 @@ export async function esReport(
   indices: EsIndices,
   datasetId: string,
   spec: ReportSpec,
-): Promise<EventReport> {
+): Promise<Report> {
   const index = indices.shared('events');
   const r = await indices.client.search({ index, ...reportBody(datasetId, spec) });
   const aggs = r.aggregations as unknown as {

@@ -4,7 +4,7 @@ import {
   calendarKey,
   calendarNext as nextInterval,
   type CalendarInterval,
-} from './analytics';
+} from './figures';
 import { invalid } from './errors';
 import { LIMITS } from './limits';
 
@@ -156,7 +156,7 @@ export interface ClickThrough {
 }
 
 /** The analytics report of a dataset (contract §11), computed by the event log's engine. */
-export interface EventReport {
+export interface Report {
   spec: ReportSpec;
   intervals: ReportInterval[];
   searches: { count: number; zeroResults: number; zeroResultShare: number | null };
@@ -208,7 +208,7 @@ export function clickThrough(shown: number, clicks: number): ClickThrough {
 /** The report's search totals from its per-interval search counts. */
 export function searchTotals(
   perInterval: Array<{ searches: number; zero: number }>,
-): EventReport['searches'] {
+): Report['searches'] {
   const count = perInterval.reduce((n, s) => n + s.searches, 0);
   const zeroResults = perInterval.reduce((n, s) => n + s.zero, 0);
   return { count, zeroResults, zeroResultShare: ratio(zeroResults, count) };

@@ -1,4 +1,4 @@
-import type { CalendarInterval } from '../../domain/analytics';
+import type { CalendarInterval } from '../../domain/figures';
 import {
   CLICK_ACTION,
   CLICK_THROUGH_TYPES,
@@ -6,10 +6,10 @@ import {
   reportIntervals,
   searchTotals,
   type ClickThroughType,
-  type EventReport,
+  type Report,
   type Ranked,
   type ReportSpec,
-} from '../../domain/event-report';
+} from '../../domain/report';
 import { LIMITS } from '../../domain/limits';
 import { type Db, stmt } from './db';
 
@@ -38,7 +38,7 @@ const CT_TYPES = CLICK_THROUGH_TYPES.map((t) => `'${t}'`).join(', ');
  * dataset and time bounds what is read); ties are ordered bytewise, as Elasticsearch orders
  * keyword terms, so both engines list the same entries.
  */
-export function sqliteReport(db: Db, datasetId: string, spec: ReportSpec): EventReport {
+export function sqliteReport(db: Db, datasetId: string, spec: ReportSpec): Report {
   const p = { ds: datasetId, from: spec.from, to: spec.to, top: spec.top };
   const bucket = bucketSql(spec.interval);
   const counts = stmt(

@@ -7,12 +7,12 @@ import {
   numericKey,
   onField,
   statsFigure,
-  type AnalyticsSpec,
+  type FiguresSpec,
   type Figures,
   type HistogramSpec,
   type HistogramBucket,
   type ValueCount,
-} from '../../domain/analytics';
+} from '../../domain/figures';
 import type { Facets } from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
 import { type Bits, count, has } from './bitset';
@@ -33,14 +33,14 @@ function valueCounts(f: FieldIndex | undefined, m: Bits): Array<{ v: FieldValue;
 }
 
 /**
- * Contract §10 on the in-memory index, figure for figure what analytics.ts computes in SQL:
+ * Contract §10 on the in-memory index, figure for figure what sql-figures.ts computes in SQL:
  * value counts come from each value's set of items counted against the matching set, and the
- * ordering, `other` and histogram buckets from domain/analytics.ts, as on every engine.
+ * ordering, `other` and histogram buckets from domain/figures.ts, as on every engine.
  */
-export function indexAnalytics(
+export function indexFigures(
   ix: DatasetIndex,
   conditions: Condition[],
-  spec: AnalyticsSpec,
+  spec: FiguresSpec,
 ): Figures {
   const all = matching(ix, conditions);
   const out: Figures = {};

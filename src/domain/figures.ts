@@ -1,5 +1,5 @@
 /**
- * Analytics on search results (contract §10): what a request asks for, what engines answer,
+ * Figures on search results (contract §10): what a request asks for, what engines answer,
  * and the engine-independent parts (the request's rules, facet ordering, histogram buckets), so
  * both engines give the same figures by construction.
  */
@@ -12,7 +12,7 @@ export const CALENDAR_INTERVALS: readonly CalendarInterval[] = ['hour', 'day', '
 export type HistogramSpec =
   { field: string; interval: number } | { field: ServiceTimeField; calendar: CalendarInterval };
 
-export interface AnalyticsSpec {
+export interface FiguresSpec {
   facets: Array<{ field: string; disjunctive: boolean }>;
   facetSize: number;
   stats: string[];
@@ -47,7 +47,7 @@ export interface Figures {
   histograms?: Record<string, HistogramBucket[]>;
 }
 
-export const hasAnalytics = (s: AnalyticsSpec): boolean =>
+export const hasFigures = (s: FiguresSpec): boolean =>
   s.facets.length + s.stats.length + s.histograms.length > 0;
 
 /** A 400 naming the REST parameter of the rule (GraphQL errors name the same rule). */
@@ -56,10 +56,10 @@ export const badFigure = (param: string, message: string) =>
 const bad = badFigure;
 
 /**
- * The rules every analytics request follows, however it was written (REST parameters or typed
+ * The rules every figures request follows, however it was written (REST parameters or typed
  * GraphQL input); errors name the REST parameter, as GraphQL's do for the same rule.
  */
-export function checkAnalytics(spec: AnalyticsSpec): AnalyticsSpec {
+export function checkFigures(spec: FiguresSpec): FiguresSpec {
   if (
     !Number.isInteger(spec.facetSize) ||
     spec.facetSize < 1 ||

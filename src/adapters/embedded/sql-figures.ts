@@ -7,11 +7,11 @@ import {
   numericKey,
   onField,
   statsFigure,
-  type AnalyticsSpec,
+  type FiguresSpec,
   type Figures,
   type HistogramSpec,
   type ValueCount,
-} from '../../domain/analytics';
+} from '../../domain/figures';
 import type { Condition } from '../../query/ast';
 import { type Db, stmt } from './db';
 import { QUERYABLE, whereClause } from './sql-query';
@@ -20,13 +20,13 @@ import { keyed } from '../../domain/keyed';
 /**
  * Contract §10 on SQLite: every figure is one GROUP BY over the value index (item_values) or
  * the items table, restricted to the matching items by the same WHERE as search; ordering,
- * `other` and histogram buckets come from domain/analytics.ts, as on Elasticsearch.
+ * `other` and histogram buckets come from domain/figures.ts, as on Elasticsearch.
  */
-export function embeddedAnalytics(
+export function sqlFigures(
   db: Db,
   datasetId: string,
   conditions: Condition[],
-  spec: AnalyticsSpec,
+  spec: FiguresSpec,
 ): Figures {
   const matching = (conds: Condition[]) => {
     const w = whereClause(datasetId, conds);

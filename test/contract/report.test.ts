@@ -4,16 +4,16 @@
  * (orders and ties included).
  */
 import fc from 'fast-check';
-import { calendarKey, calendarNext, type CalendarInterval } from '../../src/domain/analytics';
+import { calendarKey, calendarNext, type CalendarInterval } from '../../src/domain/figures';
 import {
   CLICK_THROUGH_TYPES,
   clickThrough,
   eventKeys,
   searchTotals,
-  type EventReport,
+  type Report,
   type Ranked,
   type ReportSpec,
-} from '../../src/domain/event-report';
+} from '../../src/domain/report';
 import type { LoggedEvent } from '../../src/ports/event-log';
 import { waitFor } from '../helpers/app';
 import { ENGINES, twoHosts, type Host } from './engines';
@@ -39,9 +39,9 @@ function bump(m: Map<string, number>, k: string, by = 1): void {
 }
 
 /** The report as contract §11 and domain/event-report define it, by brute force. */
-function model(events: LoggedEvent[], spec: ReportSpec): EventReport {
+function model(events: LoggedEvent[], spec: ReportSpec): Report {
   const inRange = events.filter((e) => e.at >= spec.from && e.at < spec.to);
-  const intervals: EventReport['intervals'] = [];
+  const intervals: Report['intervals'] = [];
   for (let s = spec.from; s < spec.to; s = calendarNext(s, spec.interval)) {
     const here = inRange.filter((e) => calendarKey(e.at, spec.interval) === s);
     const requests: Record<string, number> = {};
@@ -92,7 +92,7 @@ function model(events: LoggedEvent[], spec: ReportSpec): EventReport {
       }).length;
       return [t, clickThrough(shown, through)];
     }),
-  ) as EventReport['clickThrough'];
+  ) as Report['clickThrough'];
   return {
     spec,
     intervals,
