@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { openDb, type Db } from '../../src/adapters/embedded/db';
 import { embeddedContent } from '../../src/adapters/embedded/embedded-ports';
 import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
-import { SqlSearchEngine } from '../../src/adapters/embedded/sql-search-engine';
+import { SqlSearchEngine } from '../oracle/sql-search-engine';
 import type { FiguresSpec, Figures } from '../../src/domain/figures';
 import type { Metadata, MetadataValue } from '../../src/domain/metadata';
 import type { Condition } from '../../src/query/ast';

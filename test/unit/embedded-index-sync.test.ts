@@ -7,7 +7,7 @@ import path from 'node:path';
 import { openDb, type Db } from '../../src/adapters/embedded/db';
 import { embeddedContent } from '../../src/adapters/embedded/embedded-ports';
 import { EmbeddedSearchEngine } from '../../src/adapters/embedded/search-engine';
-import { SqlSearchEngine } from '../../src/adapters/embedded/sql-search-engine';
+import { SqlSearchEngine } from '../oracle/sql-search-engine';
 import type { ContentStore } from '../../src/ports/content-store';
 import type { Condition } from '../../src/query/ast';
 import { tempDir } from '../helpers/app';
@@ -104,7 +104,7 @@ describe('embedded index keeps in step with the store', () => {
     expect(await ids(engine, 'p')).toEqual({ ids: ['keep', 'late'], total: 2 });
   });
 
-  it('builds a large dataset in the background, answering from SQLite meanwhile, and misses no write made during the build', async () => {
+  it('builds a large dataset in the background, answering once it is built, and misses no write made during the build', async () => {
     const file = path.join(tempDir('vss-index-'), 'store.db');
     const db = openDb(file);
     dbs.push(db);
@@ -124,10 +124,10 @@ describe('embedded index keeps in step with the store', () => {
         T0,
       );
     const odd: Condition[] = [{ kind: 'match', field: 'tag', values: ['odd'] }];
-    // The first read starts the build and is answered (correctly) from SQLite.
-    const first = await ids(engine, 'big', odd);
-    expect(first.total).toBe(N / 2);
+    // The first read starts the build and waits for it.
+    const first = ids(engine, 'big', odd);
     const building = engine.indexSettled('big');
+    expect(engine.lastBuild).toBeUndefined();
     // Written while the build runs: a new item, a changed one and a deleted one.
     await put(store, 'big', 'late', 7, true);
     await store.applyWrites(
@@ -139,6 +139,8 @@ describe('embedded index keeps in step with the store', () => {
     await store.deleteItems('big', ['i00003']);
     await building;
     expect(engine.lastBuild?.items).toBe(N);
+    // the read that waited for the build sees the writes made during it, as later ones do
+    expect(await first).toEqual(await ids(engine, 'big', odd));
     const after = await ids(engine, 'big', odd);
     expect(after.total).toBe(N / 2 - 2 + 1);
     // n ties break by id: i00007 before late (both 7)

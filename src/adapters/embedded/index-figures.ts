@@ -33,7 +33,7 @@ function valueCounts(f: FieldIndex | undefined, m: Bits): Array<{ v: FieldValue;
 }
 
 /**
- * Contract §10 on the in-memory index, figure for figure what sql-figures.ts computes in SQL:
+ * Contract §10 on the in-memory index, figure for figure what the SQL oracle of the tests computes:
  * value counts come from each value's set of items counted against the matching set, and the
  * ordering, `other` and histogram buckets from domain/figures.ts, as on every engine.
  */

@@ -1,10 +1,13 @@
 import { changedSince, changeHead } from './change-log';
 import { stmt, type Db } from './db';
 import { DatasetIndex, type ValueRow } from './memory-index';
-import { QUERYABLE } from './sql-query';
+import { QUERYABLE_SCOPES } from '../value-index';
 
 /** Datasets whose index is kept at once (least recently used goes first). */
 const MAX_DATASETS = 8;
+/** item_values rows the Vision API may read (never privateMetadata). */
+const QUERYABLE = `scope IN (${QUERYABLE_SCOPES.map((s) => `'${s}'`).join(', ')})`;
+
 /** Items read per round trip while building. */
 const CHUNK = 2000;
 
@@ -85,13 +88,14 @@ const BUILD_NOW_MAX = CHUNK;
  * with the change log (change-log.ts) before every read: a write committed by this process or
  * any other is visible to the next query, and when nothing changed the check is one point read.
  * A large dataset is built in the background, a chunk per turn of the event loop (100,000 items
- * took 8.7 s, and better-sqlite3 is synchronous: built at once, that process would answer
- * nothing else meanwhile); until it is ready, `ready` answers undefined and the engine reads
- * SQLite instead.
+ * took seconds, and better-sqlite3 is synchronous: built at once, that process would answer
+ * nothing else meanwhile); queries on it wait for the build (`whenReady`), queries on other
+ * datasets do not.
  */
 export class MemoryIndexes {
   private readonly indexes = new Map<string, DatasetIndex>();
-  private readonly building = new Map<string, Promise<void>>();
+  /** Background builds under way; each resolves to its failure, if it failed. */
+  private readonly building = new Map<string, Promise<unknown>>();
   /** The last full build, for the bench and logs. */
   lastBuild: BuildReport | undefined;
 
@@ -116,11 +120,22 @@ export class MemoryIndexes {
     return this.keep(datasetId, this.db.transaction(() => this.current(datasetId, true))()!);
   }
 
+  /** The dataset's index as of now; a large one is built in the background first. */
+  async whenReady(datasetId: string): Promise<DatasetIndex> {
+    for (;;) {
+      const ix = this.ready(datasetId);
+      if (ix) return ix;
+      const failure = await this.building.get(datasetId);
+      // the store was unavailable: this query fails, the next one starts a new build
+      if (failure !== undefined) throw failure;
+    }
+  }
+
   /**
    * The dataset's index as of now, or undefined while a large one is being built in the
-   * background (started here when it is not): the caller answers from SQLite meanwhile.
+   * background (started here when it is not).
    */
-  ready(datasetId: string): DatasetIndex | undefined {
+  private ready(datasetId: string): DatasetIndex | undefined {
     if (this.building.has(datasetId)) return undefined;
     const ix = this.db.transaction(() => this.current(datasetId, false))();
     if (ix) return this.keep(datasetId, ix);
@@ -197,15 +212,17 @@ export class MemoryIndexes {
       this.lastBuild = { datasetId, items: items.length, ms: performance.now() - t0 };
     };
     const done = run()
-      // a failed build (the store unavailable) is tried again by the next read
-      .catch(() => undefined)
+      .then(
+        () => undefined,
+        (e: unknown) => e ?? new Error('index build failed'),
+      )
       .finally(() => this.building.delete(datasetId));
     this.building.set(datasetId, done);
   }
 
   /** Resolves when the dataset's background build (if any) has finished (tests). */
-  settled(datasetId: string): Promise<void> {
-    return this.building.get(datasetId) ?? Promise.resolve();
+  async settled(datasetId: string): Promise<void> {
+    await this.building.get(datasetId);
   }
 
   private build(datasetId: string, seq: number): DatasetIndex {

@@ -15,7 +15,6 @@ import { matching } from './index-conditions';
 import { pageOf } from './index-sort';
 import { MemoryIndexes } from './index-sync';
 import type { DatasetIndex } from './memory-index';
-import { SqlSearchEngine } from './sql-search-engine';
 import { VectorCache, topK, type Matrix } from './vector-cache';
 import { excludedRows, itemsByPk, scoredHits } from './vector-hits';
 
@@ -29,7 +28,6 @@ import { excludedRows, itemsByPk, scoredHits } from './vector-hits';
 export class EmbeddedSearchEngine implements SearchEngine {
   private readonly indexes: MemoryIndexes;
   private readonly vectors: VectorCache;
-  private readonly sql: SqlSearchEngine;
   private readonly rowSlots = new WeakMap<
     Matrix,
     { ix: DatasetIndex; slotVersion: number; slots: Int32Array }
@@ -38,7 +36,6 @@ export class EmbeddedSearchEngine implements SearchEngine {
   constructor(private readonly db: Db) {
     this.indexes = MemoryIndexes.of(db);
     this.vectors = new VectorCache(db);
-    this.sql = new SqlSearchEngine(db);
   }
 
   /** The index of a dataset as of now (tests and the bench read its size and build time). */
@@ -51,17 +48,13 @@ export class EmbeddedSearchEngine implements SearchEngine {
   }
 
   search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }> {
-    return this.withIndex(
-      datasetId,
-      () => this.sql.search(datasetId, req),
-      (ix) => {
-        const m = matching(ix, req.conditions);
-        const total = count(m);
-        const pks = pageOf(ix, m, total, req.sort, req.offset, req.limit).map((s) => ix.pks[s]!);
-        const items = itemsByPk(this.db, pks);
-        return { items: pks.flatMap((pk) => items.get(pk) ?? []), total };
-      },
-    );
+    return this.withIndex(datasetId, (ix) => {
+      const m = matching(ix, req.conditions);
+      const total = count(m);
+      const pks = pageOf(ix, m, total, req.sort, req.offset, req.limit).map((s) => ix.pks[s]!);
+      const items = itemsByPk(this.db, pks);
+      return { items: pks.flatMap((pk) => items.get(pk) ?? []), total };
+    });
   }
 
   /** Per vector-matrix row, the item's slot in the index (-1: unknown to it). */
@@ -79,25 +72,21 @@ export class EmbeddedSearchEngine implements SearchEngine {
    * tested row by row while scanning the contiguous matrix (vector-cache.ts).
    */
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
-    return this.withIndex(
-      datasetId,
-      () => this.sql.similar(datasetId, req),
-      (ix) => {
-        if (req.limit <= 0) return [];
-        const m = this.vectors.get(datasetId, req.embedder);
-        if (!m.pks.length) return [];
-        const slots = this.slotsOfRows(ix, m);
-        const filter = matching(ix, req.conditions);
-        const skip = excludedRows(this.db, datasetId, m, req.excludeIds);
-        const rows: number[] = [];
-        for (let r = 0; r < slots.length; r++) {
-          const s = slots[r]!;
-          if (s >= 0 && has(filter, s)) rows.push(r);
-        }
-        const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
-        return scoredHits(this.db, m, top, req.includeVectors);
-      },
-    );
+    return this.withIndex(datasetId, (ix) => {
+      if (req.limit <= 0) return [];
+      const m = this.vectors.get(datasetId, req.embedder);
+      if (!m.pks.length) return [];
+      const slots = this.slotsOfRows(ix, m);
+      const filter = matching(ix, req.conditions);
+      const skip = excludedRows(this.db, datasetId, m, req.excludeIds);
+      const rows: number[] = [];
+      for (let r = 0; r < slots.length; r++) {
+        const s = slots[r]!;
+        if (s >= 0 && has(filter, s)) rows.push(r);
+      }
+      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
+      return scoredHits(this.db, m, top, req.includeVectors);
+    });
   }
 
   sample(
@@ -106,21 +95,11 @@ export class EmbeddedSearchEngine implements SearchEngine {
     limit: number,
     seed: number,
   ): Promise<StoredItem[]> {
-    const fallback = () => this.sql.sample(datasetId, conditions, limit, seed);
-    return this.withIndex(datasetId, fallback, (ix) => {
+    return this.withIndex(datasetId, (ix) => {
       const m = matching(ix, conditions);
-      // The SQL order (sql-search-engine.ts): (pk XOR seed) * 2654435761 mod 2^32, ascending.
-      // With pk and seed below 2^31 the product is exact in SQLite and its low 32 bits are
-      // Math.imul's; an odd multiplier maps distinct pks to distinct keys, so there are no ties.
-      if (
-        seed < 0 ||
-        seed >= 2 ** 31 ||
-        (ix.size && ix.pks.subarray(0, ix.size).some((pk) => pk >= 2 ** 31))
-      )
-        return this.sql.sampleNow(datasetId, conditions, limit, seed);
       const picked = Array.from(slotsOf(m), (s) => {
         const pk = ix.pks[s]!;
-        return { pk, key: Math.imul(pk ^ seed, 2654435761 | 0) >>> 0 };
+        return { pk, key: sampleKey(pk, seed) };
       })
         .sort((a, b) => a.key - b.key)
         .slice(0, Math.max(0, limit))
@@ -131,27 +110,32 @@ export class EmbeddedSearchEngine implements SearchEngine {
   }
 
   facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets> {
-    const fallback = () => this.sql.facets(datasetId, conditions, fields);
-    return this.withIndex(datasetId, fallback, (ix) => indexFacets(ix, conditions, fields));
+    return this.withIndex(datasetId, (ix) => indexFacets(ix, conditions, fields));
   }
 
   figures(datasetId: string, conditions: Condition[], spec: FiguresSpec): Promise<Figures> {
-    const fallback = () => this.sql.figures(datasetId, conditions, spec);
-    return this.withIndex(datasetId, fallback, (ix) => indexFigures(ix, conditions, spec));
+    return this.withIndex(datasetId, (ix) => indexFigures(ix, conditions, spec));
   }
 
-  /** Answers from the dataset's index, or with `fallback` (SQLite) while it is being built. */
-  private async withIndex<T>(
-    datasetId: string,
-    fallback: () => Promise<T>,
-    run: (ix: DatasetIndex) => T,
-  ): Promise<T> {
-    const ix = await this.indexes.ready(datasetId);
-    return ix ? run(ix) : fallback();
+  /** Answers from the dataset's index, caught up with every committed write. */
+  private async withIndex<T>(datasetId: string, run: (ix: DatasetIndex) => T): Promise<T> {
+    return run(await this.indexes.whenReady(datasetId));
   }
 
   /** Resolves when a background build of the dataset's index has finished (tests, bench). */
   indexSettled(datasetId: string): Promise<void> {
     return this.indexes.settled(datasetId);
   }
+}
+
+/**
+ * explore's random order: (pk XOR seed) × 2654435761 mod 2^32, ascending. Reproducible for a
+ * seed; an odd multiplier maps distinct 32-bit values to distinct keys, so ties need pks past
+ * 2^32. Math.imul gives the exact low 32 bits while pk and seed fit in 31 bits.
+ */
+export function sampleKey(pk: number, seed: number): number {
+  if (pk >= 0 && pk < 2 ** 31 && seed >= 0 && seed < 2 ** 31)
+    return Math.imul(pk ^ seed, 2654435761 | 0) >>> 0;
+  const m = 4294967296n;
+  return Number(((((BigInt(pk) ^ BigInt(seed)) * 2654435761n) % m) + m) % m);
 }

@@ -1,28 +1,28 @@
-import type { FiguresSpec, Figures } from '../../domain/figures';
-import type { StoredItem } from '../../domain/item';
-import type { Condition } from '../../query/ast';
+import type { FiguresSpec, Figures } from '../../src/domain/figures';
+import type { StoredItem } from '../../src/domain/item';
+import type { Condition } from '../../src/query/ast';
 import type {
   Facets,
   ScoredItem,
   SearchEngine,
   SearchRequest,
   SimilarRequest,
-} from '../../ports/search-engine';
-import { VectorCache, topK } from './vector-cache';
-import { excludedRows, scoredHits } from './vector-hits';
-import type { ItemRow } from './item-row';
-import { toStoredItem } from './item-row';
-import { type Db, stmt } from './db';
+} from '../../src/ports/search-engine';
+import { VectorCache, topK } from '../../src/adapters/embedded/vector-cache';
+import { excludedRows, scoredHits } from '../../src/adapters/embedded/vector-hits';
+import type { ItemRow } from '../../src/adapters/embedded/item-row';
+import { toStoredItem } from '../../src/adapters/embedded/item-row';
+import { type Db, stmt } from '../../src/adapters/embedded/db';
 import { QUERYABLE, sortSql, whereClause } from './sql-query';
 import { sqlFigures } from './sql-figures';
-import { keyed } from '../../domain/keyed';
+import { keyed } from '../../src/domain/keyed';
 
 const MAX_FACET_VALUES = 1000;
 
 /**
- * The embedded engine as it ran before the in-memory index: every query is SQL over the value
- * tables. Kept as the reference the index is tested against (test/unit/embedded-index-*.ts)
- * and for explore's random sample, whose order is defined in SQL.
+ * A second embedded engine, every query SQL over the value tables: written independently of
+ * the in-memory index, it is the oracle the production engine is compared with
+ * (test/unit/embedded-index-*.ts). Not used by the service.
  */
 export class SqlSearchEngine implements SearchEngine {
   constructor(private readonly db: Db) {
@@ -88,7 +88,7 @@ export class SqlSearchEngine implements SearchEngine {
     return this.sampleNow(datasetId, conditions, limit, seed);
   }
 
-  /** sample, synchronously (the in-memory engine falls back to it outside 31-bit keys). */
+  /** sample, synchronously. */
   sampleNow(datasetId: string, conditions: Condition[], limit: number, seed: number): StoredItem[] {
     const where = whereClause(datasetId, conditions);
     // A seeded hash order (pk XOR seed, then Knuth's multiplicative hash): random per request,

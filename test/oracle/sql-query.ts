@@ -1,7 +1,7 @@
-import { literalForms, type Condition } from '../../query/ast';
-import type { SearchRequest } from '../../ports/search-engine';
-import { isServiceTimeField } from '../../domain/limits';
-import { QUERYABLE_SCOPES } from '../value-index';
+import { literalForms, type Condition } from '../../src/query/ast';
+import type { SearchRequest } from '../../src/ports/search-engine';
+import { isServiceTimeField } from '../../src/domain/limits';
+import { QUERYABLE_SCOPES } from '../../src/adapters/value-index';
 
 export interface Sql {
   sql: string;

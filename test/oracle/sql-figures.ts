@@ -11,11 +11,11 @@ import {
   type Figures,
   type HistogramSpec,
   type ValueCount,
-} from '../../domain/figures';
-import type { Condition } from '../../query/ast';
-import { type Db, stmt } from './db';
+} from '../../src/domain/figures';
+import type { Condition } from '../../src/query/ast';
+import { type Db, stmt } from '../../src/adapters/embedded/db';
 import { QUERYABLE, whereClause } from './sql-query';
-import { keyed } from '../../domain/keyed';
+import { keyed } from '../../src/domain/keyed';
 
 /**
  * Contract §10 on SQLite: every figure is one GROUP BY over the value index (item_values) or
