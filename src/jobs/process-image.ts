@@ -9,7 +9,8 @@ import {
   type ProcessingFailure,
 } from '../domain/processing';
 import type { AccountStore } from '../ports/account-store';
-import type { ContentStore } from '../ports/content-store';
+import type { ItemProcessing } from '../ports/item-processing';
+import type { ItemReader } from '../ports/item-reader';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ImageFetcher } from '../ports/image-fetcher';
 import { Defer, RetryLater, type JobQueue } from '../ports/job-queue';
@@ -26,7 +27,8 @@ type Recording = () => Promise<void>;
 
 /** What a worker's image job needs; `imageSlots` is WORKER_CONCURRENCY. */
 export interface ImageJobDeps {
-  store: ContentStore;
+  /** Reads the item and its kept embedding; records the job's outcome. */
+  store: ItemReader & ItemProcessing;
   accounts: AccountStore;
   /** Plans as this process read them in the last second (shared with metering). */
   plans: PlanReads;
@@ -352,7 +354,7 @@ async function requeueAll(page: JobPage, queue: JobQueue): Promise<number> {
  * every processed item whose embedding is not the current embedder's (an embedder change).
  */
 export async function requeueUnfinished(
-  store: ContentStore,
+  store: ItemProcessing,
   queue: JobQueue,
   log: Logger,
   embedderId: string,

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { EmbedderRef } from '../domain/dataset';
 import type { AccountStore } from '../ports/account-store';
-import type { ContentStore } from '../ports/content-store';
+import type { ItemProcessing } from '../ports/item-processing';
 import type { JobQueue } from '../ports/job-queue';
 import { requeueUnfinished } from './process-image';
 
@@ -17,7 +17,7 @@ const RECENT_SWEEP_MS = 30_000;
  * (so a backlog is never duplicated wholesale). Jobs are idempotent, so overlap is harmless.
  */
 export function startRecovery(
-  store: ContentStore,
+  store: ItemProcessing,
   queue: JobQueue,
   log: Logger,
   embedderId: string,

@@ -4,7 +4,8 @@ import { invalid } from '../domain/errors';
 import { checkDeleteIds, type ContentWrite, type WriteMode } from '../domain/content';
 import type { ListEntry, ProcessingErrorRecord, ProcessingJob, StoredItem } from '../domain/item';
 import { LIMITS } from '../domain/limits';
-import { PartialWrite, type ContentStore } from '../ports/content-store';
+import type { ItemReader } from '../ports/item-reader';
+import { PartialWrite, type ItemWriter } from '../ports/item-writer';
 import type { JobQueue } from '../ports/job-queue';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
@@ -12,7 +13,7 @@ import { pageWindow } from './paging';
 
 export class ContentService {
   constructor(
-    private readonly store: ContentStore,
+    private readonly store: ItemReader & ItemWriter,
     private readonly queue: JobQueue,
     private readonly auth: AuthService,
     private readonly log: Logger,

@@ -7,7 +7,7 @@ import { filterTerms, type RequestFacts } from '../domain/report';
 import { checkJourney, diversify, steer } from '../domain/journey';
 import { LIMITS } from '../domain/limits';
 import { ImageError } from '../domain/processing';
-import type { ContentStore } from '../ports/content-store';
+import type { ItemReader } from '../ports/item-reader';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ScoredItem, SearchEngine } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
@@ -80,7 +80,7 @@ function limitOf(p: SimilarityParams): number {
 /** similar, explore and lens (contract §7): billable, on processed items only. */
 export class SimilarityService {
   constructor(
-    private readonly store: ContentStore,
+    private readonly store: ItemReader,
     private readonly engine: SearchEngine,
     private readonly vision: VisionService,
     private readonly analyzer: ImageAnalyzer,

@@ -4,7 +4,7 @@ import type { Plan } from '../domain/plan';
 import type { UsageLedger } from '../ports/usage-ledger';
 import { MICRO, toMicro } from './metering';
 import type { AccountStore } from '../ports/account-store';
-import type { ContentStore } from '../ports/content-store';
+import type { ItemReader } from '../ports/item-reader';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
 
@@ -36,7 +36,7 @@ export interface UsageView {
 export class UsageService {
   constructor(
     private readonly accounts: AccountStore,
-    private readonly content: ContentStore,
+    private readonly content: ItemReader,
     private readonly auth: AuthService,
     private readonly ledger: UsageLedger,
     private readonly clock: () => Date,

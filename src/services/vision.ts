@@ -6,7 +6,7 @@ import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
 import { parseActionVars } from '../domain/action-vars';
 import { GENERATED_FIELDS, LIMITS, isServiceTimeField } from '../domain/limits';
-import type { ContentStore } from '../ports/content-store';
+import type { ItemReader } from '../ports/item-reader';
 import type { Facets, SearchEngine, SortOrder } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import { parseQ } from '../query/parse';
@@ -78,7 +78,7 @@ function sortProblem(field: string, catalogue: FieldCatalogue): string | undefin
 /** The Vision API's non-visual reads: paginated search, content/details, content/fields. */
 export class VisionService {
   constructor(
-    private readonly store: ContentStore,
+    private readonly store: ItemReader,
     private readonly engine: SearchEngine,
     private readonly auth: AuthService,
     private readonly metering: MeteringService,
