@@ -36,6 +36,7 @@ import { ReportService } from '../services/report';
 import { TrackService } from '../services/track';
 import { VisionService } from '../services/vision';
 import { ReadinessService } from '../services/readiness';
+import type { ServiceSet } from '../services/service-set';
 import { datasetPath } from '../api/links';
 
 /** Every port with state, as one engine provides them. */
@@ -44,20 +45,7 @@ export interface Stores extends EnginePorts {
 }
 
 /** The use cases, for the transports: each takes the part it declares (RestServices, …). */
-export interface Services {
-  auth: AuthService;
-  organisations: OrganisationService;
-  datasets: DatasetService;
-  content: ContentService;
-  vision: VisionService;
-  similarity: SimilarityService;
-  track: TrackService;
-  report: ReportService;
-  usage: UsageService;
-  metering: MeteringService;
-  readiness: ReadinessService;
-  metrics: Metrics;
-}
+export type Services = ServiceSet;
 
 export interface Container {
   config: Config;

@@ -1,4 +1,11 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type http from 'node:http';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+  type FastifyHttpOptions,
+} from 'fastify';
 import type { Logger } from 'pino';
 import { consolePages } from '../api/console/plugin';
 import { graphqlApi } from '../api/graphql/server';
@@ -40,6 +47,22 @@ declare module 'fastify' {
   }
 }
 
+/** A Fastify server whose every answer, error or not, follows contract §1–§2. */
+function baseServer(
+  log: Logger,
+  opts: Omit<FastifyHttpOptions<http.Server>, 'loggerInstance' | 'genReqId'>,
+  notFound: (req: FastifyRequest) => AppError,
+): FastifyInstance {
+  const app = Fastify({
+    ...opts,
+    loggerInstance: log as FastifyBaseLogger,
+    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
+  });
+  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
+  app.setNotFoundHandler((req, reply) => sendError(req, reply, notFound(req)));
+  return app;
+}
+
 /**
  * The API's HTTP server: contract §1–§2 for every route (request ids, Accept, bodies, errors,
  * authentication, rate limits), then REST, GraphQL and the console as sibling plugins, each
@@ -50,20 +73,22 @@ export async function buildApiServer(
   config: Config,
   log: Logger,
 ): Promise<FastifyInstance> {
-  const app = Fastify({
-    loggerInstance: log as FastifyBaseLogger,
-    bodyLimit: LIMITS.requestBodyBytes,
-    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    // Per-request access logs only at debug: at info a busy API would log every request twice.
-    logController: new LogController({
-      disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace',
-    }),
-    routerOptions: { ignoreTrailingSlash: true },
-    // Everything refused before a route runs answers with the contract's error body too.
-    clientErrorHandler: answerClientError,
-    frameworkErrors: (err, req, reply) => void sendError(req, reply, err),
-    http: { requireHostHeader: false },
-  });
+  const app = baseServer(
+    log,
+    {
+      bodyLimit: LIMITS.requestBodyBytes,
+      // Per-request access logs only at debug: at info a busy API would log every request twice.
+      logController: new LogController({
+        disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace',
+      }),
+      routerOptions: { ignoreTrailingSlash: true },
+      // Everything refused before a route runs answers with the contract's error body too.
+      clientErrorHandler: answerClientError,
+      frameworkErrors: (err, req, reply) => void sendError(req, reply, err),
+      http: { requireHostHeader: false },
+    },
+    (req) => new AppError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`),
+  );
   answerUnrouted(app.server);
   const routeTable: FastifyInstance['routeTable'] = [];
   app.decorate('routeTable', routeTable);
@@ -72,14 +97,6 @@ export async function buildApiServer(
       if (method !== 'HEAD') routeTable.push({ method, url: r.url });
   });
   registerBodyParsers(app);
-  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
-  app.setNotFoundHandler((req, reply) =>
-    sendError(
-      req,
-      reply,
-      new AppError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`),
-    ),
-  );
   const authFailed = await registerRateLimits(app, config.RATE_LIMIT_PER_MINUTE);
   app.addHook('onRequest', authenticateRequests(services.auth, config.PUBLIC_BASE_URL, authFailed));
   recordRequestMetrics(app, services.metrics);
@@ -105,21 +122,14 @@ export async function buildOpsServer(
   config: Config,
   log: Logger,
 ): Promise<FastifyInstance> {
-  const app = Fastify({
-    loggerInstance: log as FastifyBaseLogger,
-    genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
-    logController: new LogController({ disableRequestLogging: true }),
-  });
-  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
-  app.setNotFoundHandler((req, reply) =>
-    sendError(
-      req,
-      reply,
+  const app = baseServer(
+    log,
+    { logController: new LogController({ disableRequestLogging: true }) },
+    (req) =>
       new AppError(
         'not_found',
         `a worker serves only /healthz, /readyz and /metrics, not ${req.url}`,
       ),
-    ),
   );
   const authFailed = await registerRateLimits(app, config.RATE_LIMIT_PER_MINUTE);
   recordRequestMetrics(app, services.metrics);

@@ -1,0 +1,28 @@
+import type { Metrics } from '../observability/metrics';
+import type { AuthService } from './auth';
+import type { ContentService } from './content';
+import type { DatasetService } from './datasets';
+import type { MeteringService } from './metering';
+import type { OrganisationService } from './organisations';
+import type { ReadinessService } from './readiness';
+import type { ReportService } from './report';
+import type { SimilarityService } from './similarity';
+import type { TrackService } from './track';
+import type { UsageService } from './usage';
+import type { VisionService } from './vision';
+
+/** Every use case of one process; a transport declares the part it uses (a Pick of this). */
+export interface ServiceSet {
+  auth: AuthService;
+  organisations: OrganisationService;
+  datasets: DatasetService;
+  content: ContentService;
+  vision: VisionService;
+  similarity: SimilarityService;
+  track: TrackService;
+  report: ReportService;
+  usage: UsageService;
+  metering: MeteringService;
+  readiness: ReadinessService;
+  metrics: Metrics;
+}
