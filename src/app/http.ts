@@ -20,13 +20,9 @@ import { recordRequestMetrics } from '../api/rest/routes/metrics';
 import type { Config } from '../config/env';
 import { AppError } from '../domain/errors';
 import { LIMITS } from '../domain/limits';
-import type { RequestContext } from '../services/principal';
 import type { Services } from './container';
 
 declare module 'fastify' {
-  interface FastifyRequest {
-    ctx: RequestContext;
-  }
   interface FastifyInstance {
     /** Every route this server answers (GET's automatic HEAD aside), for the /openapi.json check. */
     routeTable: Array<{ method: string; url: string }>;

@@ -5,8 +5,17 @@ import type { Principal } from '../../services/principal';
 import { checkAccept } from './negotiation';
 import { principalKey, type AuthFailureLimit } from './rate-limit';
 
+/** Who is calling, and the base of the absolute URLs the answer carries. */
+export interface RequestContext {
+  principal: Principal;
+  /** Scheme, host and port used in absolute URLs (PUBLIC_BASE_URL or the request's own). */
+  baseUrl: string;
+  requestId: string;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
+    ctx: RequestContext;
     /**
      * /graphql: the outcome of the Authorization header, checked here for the rate-limit key
      * and reused by the operation, which reports a failure itself (introspection needs no token).
