@@ -38,7 +38,7 @@ function bump(m: Map<string, number>, k: string, by = 1): void {
   m.set(k, (m.get(k) ?? 0) + by);
 }
 
-/** The report as contract §11 and domain/event-report define it, by brute force. */
+/** The report as contract §11 and domain/report define it, by brute force. */
 function model(events: LoggedEvent[], spec: ReportSpec): Report {
   const inRange = events.filter((e) => e.at >= spec.from && e.at < spec.to);
   const intervals: Report['intervals'] = [];

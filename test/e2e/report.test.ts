@@ -1,7 +1,7 @@
 /**
  * GET …/analytics (contract §11) end to end, on whichever engine the project runs: real
  * requests and tracked events go in through REST, the report comes out of REST and GraphQL.
- * The definitions themselves are checked against a model in test/contract/event-report.
+ * The definitions themselves are checked against a model in test/contract/report.test.ts.
  */
 import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
 import { gql, onlyError } from '../helpers/graphql';

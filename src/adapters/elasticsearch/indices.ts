@@ -68,7 +68,7 @@ const SHARED = {
     type: keyword,
     at: { type: 'date', format: 'epoch_millis' },
     vars: { type: 'flattened' },
-    // what the analytics report aggregates (contract §11); see domain/event-report
+    // what the analytics report aggregates (contract §11); see domain/report
     total: { type: 'integer' },
     filters: keyword,
     sort: keyword,

@@ -4,8 +4,8 @@ import type { DatasetIndex, FieldIndex } from './memory-index';
 
 /**
  * Contract §5 on the in-memory index: each condition becomes the set of processed items it
- * holds for, exactly as sql-query.ts matches them in SQL (the property test in
- * test/unit/embedded-index-equivalence.test.ts compares the two on random data).
+ * holds for, exactly as the SQL oracle (test/oracle/sql-query.ts) matches them (the property
+ * test in test/unit/embedded-index-equivalence.test.ts compares the two on random data).
  */
 export function matching(ix: DatasetIndex, conditions: Condition[]): Bits {
   return conjunction(ix, conditions);

@@ -24,7 +24,7 @@ export function compareText(a: string, b: string): number {
   return a.length - b.length;
 }
 
-/** Sort keys: class 0 numbers, 1 strings, 2 lacking the field (sql-query.ts sortSql). */
+/** Sort keys: class 0 numbers, 1 strings, 2 lacking the field (as the SQL oracle's sortSql). */
 interface Keys {
   cls: Uint8Array;
   num: Float64Array;
