@@ -162,10 +162,10 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
 }
 
 /**
- * Lens query turns, in degrees. bench/lens-tta-trial.ts measured ±6, ±8 and ±10 (centre kept,
- * and the whole turned square shrunk back, which lost) on the food photos turned −15° to +15°:
- * ±8 lifted the photos turned 10° either way most evenly (R@1 0.980/0.976 → 0.982/0.985), and
- * cropped copies too (0.982 → 0.991), without losing mirrored or recompressed ones.
+ * Lens query turns, in degrees. A trial (commit 89ce91a) searched the food photos turned −15° to
+ * +15° with extra views at ±6, ±8 and ±10 (centre kept, or the whole square shrunk back, which
+ * did worse): ±8 lifted photos turned 10° either way most evenly, and cropped copies too, without
+ * losing mirrored or recompressed ones. Figures in docs/embedders.md ("hybrid").
  */
 export const LENS_TURNS_DEG = [-8, 8];
 
