@@ -6,11 +6,12 @@ const base = {
 };
 
 /**
- * `embedded`: everything that needs no outside service, on the embedded defaults.
+ * `embedded`: everything that needs no outside service, on the embedded defaults, including the
+ * embedded half of every contract suite (test/contract/tier.ts). `npm run test:fast` runs it alone.
  * `production`: the REST end-to-end suites again on Elasticsearch + RabbitMQ, as an installation
- * of two API hosts and two workers (test/helpers/app.ts), the adapter contract suites (each runs
- * the same cases on the embedded adapter and the real one), the multi-process scale-out test
- * and the fault tests. Its globalSetup starts the local services via scripts/services.sh when they are
+ * of two API hosts and two workers (test/helpers/app.ts), the Elasticsearch and RabbitMQ half of
+ * the contract suites, the cases only those adapters have (test/adapters/elasticsearch,
+ * test/adapters/rabbitmq), the multi-process scale-out test and the fault tests. Its globalSetup starts the local services via scripts/services.sh when they are
  * not already reachable. `--selectProjects embedded` skips it.
  */
 module.exports = {
@@ -22,7 +23,8 @@ module.exports = {
       roots: ['<rootDir>/test'],
       testMatch: ['**/*.test.ts'],
       testPathIgnorePatterns: [
-        '/test/contract/',
+        '/test/adapters/elasticsearch/',
+        '/test/adapters/rabbitmq/',
         '/test/faults/',
         '/test/browser/',
         '/test/production/',
@@ -59,6 +61,8 @@ module.exports = {
         '**/e2e/openapi.test.ts',
         '**/e2e/readiness.test.ts',
         '**/contract/*.test.ts',
+        '**/adapters/elasticsearch/*.test.ts',
+        '**/adapters/rabbitmq/*.test.ts',
         '**/production/*.test.ts',
         '**/faults/*.test.ts',
       ],

@@ -17,6 +17,7 @@ import { PartialWrite, type ContentStore } from '../../src/ports/content-store';
 import type { SearchEngine } from '../../src/ports/search-engine';
 import { startAnswerDroppingProxy } from '../helpers/answer-dropping-proxy';
 import { tempDir } from '../helpers/app';
+import { tierOf } from './tier';
 
 const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
 
@@ -30,8 +31,8 @@ interface Engines {
   close(): Promise<void>;
 }
 
-const adapters: Array<[string, () => Engines]> = [
-  [
+const adapters = tierOf<() => Engines>({
+  local: [
     'embedded (SQLite)',
     () => {
       const dir = tempDir('vss-store-');
@@ -47,7 +48,7 @@ const adapters: Array<[string, () => Engines]> = [
       };
     },
   ],
-  [
+  services: [
     'Elasticsearch',
     () => {
       const client = esClient(ES_URL);
@@ -73,7 +74,7 @@ const adapters: Array<[string, () => Engines]> = [
       };
     },
   ],
-];
+});
 
 const T0 = Date.UTC(2026, 0, 1);
 const DIMS = 8;

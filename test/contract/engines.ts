@@ -16,6 +16,7 @@ import type { EventLog } from '../../src/ports/event-log';
 import type { KeyStore } from '../../src/ports/key-store';
 import type { UsageLedger } from '../../src/ports/usage-ledger';
 import { tempDir } from '../helpers/app';
+import { tierOf } from './tier';
 
 const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
 
@@ -33,8 +34,8 @@ export interface Installation {
   close(): Promise<void>;
 }
 
-export const ENGINES: Array<[string, () => Installation]> = [
-  [
+export const ENGINES: Array<[string, () => Installation]> = tierOf({
+  local: [
     'embedded (SQLite)',
     () => {
       const dir = tempDir('vss-contract-');
@@ -52,7 +53,7 @@ export const ENGINES: Array<[string, () => Installation]> = [
       };
     },
   ],
-  [
+  services: [
     'Elasticsearch',
     () => {
       const prefix = `k${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
@@ -74,7 +75,7 @@ export const ENGINES: Array<[string, () => Installation]> = [
       };
     },
   ],
-];
+});
 
 /**
  * Two hosts of a fresh installation for each case of a `describe.each(ENGINES)` block; read

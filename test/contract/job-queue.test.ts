@@ -10,6 +10,7 @@ import type { ProcessingJob } from '../../src/domain/item';
 import { AppError } from '../../src/domain/errors';
 import { Defer, RetryLater, type JobQueue } from '../../src/ports/job-queue';
 import { tempDir } from '../helpers/app';
+import { tierOf } from './tier';
 
 const log = pino({ level: 'silent' });
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -20,15 +21,15 @@ interface Adapter {
   newPlace(): string;
 }
 
-const adapters: Array<[string, Adapter]> = [
-  [
+const adapters = tierOf<Adapter>({
+  local: [
     'in-process (SQLite)',
     {
       newPlace: () => path.join(tempDir('vss-queue-'), 'queue.db'),
       open: async (file) => new SqliteJobQueue(file, log, Date.now, 20),
     },
   ],
-  [
+  services: [
     'RabbitMQ',
     {
       newPlace: () => `test.${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}.`,
@@ -39,7 +40,7 @@ const adapters: Array<[string, Adapter]> = [
       },
     },
   ],
-];
+});
 
 const job = (i: number, over: Partial<ProcessingJob> = {}): ProcessingJob => ({
   datasetId: 'ds1',
