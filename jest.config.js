@@ -10,9 +10,10 @@ const base = {
  * embedded half of every contract suite (test/contract/tier.ts). `npm run test:fast` runs it alone.
  * `production`: the REST end-to-end suites again on Elasticsearch + RabbitMQ, as an installation
  * of two API hosts and two workers (test/helpers/app.ts), the Elasticsearch and RabbitMQ half of
- * the contract suites, the cases only those adapters have (test/adapters/elasticsearch,
- * test/adapters/rabbitmq), the multi-process scale-out test and the fault tests. Its globalSetup starts the local services via scripts/services.sh when they are
- * not already reachable. `--selectProjects embedded` skips it.
+ * the contract suites, the cases only the Elasticsearch adapters have
+ * (test/adapters/elasticsearch), the multi-process scale-out test and the fault tests. Its
+ * globalSetup starts the local services via scripts/services.sh when they are not already
+ * reachable. `--selectProjects embedded` skips it.
  */
 module.exports = {
   testTimeout: 60000,
@@ -24,7 +25,6 @@ module.exports = {
       testMatch: ['**/*.test.ts'],
       testPathIgnorePatterns: [
         '/test/adapters/elasticsearch/',
-        '/test/adapters/rabbitmq/',
         '/test/faults/',
         '/test/browser/',
         '/test/production/',
@@ -62,7 +62,6 @@ module.exports = {
         '**/e2e/readiness.test.ts',
         '**/contract/*.test.ts',
         '**/adapters/elasticsearch/*.test.ts',
-        '**/adapters/rabbitmq/*.test.ts',
         '**/production/*.test.ts',
         '**/faults/*.test.ts',
       ],

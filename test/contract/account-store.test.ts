@@ -149,18 +149,3 @@ describe.each(ENGINES)('AccountStore on %s', (_name, open) => {
     expect((await c.keys.serverKey()).equals(ka)).toBe(true);
   });
 });
-
-describe('AccountStore on Elasticsearch, while a shard cannot answer', () => {
-  const hosts = twoHosts(ENGINES.find(([name]) => name === 'Elasticsearch')![1]);
-
-  test('a dataset record that cannot be read is a 503, not a dataset missing from the list', async () => {
-    const { a } = hosts;
-    await a.accounts.createDataset(ds('d1', 'shoes'));
-    await a.accounts.createDataset(ds('d2', 'boots'));
-    expect((await a.accounts.listDatasets('acme')).map((d) => d.name)).toEqual(['boots', 'shoes']);
-    // a closed index answers every document of an mget with an error of its own
-    const { client, indices } = a.es!;
-    await client.indices.close({ index: indices.shared('datasets') });
-    await expect(a.accounts.listDatasets('acme')).rejects.toMatchObject({ code: 'unavailable' });
-  });
-});

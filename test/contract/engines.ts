@@ -34,47 +34,47 @@ export interface Installation {
   close(): Promise<void>;
 }
 
+/** The embedded engine: each host its own SQLite connection to one file. */
+export const embeddedInstallation = (): Installation => {
+  const dir = tempDir('vss-contract-');
+  const dbs: Db[] = [];
+  return {
+    async host() {
+      const db = openDb(path.join(dir, 'store.db'));
+      dbs.push(db);
+      const { accounts, ledger, events, keys } = embeddedPorts(db, dir);
+      return { accounts, ledger, events, keys };
+    },
+    async close() {
+      dbs.forEach((db) => db.close());
+    },
+  };
+};
+
+/** Elasticsearch: each host its own client on one set of indices. */
+export const esInstallation = (): Installation => {
+  const prefix = `k${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
+  const clients: Client[] = [];
+  return {
+    async host() {
+      const client = esClient(ES_URL);
+      clients.push(client);
+      const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
+      await indices.ensureShared();
+      // no case here writes an item, so the vector size is any
+      const { accounts, ledger, events, keys } = esPorts(indices, { vectorDims: 8 });
+      return { accounts, ledger, events, keys, es: { client, indices } };
+    },
+    async close() {
+      await clients[0]?.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
+      await Promise.all(clients.map((c) => c.close()));
+    },
+  };
+};
+
 export const ENGINES: Array<[string, () => Installation]> = tierOf({
-  local: [
-    'embedded (SQLite)',
-    () => {
-      const dir = tempDir('vss-contract-');
-      const dbs: Db[] = [];
-      return {
-        async host() {
-          const db = openDb(path.join(dir, 'store.db'));
-          dbs.push(db);
-          const { accounts, ledger, events, keys } = embeddedPorts(db, dir);
-          return { accounts, ledger, events, keys };
-        },
-        async close() {
-          dbs.forEach((db) => db.close());
-        },
-      };
-    },
-  ],
-  services: [
-    'Elasticsearch',
-    () => {
-      const prefix = `k${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
-      const clients: Client[] = [];
-      return {
-        async host() {
-          const client = esClient(ES_URL);
-          clients.push(client);
-          const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
-          await indices.ensureShared();
-          // no case here writes an item, so the vector size is any
-          const { accounts, ledger, events, keys } = esPorts(indices, { vectorDims: 8 });
-          return { accounts, ledger, events, keys, es: { client, indices } };
-        },
-        async close() {
-          await clients[0]?.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
-          await Promise.all(clients.map((c) => c.close()));
-        },
-      };
-    },
-  ],
+  local: ['embedded (SQLite)', embeddedInstallation],
+  services: ['Elasticsearch', esInstallation],
 });
 
 /**

@@ -203,31 +203,3 @@ describe.each(ENGINES)('UsageLedger and EventLog on %s', (_name, open) => {
     expect(await a.events.list('d', { from: t0, to: t0 + 100 }, 2)).toHaveLength(2);
   });
 });
-
-describe('UsageLedger on Elasticsearch', () => {
-  const hosts = twoHosts(ENGINES.find(([name]) => name === 'Elasticsearch')![1]);
-  const img = (item: string) => ({
-    org: 'o',
-    datasetId: 'd',
-    itemId: item,
-    url: 'u',
-    at: at('2026-03-01T00:00:00Z'),
-    processedAt: 1,
-  });
-
-  test('image counts are exact at once though their index never refreshes by itself', async () => {
-    const { a, b } = hosts;
-    const { client, indices } = a.es!;
-    const index = indices.shared('images');
-    const interval = async () =>
-      Object.values(await client.indices.getSettings({ index }))[0]?.settings?.index
-        ?.refresh_interval;
-    expect(await interval()).toBe('-1');
-    // an index made by an earlier release refreshed every second; a start switches it
-    await client.indices.putSettings({ index, settings: { index: { refresh_interval: '1s' } } });
-    await indices.ensureShared(); // what every process does at start
-    expect(await interval()).toBe('-1');
-    for (let i = 0; i < 5; i++) await (i % 2 ? a : b).ledger.recordImage(img(`n${i}`));
-    expect((await b.ledger.images('o', 2026)).processed).toBe(5);
-  });
-});

@@ -1,12 +1,12 @@
 /**
  * An engine that cannot be reached answers 503 with Retry-After on every port, built as the
  * composition root builds them (esPorts): the outage policy is applied once per port, not per
- * method, so this proves each port has it. (The embedded half: test/unit/port-policy.test.ts.)
+ * method, so this proves each port has it. (The embedded side: test/unit/port-policy.test.ts.)
  */
 import { Client } from '@elastic/elasticsearch';
 import net from 'node:net';
-import { esPorts } from '../../src/adapters/elasticsearch/es-ports';
-import { EsIndices } from '../../src/adapters/elasticsearch/indices';
+import { esPorts } from '../../../src/adapters/elasticsearch/es-ports';
+import { EsIndices } from '../../../src/adapters/elasticsearch/indices';
 
 /** A local port nothing listens on: every connection is refused at once. */
 async function closedPort(): Promise<number> {
