@@ -1,7 +1,7 @@
 /**
  * How long a worker's result (its item's new state, its image count) may wait for others to
  * share one write. The job's image slot is already free by then (ProcessImageHandler), so the
- * wait costs no throughput, and fewer requests cost the store less (bench/results/ingest.json).
+ * wait costs no throughput, and fewer requests cost the store less (docs/engines.md).
  */
 export const WORKER_LINGER_MS = 20;
 

@@ -7,8 +7,8 @@
  *   dataset becoming ready on another host shows at once.
  * - A value is never served after `ttlMs` from the moment its read began.
  * - Past half its time a hit is read again in the background and replaced when the new read
- *   comes back: a steady stream of requests never waits for an expiry (a request every second
- *   did, and those were the slow ones in the tail of bench:search). A background read that
+ *   comes back: a steady stream of requests never waits for an expiry, which would put a
+ *   slow request in the latency tail every `ttlMs`. A background read that
  *   finds nothing drops the entry; one that fails leaves it to expire (and tries no more).
  * - Concurrent misses share one read, a failed read is not kept, and `forget` (this process's
  *   own writes) drops a key at once, also against a background read still under way.

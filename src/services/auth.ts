@@ -144,7 +144,7 @@ export class AuthService {
    * If it does not — a settings change made on another host a moment ago — or if the work was
    * refused on the copy (a q naming a field only the new settings enable), the request starts
    * again on the current dataset, so every answer is the one the realtime read would give.
-   * The read is a round trip before every request's own search otherwise (bench:search).
+   * The read would otherwise be a round trip before every request's own search.
    */
   async withVisionDataset<T>(
     p: Principal,

@@ -142,7 +142,7 @@ export function knnBody(req: SimilarRequest): Dsl {
       query_vector: req.vector,
       k: req.limit,
       // Wider than Elasticsearch's usual 1.5 × k: recall matters more than the few ms it costs
-      // (bench/results/search-latency.json measures both).
+      // (docs/engines.md).
       num_candidates: Math.max(200, req.limit * 20),
       filter: { bool: { filter, ...(mustNot.length ? { must_not: mustNot } : {}) } },
     },

@@ -82,8 +82,7 @@ export type SharedIndex = keyof typeof SHARED;
 
 /**
  * The event log is analytics, not billing: its writes are fsynced every second instead of one
- * by one (bench/results/metering.json: the per-write fsync was most of what request logging
- * cost). A crash of every copy of its shard loses at most that second of events. Credits,
+ * by one (the per-write fsync was most of what request logging cost, docs/engines.md). A crash of every copy of its shard loses at most that second of events. Credits,
  * images, accounts and items keep the default, fsynced before a write is acknowledged.
  */
 const EVENT_LOG_SETTINGS = { 'translog.durability': 'async', 'translog.sync_interval': '1s' };
@@ -92,7 +91,7 @@ const EVENT_LOG_SETTINGS = { 'translog.durability': 'async', 'translog.sync_inte
  * The image counts are only ever read by the ledger's count, which refreshes the index itself
  * first (a count must be exact). Background refreshes made nothing visible that anyone read,
  * yet for 30 s after the index was made or last counted they ran every second while workers
- * wrote (about 24 ms of refresh time each on the bench machine).
+ * wrote, each costing tens of milliseconds of refresh time.
  */
 const IMAGE_COUNT_SETTINGS = { refresh_interval: '-1' };
 

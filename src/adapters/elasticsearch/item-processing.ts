@@ -134,8 +134,8 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
           document: next,
           if_seq_no: hit._seq_no,
           if_primary_term: hit._primary_term,
-          // No wait_for: it capped a worker at one result per refresh (30 images/s in
-          // bench/results). Counts, search, details and errors all read the refreshed view,
+          // No wait_for: it would cap a worker at one result per refresh. Counts, search,
+          // details and errors all read the refreshed view,
           // so a client never sees an item counted as processed but missing from search.
         });
         return true;

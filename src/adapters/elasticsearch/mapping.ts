@@ -45,7 +45,7 @@ const BASE_MAPPING = {
 
 /**
  * The mapping with the embedding field. Full-precision HNSW (not the quantised default), so
- * recall against exact search stays high (bench/results/similarity-quality.json).
+ * recall against exact search stays high (docs/engines.md).
  */
 export function itemMapping(dims: number): Record<string, unknown> {
   return {

@@ -13,9 +13,9 @@ export const MIN_REFRESH_GAP_MS = 100;
  * as its write returned 202), without a short refresh interval for the whole index.
  *
  * The index refreshes on its own only every second, so the workers' results, which nobody
- * waits for, go into few and larger segments: with a 250 ms interval, an ingest of 4,000
- * images made 259 segments, and merging their HNSW graphs cost Elasticsearch 2 ms of CPU per
- * image more than with 1 s (bench/ingest.ts, 2026-11-25). A client write instead asks for a
+ * waits for, go into few and larger segments: a shorter interval makes many small segments,
+ * and merging their HNSW graphs costs Elasticsearch more CPU per image (docs/engines.md). A
+ * client write instead asks for a
  * refresh of its index here, at once when none is running; writes arriving while one runs share
  * the next.
  */

@@ -19,10 +19,9 @@ export function vectorText(v: Float32Array): string {
  * The client's serializer, with a document's top-level `Float32Array` values written as arrays
  * of float32 text (vectorText) instead of JSON.stringify's `{"0": …}` objects.
  *
- * An item's embedding is 1,420 floats. As doubles they made a processed item's bulk line
- * 38 KB, and parsing them was most of what Elasticsearch spent indexing it; as float32 text
- * the line is 28 KB, and the node's CPU per processed item fell from 1.23–1.37 ms to
- * 1.04–1.10 ms (bench/results/vector-text.json). Elasticsearch keeps a dense_vector as
+ * An item's embedding is 1,420 floats. As doubles, parsing them was most of what Elasticsearch
+ * spent indexing an item; float32 text makes the bulk line about a quarter shorter and the
+ * node's CPU per item lower (docs/engines.md). Elasticsearch keeps a dense_vector as
  * float32, so the indexed vector is the same, bit for bit. Only top-level values are looked
  * at: that is where a document keeps its vector (ItemDoc); every other body is serialized as
  * before.

@@ -171,7 +171,7 @@ export function openDb(file: string): Db {
   db.pragma('busy_timeout = 10000');
   db.pragma('foreign_keys = ON');
   // Search reads far more than the 2 MB default cache holds at 100k items; mapped reads and a
-  // larger page cache cut query time by about a third (bench/results/search-latency.json).
+  // larger page cache cut query time by about a third (docs/engines.md).
   db.pragma('cache_size = -65536');
   db.pragma('mmap_size = 268435456');
   const version = db.pragma('user_version', { simple: true }) as number;

@@ -28,7 +28,7 @@ export function embeddedPorts(db: Db, dataDir: string, timers?: PortTimers): Eng
   };
 }
 
-/** The item ports of embeddedPorts alone (tests and benches that only write and read items). */
+/** The item ports of embeddedPorts alone (for callers that only write and read items). */
 export function embeddedContent(db: Db, timers?: PortTimers): ContentStore {
   const port = enginePolicy(sqliteOutage, timers);
   return contentStore({

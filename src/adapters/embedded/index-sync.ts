@@ -96,7 +96,7 @@ export class MemoryIndexes {
   private readonly indexes = new Map<string, DatasetIndex>();
   /** Background builds under way; each resolves to its failure, if it failed. */
   private readonly building = new Map<string, Promise<unknown>>();
-  /** The last full build, for the bench and logs. */
+  /** The last full build, for measurements and logs. */
   lastBuild: BuildReport | undefined;
 
   private static readonly byDb = new WeakMap<Db, MemoryIndexes>();
@@ -115,7 +115,7 @@ export class MemoryIndexes {
     return this.indexes.has(datasetId) ? this.get(datasetId) : undefined;
   }
 
-  /** The dataset's index as of now, built at once if need be (tests and the bench). */
+  /** The dataset's index as of now, built at once if need be (tests and measurements). */
   get(datasetId: string): DatasetIndex {
     return this.keep(datasetId, this.db.transaction(() => this.current(datasetId, true))()!);
   }

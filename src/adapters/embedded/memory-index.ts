@@ -313,7 +313,7 @@ export class DatasetIndex {
     return value;
   }
 
-  /** Approximate heap bytes (bench and report). */
+  /** Approximate heap bytes (measurements and the report). */
   bytes(): number {
     let n = this.capacity * 8 * 3 + (this.processed.byteLength + this.alive.byteLength);
     for (let s = 0; s < this.size; s++) {

@@ -38,7 +38,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     this.vectors = new VectorCache(db);
   }
 
-  /** The index of a dataset as of now (tests and the bench read its size and build time). */
+  /** The index of a dataset as of now (its size and build time, for tests and measurements). */
   index(datasetId: string): DatasetIndex {
     return this.indexes.get(datasetId);
   }
@@ -122,7 +122,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return run(await this.indexes.whenReady(datasetId));
   }
 
-  /** Resolves when a background build of the dataset's index has finished (tests, bench). */
+  /** Resolves when a background build of the dataset's index has finished (tests, measurements). */
   indexSettled(datasetId: string): Promise<void> {
     return this.indexes.settled(datasetId);
   }

@@ -8,9 +8,9 @@ import type { SessionOptions } from './serial-session';
 
 /**
  * The default's mix: each part's unit vector weighted, so an item pair's cosine is
- * (0.525² × the descriptor's + 0.475² × the CNN's) ÷ (0.525² + 0.475²). Chosen by
- * bench/similarity-quality.ts on the shapes, MNIST and food sets together (the rule and the
- * figures: bench/results/similarity-quality.json). The id names the weights: changing them
+ * (0.525² × the descriptor's + 0.475² × the CNN's) ÷ (0.525² + 0.475²), chosen on the shapes,
+ * MNIST and food sets together (docs/embedders.md gives the rule and the figures). The id names
+ * the weights: changing them
  * re-embeds every dataset.
  */
 export const HYBRID_WEIGHTS = { descriptor: 0.525, efficientnet: 0.475 };

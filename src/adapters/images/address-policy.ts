@@ -44,7 +44,7 @@ function embeddedIPv4(a: ipaddr.IPv6): ipaddr.IPv4 | undefined {
 
 /**
  * Only globally routable unicast addresses. Loopback, private, link-local, site-local,
- * unique-local, multicast, unspecified, CGNAT, documentation, benchmarking and other reserved
+ * unique-local, multicast, unspecified, CGNAT, documentation, RFC 2544 device-test and other reserved
  * ranges are refused, and so is every IPv6 form that can reach such an IPv4 address.
  */
 export const publicOnly = (ip: string): boolean => {

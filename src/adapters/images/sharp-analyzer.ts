@@ -24,8 +24,8 @@ sharp.concurrency(1);
  * idle; the rest is left for request bodies, JSON and the V8 heap. A single decode above it is
  * refused with `too_large` (see tooCostly). The bound holds only if freed
  * decoder memory goes back to the system: glibc's adaptive thresholds keep blocks of up to
- * 32 MiB in per-thread arenas, 200–320 MiB more under bench:memory, unless the process starts
- * with MALLOC_TRIM_THRESHOLD_ set (bench/results/memory.json compares both).
+ * 32 MiB in per-thread arenas, a few hundred MiB more under hostile images, unless the process
+ * starts with MALLOC_TRIM_THRESHOLD_ set (docs/engines.md).
  */
 export const processDecodeBudget = new DecodeBudget(LIMITS.decodeBudgetBytes);
 
