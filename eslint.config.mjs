@@ -60,6 +60,13 @@ const boundaries = [
     files: ['src/adapters/**/*.ts'],
     rules: rules(layer(['api', 'app', 'services', 'cli'], 'an adapter implements ports only')),
   },
+  {
+    // The benchmarks are a package of their own that runs the server's build.
+    files: ['bench/**/*.ts'],
+    rules: rules(
+      layer(['src', 'test'], 'bench imports the server as visual-search-service/dist/…'),
+    ),
+  },
 ];
 
 export default tseslint.config(

@@ -1,4 +1,4 @@
-import type { Embedder, Pixels } from '../src/ports/embedder';
+import type { Embedder, Pixels } from 'visual-search-service/dist/ports/embedder';
 
 /**
  * Keeps the pixels the analyzer hands its embedder, so a bench can embed exactly what the

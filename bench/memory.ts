@@ -19,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { LIMITS } from '../src/domain/limits';
+import { LIMITS } from 'visual-search-service/dist/domain/limits';
 import {
   RESULTS_DIR,
   call,

@@ -18,11 +18,11 @@ import { Client } from '@elastic/elasticsearch';
 import fs from 'node:fs';
 import os from 'node:os';
 import { Pool } from 'undici';
-import { esClient } from '../src/adapters/elasticsearch/client';
-import { EsIndices } from '../src/adapters/elasticsearch/indices';
-import type { RunningApp } from '../src/app/start';
-import type { UsageLedger } from '../src/ports/usage-ledger';
-import { MeteringService } from '../src/services/metering';
+import { esClient } from 'visual-search-service/dist/adapters/elasticsearch/client';
+import { EsIndices } from 'visual-search-service/dist/adapters/elasticsearch/indices';
+import type { RunningApp } from 'visual-search-service/dist/app/start';
+import type { UsageLedger } from 'visual-search-service/dist/ports/usage-ledger';
+import { MeteringService } from 'visual-search-service/dist/services/metering';
 import { DESCRIPTOR_VECTORS, seedElasticsearch } from './seed-items';
 import {
   AMQP_URL,

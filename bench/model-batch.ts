@@ -10,7 +10,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
-import { EfficientNetEmbedder } from '../src/adapters/embedders/efficientnet';
+import { EfficientNetEmbedder } from 'visual-search-service/dist/adapters/embedders/efficientnet';
 import { machine, summarize, writeResult } from './common';
 
 const SIZES = (process.env.BENCH_BATCH_SIZES ?? '1,2,4,8,16').split(',').map(Number);

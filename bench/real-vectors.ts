@@ -12,19 +12,19 @@
  * image, appended as they are made, so an interrupted run goes on where it stopped) with the
  * source of each row in a .labels file beside it.
  *
- *   npm run -s bench:build && node bench/dist/bench/real-vectors.js   (REAL_ITEMS, default 100000)
+ *   npm run -s bench:build && node bench/dist/real-vectors.js   (REAL_ITEMS, default 100000)
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { createEmbedder } from '../src/adapters/embedders';
-import { SharpImageAnalyzer } from '../src/adapters/images/sharp-analyzer';
+import { createEmbedder } from 'visual-search-service/dist/adapters/embedders';
+import { SharpImageAnalyzer } from 'visual-search-service/dist/adapters/images/sharp-analyzer';
 import { rng } from './common';
 import { foodImages } from './food-images';
 import { labelledImages, type LabelledImage } from './labelled-images';
 import { mnistImages } from './mnist-images';
 
-const CACHE = path.join(__dirname, '../../../.cache/bench');
+const CACHE = path.join(__dirname, '../../.cache/bench');
 
 /** Shares of the set: food photo variants, digit variants, drawings (the rest). */
 const FOOD_SHARE = 0.35;
@@ -51,7 +51,7 @@ export async function loadRealVectors(n: number): Promise<RealVectors> {
   const have = fs.existsSync(f.vectors) ? fs.statSync(f.vectors).size / (4 * dims) : 0;
   if (have < n)
     throw new Error(
-      `${have} real vectors cached, ${n} asked: run node bench/dist/bench/real-vectors.js first`,
+      `${have} real vectors cached, ${n} asked: run node bench/dist/real-vectors.js first`,
     );
   const buf = fs.readFileSync(f.vectors);
   const data = new Float32Array(buf.buffer, buf.byteOffset, n * dims).slice();

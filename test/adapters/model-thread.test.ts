@@ -45,7 +45,7 @@ test('the thread runs the model-thread module from a file, not code given as a s
   }
 });
 
-test('built (dist/, bench/dist/src/), the thread starts from the compiled sibling', async () => {
+test('built (dist/), the thread starts from the compiled sibling', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vss-model-thread-'));
   try {
     fs.writeFileSync(path.join(dir, 'model-thread.js'), '');

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 
 // The layer rules of ARCHITECTURE.md are lint errors, so `npm run check` (and CI) fails on them.
@@ -64,6 +65,8 @@ test.each([
   ['src/domain/x.ts', "import '../services/vision';", 'import only each other'],
   ['src/domain/x.ts', "import 'fastify';", 'free of vendor packages'],
   ['src/adapters/embedded/x.ts', "import '../../services/auth';", 'implements ports only'],
+  ['bench/x.ts', "import '../src/app/start';", 'visual-search-service/dist/'],
+  ['bench/x.ts', "import '../test/helpers/app';", 'visual-search-service/dist/'],
 ])('%s may not %s', async (file, code, why) => {
   expect((await restricted(file, code)).join('\n')).toContain(why);
 });
@@ -72,8 +75,17 @@ test.each([
   ['src/api/rest/routes/x.ts', "import '../../../services/vision';"],
   ['src/services/x.ts', "import '../ports/content-store';"],
   ['src/app/x.ts', "import '../adapters/embedded/db';"],
+  ['bench/x.ts', "import 'visual-search-service/dist/app/start';"],
 ])('%s may %s', async (file, code) => {
   expect(await restricted(file, code)).toEqual([]);
+});
+
+test('nothing in src/ knows of the benchmarks, which are a package of their own', () => {
+  const mentions = fs
+    .readdirSync(path.join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => /\.(ts|tsx|mjs|css|html)$/.test(f))
+    .filter((f) => /\bbench/i.test(fs.readFileSync(path.join(ROOT, 'src', f), 'utf8')));
+  expect(mentions).toEqual([]);
 });
 
 test('lint is type-aware: an unhandled promise and an async callback where void is expected fail', async () => {

@@ -1,6 +1,7 @@
 import type { ProcessingJob, StoredItem } from '../../domain/item';
 import type { Metadata } from '../../domain/metadata';
 import type { JobPage } from '../../ports/item-processing';
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './db';
 
 /** A row of the items table. */
@@ -63,7 +64,9 @@ export const chunks = <T>(xs: T[], n: number): T[][] =>
   Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
 
 /** The statements that a client's write and a worker's result both run on an item. */
-export function itemStatements(db: Db) {
+type ItemStatement = 'insValue' | 'delValues' | 'delError' | 'bumpVectors' | 'putVector';
+
+export function itemStatements(db: Db): Record<ItemStatement, Statement> {
   return {
     insValue: db.prepare(
       'INSERT INTO item_values (item_pk, dataset_id, field, scope, is_array, vtype, sval, nval) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',

@@ -2,22 +2,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Embedder, Pixels } from '../../ports/embedder';
+import { PROJECT_ROOT } from '../../lib/project-root';
 import { SerialSession, type SessionOptions } from './serial-session';
 import { normalise } from './unit';
 
-/**
- * The converted model and its checksum, committed with the code (models/…/README.md). Found
- * from this file upwards: the code runs from src/ (tests), dist/ and bench/dist/src/.
- */
-function modelDir(): string {
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    const here = path.join(dir, 'models', 'efficientnet-lite0');
-    if (fs.existsSync(path.join(here, 'SHA256'))) return here;
-    if (path.dirname(dir) === dir)
-      return path.resolve(__dirname, '../../../models/efficientnet-lite0');
-  }
-}
-const DIR = modelDir();
+/** The converted model and its checksum, committed with the code (models/…/README.md). */
+const DIR = path.join(PROJECT_ROOT, 'models', 'efficientnet-lite0');
 export const EFFICIENTNET_MODEL = path.join(DIR, 'efficientnet-lite0.onnx');
 export const EFFICIENTNET_SHA256 = path.join(DIR, 'SHA256');
 

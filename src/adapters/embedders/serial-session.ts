@@ -19,7 +19,7 @@ const TRANSPILE = { module: 'CommonJS', target: 'ES2022', esModuleInterop: true 
 
 /**
  * The file the model's thread starts from: the compiled sibling `model-thread.js` when there is
- * one (dist/, bench/dist/src/). From src/ under ts-jest, which does not reach worker threads,
+ * one (dist/). From src/ under ts-jest, which does not reach worker threads,
  * the `.ts` module is transpiled with `typescript` (a devDependency) into node_modules/.cache,
  * once per version of its source, so the thread runs the module itself from a file (no eval).
  */
@@ -72,7 +72,7 @@ const DEGRADED = (reason: string) =>
 
 /**
  * Per image, a run of 8 costs less than a run of one, and 16 saves no more while the process's
- * peak memory grows (npm run bench:model-batch); the last image of a batch also waits for all.
+ * peak memory grows (docs/engines.md); the last image of a batch also waits for all.
  */
 export const DEFAULT_MAX_BATCH = 8;
 

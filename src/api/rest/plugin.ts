@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
+import { PROJECT_ROOT } from '../../lib/project-root';
 import type { AuthFailureLimit } from '../http/rate-limit';
 import { contentRoutes } from './routes/content';
 import { datasetRoutes } from './routes/datasets';
@@ -11,22 +12,10 @@ import { orgRoutes } from './routes/orgs';
 import { visionRoutes } from './routes/vision';
 import type { OpsServices, RestServices } from './services';
 
-/**
- * The release /openapi.json names: the nearest package.json above this file (src/, dist/ and the
- * benchmarks' bench/dist/src/ sit at different depths below the root).
- */
-function releaseVersion(): string {
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    try {
-      return (
-        JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }
-      ).version;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || dir === path.dirname(dir)) throw e;
-    }
-  }
-}
-const VERSION = releaseVersion();
+/** The release /openapi.json names. */
+const VERSION = (
+  JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
+).version;
 
 /** /healthz, /readyz and /metrics: what every process serves, a worker-only one included. */
 export const opsRoutes =
