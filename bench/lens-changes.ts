@@ -1,7 +1,7 @@
 import sharp from 'sharp';
 
 /** A photo turned `deg` on white, as a shopper's photo taken a little askew. */
-export const rotatedBy =
+const rotatedBy =
   (deg: number) =>
   (b: Buffer): Promise<Buffer> =>
     sharp(b).rotate(deg, { background: '#ffffff' }).jpeg({ quality: 90 }).toBuffer();

@@ -55,7 +55,7 @@ export const HYBRID_VECTORS: BenchVectors = {
   dimensions: descriptor.dimensions + 1280,
 };
 
-export const seedOf = (id: string) => Number(id.replace(/\D/g, '')) + 1;
+const seedOf = (id: string) => Number(id.replace(/\D/g, '')) + 1;
 /** A catalogue item's embedding: a real image's, or a deterministic random one, one per id. */
 export const vectorOf = (v: BenchVectors, id: string) => {
   const i = seedOf(id) - 1;

@@ -19,12 +19,6 @@ export interface ValueRow {
   nval: number | null;
 }
 
-/**
- * Strings longer than this are searchable by `text:` but not by equality or sort, on every
- * engine (Elasticsearch cannot index longer keyword terms).
- */
-export const FILTERABLE_STRING_MAX = 8191;
-
 function scalarRow(
   field: string,
   scope: Scope,

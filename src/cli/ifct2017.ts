@@ -52,8 +52,7 @@ export class PackageUnavailable extends Error {
 }
 
 /** Where fetched packages are kept unless told otherwise: `.cache/packages` under the project. */
-export const defaultPackagesDir = (root = PROJECT_ROOT): string =>
-  path.join(root, '.cache', 'packages');
+const defaultPackagesDir = (root = PROJECT_ROOT): string => path.join(root, '.cache', 'packages');
 
 /** `<packages dir>/<scope+name>@<version>`. */
 export const packageCacheDir = (

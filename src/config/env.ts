@@ -2,7 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 
 /** Image embedders (docs/embedders.md); the first is the default. */
-export const EMBEDDERS = ['hybrid', 'efficientnet', 'descriptor', 'onnx'] as const;
+const EMBEDDERS = ['hybrid', 'efficientnet', 'descriptor', 'onnx'] as const;
 export type EmbedderKind = (typeof EMBEDDERS)[number];
 
 const bool = z
@@ -12,7 +12,7 @@ const bool = z
 const ROLES = ['api', 'worker'] as const;
 
 /** A destination the image fetcher may reach even when it is private. */
-export interface AllowedHost {
+interface AllowedHost {
   /** As the WHATWG URL parser writes a URL's hostname: lowercase, IPv6 without brackets. */
   host: string;
   port: number;
@@ -27,7 +27,7 @@ const HOST_NAME =
  * `localhost`, `[::FFFF:127.0.0.1]` → `::ffff:7f00:1`), so the fetcher compares like with like.
  * No wildcards, ranges, schemes or paths: undefined.
  */
-export function parseHostPort(entry: string): AllowedHost | undefined {
+function parseHostPort(entry: string): AllowedHost | undefined {
   const m = /^(\[[0-9A-Fa-f:.]+\]|[^\s:/?#@[\]\\]+):(\d{1,5})$/.exec(entry);
   if (!m) return undefined;
   const port = Number(m[2]);

@@ -39,7 +39,7 @@ export const statusOf = (c: DatasetCounts): DatasetStatus =>
   c.processed >= LIMITS.minProcessedForVision ? 'published' : 'pending';
 
 /** `*` counts as one value toward the per-dataset limit. */
-export const indexedValueCount = (fields: EnabledFields): number =>
+const indexedValueCount = (fields: EnabledFields): number =>
   Object.values(fields).reduce((n, vs) => n + vs.length, 0);
 
 /**

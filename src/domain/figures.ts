@@ -19,7 +19,7 @@ export interface FiguresSpec {
   histograms: HistogramSpec[];
 }
 
-export interface FacetBucket {
+interface FacetBucket {
   value: string;
   count: number;
 }
@@ -103,7 +103,7 @@ export function checkFigures(spec: FiguresSpec): FiguresSpec {
 }
 
 /** Code-point order (UTF-16 comparison puts some characters differently than Elasticsearch). */
-export function compareCodePoints(a: string, b: string): number {
+function compareCodePoints(a: string, b: string): number {
   const ia = a[Symbol.iterator]();
   const ib = b[Symbol.iterator]();
   for (;;) {
@@ -204,7 +204,7 @@ export function calendarNext(start: number, unit: CalendarInterval): number {
 }
 
 /** The buckets from the one holding `min` to the one holding `max`; 400 past the bucket limit. */
-export function bucketStarts(
+function bucketStarts(
   spec: HistogramSpec,
   min: number,
   max: number,

@@ -1,7 +1,7 @@
 import { invalid } from './errors';
 
 /** How many earlier selections an explore journey remembers (carried in explore_url). */
-export const JOURNEY_MAX = 5;
+const JOURNEY_MAX = 5;
 
 /** The journey's earlier selections, newest last; unknown ids are ignored later. */
 export function checkJourney(ids: readonly string[]): string[] {
@@ -30,7 +30,7 @@ export function steer(current: number[], earlier: number[][]): number[] {
 }
 
 /** Cosine at or above which two images count as the same picture. */
-export const DUPLICATE_COSINE = 0.995;
+const DUPLICATE_COSINE = 0.995;
 
 /**
  * Maximal marginal relevance: pick `k` of the candidates (best first by relevance), trading

@@ -6,7 +6,7 @@ import { invalid, type ErrorDetail } from './errors';
  */
 export const PLAN_TTL_MS = 1000;
 
-export type LimitType = 'fixed' | 'unlimited';
+type LimitType = 'fixed' | 'unlimited';
 export interface Allowance {
   limitType: LimitType;
   /** Present exactly when limitType is fixed. */
@@ -22,7 +22,7 @@ export interface Plan {
   requestCredits: Record<RequestType, number>;
 }
 
-export const DEFAULT_REQUEST_CREDITS: Record<RequestType, number> = {
+const DEFAULT_REQUEST_CREDITS: Record<RequestType, number> = {
   search: 1,
   similar: 1,
   explore: 1,
@@ -42,7 +42,7 @@ export interface PlanInput {
   images?: AllowanceInput | null;
   requestCredits?: Partial<Record<RequestType, number | null>> | null;
 }
-export interface AllowanceInput {
+interface AllowanceInput {
   limitType: LimitType;
   limit?: number | null;
 }

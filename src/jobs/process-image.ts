@@ -20,8 +20,6 @@ import type { PlanReads } from '../services/plans';
 import { SlotsClosed, type Slots } from '../lib/slots';
 import { deferDelayMs, type FairShare } from './fair-share';
 
-export const PROCESS_IMAGE = 'process-image';
-
 /** The store writes that record a job's outcome, run once its image slot is given back. */
 type Recording = () => Promise<void>;
 

@@ -6,7 +6,7 @@ import type { JobQueue } from '../ports/job-queue';
 import { requeueUnfinished } from './process-image';
 
 /** How often an idle worker checks for pending items that have no job. */
-export const IDLE_SWEEP_MS = 5 * 60_000;
+const IDLE_SWEEP_MS = 5 * 60_000;
 const RETRY_SWEEP_MS = 5000;
 const RECENT_SWEEP_MS = 30_000;
 

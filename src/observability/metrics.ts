@@ -1,9 +1,6 @@
 import client from 'prom-client';
 import type { JobQueue } from '../ports/job-queue';
 
-/** Image job outcomes as contract §12 names them. */
-export type JobOutcome = 'processed' | 'failed' | 'retried';
-
 /**
  * The process's Prometheus metrics (contract §12), on a registry of its own so that several
  * services in one process (tests) do not share counters. Label values are route templates,

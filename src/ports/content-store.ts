@@ -3,7 +3,6 @@ import type { ItemReader } from './item-reader';
 import type { ItemWriter } from './item-writer';
 
 export { PartialWrite } from './item-writer';
-export type { StoredEmbedding } from './item-reader';
 
 /** A dataset's items as each engine provides them: three ports, one adapter each. */
 export interface ContentParts {

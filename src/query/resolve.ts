@@ -14,7 +14,7 @@ export interface ResolveContext {
   settingsPath: string;
 }
 
-export const isArrayField = (
+const isArrayField = (
   ctx: Pick<ResolveContext, 'enabled' | 'catalogue'>,
   field: string,
 ): boolean => {

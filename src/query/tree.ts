@@ -8,7 +8,7 @@ import type { Condition, Filter } from './ast';
 import { resolveFilters, type ResolveContext } from './resolve';
 
 /** GraphQL gives null for an argument written as null: it means absent here. */
-export interface FieldTest {
+interface FieldTest {
   field: string;
   eq?: string | null;
   in?: string[] | null;

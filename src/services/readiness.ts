@@ -3,7 +3,7 @@ export interface Pingable {
   ping(): Promise<void>;
 }
 
-export type CheckState = 'ok' | 'unavailable';
+type CheckState = 'ok' | 'unavailable';
 
 export interface Readiness {
   ready: boolean;

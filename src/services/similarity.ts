@@ -15,7 +15,7 @@ import type { Principal } from './principal';
 import type { Bill, VisionService } from './vision';
 
 /** What every similarity request takes besides its target (contract §7). */
-export interface SimilarityParams {
+interface SimilarityParams {
   limit?: number;
   q?: string;
   v?: string;

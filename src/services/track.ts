@@ -6,7 +6,7 @@ import type { AuthService } from './auth';
 import type { Principal } from './principal';
 
 /** One event as a client sends it: `v` names the action with `a:`; no timestamp means now. */
-export interface TrackEvent {
+interface TrackEvent {
   v: string;
   /** ISO 8601 or epoch milliseconds. */
   timestamp?: string | number | null;

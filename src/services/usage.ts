@@ -8,13 +8,13 @@ import type { ItemReader } from '../ports/item-reader';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
 
-export interface AllowanceUsage {
+interface AllowanceUsage {
   limitType: 'fixed' | 'unlimited';
   limit?: number;
   remaining?: number;
 }
 
-export interface DatasetUsage {
+interface DatasetUsage {
   name: string;
   images: number;
   usage: Array<{ type: string; requests: number; credits: number }>;

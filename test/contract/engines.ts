@@ -35,7 +35,7 @@ export interface Installation {
 }
 
 /** The embedded engine: each host its own SQLite connection to one file. */
-export const embeddedInstallation = (): Installation => {
+const embeddedInstallation = (): Installation => {
   const dir = tempDir('vss-contract-');
   const dbs: Db[] = [];
   return {

@@ -4,7 +4,7 @@
  * RabbitMQ adapters; every other project runs the embedded and in-process ones, so the embedded
  * contracts need no Java, Elasticsearch or RabbitMQ and each half runs exactly once.
  */
-export const ON_SERVICES = process.env.TEST_SEARCH_BACKEND === 'elasticsearch';
+const ON_SERVICES = process.env.TEST_SEARCH_BACKEND === 'elasticsearch';
 
 /** The cases of a `describe.each` for this project's half: `[name, adapter]` pairs. */
 export function tierOf<T>(cases: {

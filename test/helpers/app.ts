@@ -50,7 +50,7 @@ export function tempDir(prefix = 'vss-'): string {
 export const SEARCH_BACKEND = process.env.TEST_SEARCH_BACKEND ?? 'embedded';
 export const QUEUE = process.env.TEST_QUEUE ?? 'inprocess';
 
-export function backendEnv(): Record<string, string> {
+function backendEnv(): Record<string, string> {
   const tag = `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
   const env: Record<string, string> = {};
   if (SEARCH_BACKEND === 'elasticsearch')

@@ -12,13 +12,13 @@ const SCRIPT = path.join(ROOT, 'scripts/services.sh');
 export const CLUSTER_SIZE = 3;
 const HTTP_BASE = Number(process.env.ES_CLUSTER_HTTP_BASE ?? 9200);
 
-export const nodeUrl = (n: number): string => `http://127.0.0.1:${HTTP_BASE + n}`;
+const nodeUrl = (n: number): string => `http://127.0.0.1:${HTTP_BASE + n}`;
 export const nodeName = (n: number): string => `vss-cluster-${n}`;
 export const clusterUrls = (): string[] =>
   Array.from({ length: CLUSTER_SIZE }, (_, i) => nodeUrl(i + 1));
 
 /** Runs `scripts/services.sh <args>`; rejects with everything it printed when it fails. */
-export function services(...args: string[]): Promise<string> {
+function services(...args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn('bash', [SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

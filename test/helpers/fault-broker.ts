@@ -9,7 +9,7 @@ import { ROOT, freePort } from './processes';
 
 const SCRIPT = path.join(ROOT, 'scripts/services.sh');
 
-export interface Consumer {
+interface Consumer {
   queue: string;
   /** The OS process whose AMQP connection carries the consumer (undefined if not found). */
   pid?: number;

@@ -41,7 +41,7 @@ function matchingPks(field: string, values: string[]): Sql {
 }
 
 /** Lowers one condition to a predicate on `items i`. The dataset id is always the first param. */
-export function lowerCondition(c: Condition, datasetId: string): Sql {
+function lowerCondition(c: Condition, datasetId: string): Sql {
   switch (c.kind) {
     case 'match':
     case 'exclude': {

@@ -40,7 +40,7 @@ const REFRESH = /^\/?([^/]*)\/_refresh$/;
  * search served by that copy would miss what the caller refreshed for — a client's write about
  * to be answered 202 (contract §4), or the image counts a fixed allowance is decided on.
  */
-export class WholeAnswerTransport extends SniffingTransport {
+class WholeAnswerTransport extends SniffingTransport {
   // Widened to the base class's implementation signature; its overloads only narrow the result.
   override async request(
     params: TransportRequestParams,

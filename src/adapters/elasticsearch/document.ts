@@ -3,7 +3,7 @@ import type { Metadata } from '../../domain/metadata';
 import type { ProcessingFailure } from '../../domain/processing';
 import { itemTerms, valueRows, type Scope } from '../value-index';
 
-export interface Attr {
+interface Attr {
   f: string;
   scope: Scope;
   t: 's' | 'n' | 'b';

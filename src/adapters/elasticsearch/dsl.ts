@@ -52,7 +52,7 @@ const bounds = (c: { gte?: number; lte?: number }): Dsl => ({
 });
 
 /** One condition as a filter clause; `exclude` is returned as { must_not }. */
-export function conditionDsl(c: Condition): { filter?: Dsl[]; must_not?: Dsl[] } {
+function conditionDsl(c: Condition): { filter?: Dsl[]; must_not?: Dsl[] } {
   switch (c.kind) {
     case 'match':
       return { filter: [anyOf(c.field, c.values)] };
@@ -97,12 +97,12 @@ function conjunctionDsl(conditions: Condition[], first: Dsl[] = []): Dsl {
 }
 
 /** Processed items satisfying every condition. Never query_string: input is never parsed by ES. */
-export function whereDsl(conditions: Condition[]): Dsl {
+function whereDsl(conditions: Condition[]): Dsl {
   return conjunctionDsl(conditions, [{ term: { state: 'processed' } }]);
 }
 
 /** Numbers first, then strings, then items lacking the field (both orders); ties by id. */
-export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
+function sortDsl(sort: SearchRequest['sort']): Dsl[] {
   if (isServiceTimeField(sort.field))
     return [{ [TIME_FIELD[sort.field]]: { order: sort.order } }, { id: { order: 'asc' } }];
   const scalar = (t: 'n' | 's'): Dsl => ({

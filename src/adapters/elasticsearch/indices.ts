@@ -238,7 +238,7 @@ export class EsIndices {
   }
 }
 
-export const isAlreadyExists = (e: unknown): boolean =>
+const isAlreadyExists = (e: unknown): boolean =>
   e instanceof errors.ResponseError && e.body?.error?.type === 'resource_already_exists_exception';
 
 export const isNotFound = (e: unknown): boolean =>

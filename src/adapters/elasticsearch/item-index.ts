@@ -38,7 +38,7 @@ export async function orEmpty<T>(read: () => Promise<T>, empty: T): Promise<T> {
   }
 }
 
-export const chunks = <T>(xs: T[], n: number): T[][] =>
+const chunks = <T>(xs: T[], n: number): T[][] =>
   Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
 
 /** What every part of the item adapter shares: the index names and reads by id. */

@@ -6,7 +6,7 @@ import { KeyedGroupCommit } from '../group-commit';
  * it share the next one, so a stream of single-item writes makes at most ten segments a second
  * per process, and none waits longer than this for its 202.
  */
-export const MIN_REFRESH_GAP_MS = 100;
+const MIN_REFRESH_GAP_MS = 100;
 
 /**
  * Makes client writes visible before they are answered (contract §4: an item is listed as soon

@@ -84,7 +84,7 @@ export function reportBody(datasetId: string, spec: ReportSpec): Dsl {
 }
 
 /** How many (page view, item) click pairs one round of the click-through join takes. */
-export const CLICK_PAIRS_PAGE = 500;
+const CLICK_PAIRS_PAGE = 500;
 
 /** Clicks of the range with a page view, grouped by (page view, item), a page at a time. */
 export function clickPairsBody(datasetId: string, spec: ReportSpec, after?: Dsl): Dsl {

@@ -52,7 +52,7 @@ export function orInPlace(a: Bits, b: Bits): Bits {
   return a;
 }
 
-export function popcount32(x: number): number {
+function popcount32(x: number): number {
   x -= (x >>> 1) & 0x55555555;
   x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
   return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) as number;

@@ -133,7 +133,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
  * seed; an odd multiplier maps distinct 32-bit values to distinct keys, so ties need pks past
  * 2^32. Math.imul gives the exact low 32 bits while pk and seed fit in 31 bits.
  */
-export function sampleKey(pk: number, seed: number): number {
+function sampleKey(pk: number, seed: number): number {
   if (pk >= 0 && pk < 2 ** 31 && seed >= 0 && seed < 2 ** 31)
     return Math.imul(pk ^ seed, 2654435761 | 0) >>> 0;
   const m = 4294967296n;

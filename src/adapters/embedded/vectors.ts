@@ -11,11 +11,5 @@ export function blobVector(b: Buffer): Float32Array {
   return out;
 }
 
-export function dot(a: Float32Array, b: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
-  return s;
-}
-
 /** Cosine similarity of unit vectors mapped to 0–1, as Elasticsearch scores `cosine` kNN. */
 export const cosineScore = (dotProduct: number): number => (1 + dotProduct) / 2;

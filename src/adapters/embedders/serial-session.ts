@@ -74,7 +74,7 @@ const DEGRADED = (reason: string) =>
  * Per image, a run of 8 costs less than a run of one, and 16 saves no more while the process's
  * peak memory grows (docs/engines.md); the last image of a batch also waits for all.
  */
-export const DEFAULT_MAX_BATCH = 8;
+const DEFAULT_MAX_BATCH = 8;
 
 /**
  * One ONNX session per process, shared by worker jobs and lens requests. Runs are serialised,

@@ -12,7 +12,7 @@ export interface FetchLimits {
   maxRedirects: number;
 }
 
-export const CONTRACT_FETCH_LIMITS: FetchLimits = {
+const CONTRACT_FETCH_LIMITS: FetchLimits = {
   deadlineMs: LIMITS.imageFetchTimeoutMs,
   maxBytes: LIMITS.imageMaxBytes,
   maxRedirects: LIMITS.imageMaxRedirects,
@@ -59,7 +59,7 @@ export type Resolve = (
   family: dns.LookupOptions['family'],
 ) => Promise<dns.LookupAddress[]>;
 
-export const systemResolve: Resolve = (hostname, family) =>
+const systemResolve: Resolve = (hostname, family) =>
   dns.promises.lookup(hostname, { all: true, family: family ?? 0 });
 
 type LookupCallback = (

@@ -27,7 +27,7 @@ sharp.concurrency(1);
  * 32 MiB in per-thread arenas, a few hundred MiB more under hostile images, unless the process
  * starts with MALLOC_TRIM_THRESHOLD_ set (docs/engines.md).
  */
-export const processDecodeBudget = new DecodeBudget(LIMITS.decodeBudgetBytes);
+const processDecodeBudget = new DecodeBudget(LIMITS.decodeBudgetBytes);
 
 const mib = (bytes: number): number => Math.ceil(bytes / 2 ** 20);
 
@@ -167,7 +167,7 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
  * did worse): ±8 lifted photos turned 10° either way most evenly, and cropped copies too, without
  * losing mirrored or recompressed ones. Figures in docs/embedders.md ("hybrid").
  */
-export const LENS_TURNS_DEG = [-8, 8];
+const LENS_TURNS_DEG = [-8, 8];
 
 /** The decode turned on white, its centre cut back to the embedder's square. */
 async function turned(p: Pixels, deg: number): Promise<Pixels> {

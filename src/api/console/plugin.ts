@@ -10,13 +10,13 @@ import { CONTENT_TYPES, WEB_DIR } from '../web-assets';
  * the token the user pastes, so both routes here are public: the page holds no data.
  */
 
-export interface ConsoleAssets {
+interface ConsoleAssets {
   html?: string;
   /** Hashed file name → contents. */
   files: Map<string, Buffer>;
 }
 
-export function loadConsoleAssets(dir = WEB_DIR): ConsoleAssets {
+function loadConsoleAssets(dir = WEB_DIR): ConsoleAssets {
   const files = new Map<string, Buffer>();
   const page = path.join(dir, 'console.html');
   if (!fs.existsSync(page)) return { files };
@@ -32,7 +32,7 @@ export function loadConsoleAssets(dir = WEB_DIR): ConsoleAssets {
  * original image URL (`image_url`), which may be on any http(s) origin — hence `img-src http:
  * https:`. `data:` is the photo dropped for a lens search, previewed before it is sent.
  */
-export const CONSOLE_CSP = [
+const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

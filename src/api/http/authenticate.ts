@@ -6,7 +6,7 @@ import { checkAccept } from './negotiation';
 import { principalKey, type AuthFailureLimit } from './rate-limit';
 
 /** Who is calling, and the base of the absolute URLs the answer carries. */
-export interface RequestContext {
+interface RequestContext {
   principal: Principal;
   /** Scheme, host and port used in absolute URLs (PUBLIC_BASE_URL or the request's own). */
   baseUrl: string;

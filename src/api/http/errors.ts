@@ -34,7 +34,7 @@ const size = (bytes: number): string =>
  * Framework errors (body parsing, limits, routing) become the contract's codes, never a 500.
  * `bodyLimit` is the route's, to say which limit a 413 broke.
  */
-export function toAppError(e: unknown, bodyLimit?: number): AppError {
+function toAppError(e: unknown, bodyLimit?: number): AppError {
   if (isAppError(e)) return e;
   const fe = e as Partial<FastifyError>;
   const status = fe.statusCode ?? 500;

@@ -8,7 +8,7 @@ import { errorBody } from './schema/shapes';
 import * as visionOps from './schema/vision-ops';
 
 /** Every REST operation; routes are registered from these and the document is made of them. */
-export const OPERATIONS: readonly Operation[] = [
+const OPERATIONS: readonly Operation[] = [
   ...Object.values(serviceOps),
   ...Object.values(accountOps),
   ...Object.values(contentOps),
@@ -132,7 +132,7 @@ function pathItem(op: Operation, components: Json): Json {
 }
 
 /** Fastify's `:name` path segments as OpenAPI's `{name}`. */
-export const openApiPath = (path: string): string => path.replace(/:(\w+)/g, '{$1}');
+const openApiPath = (path: string): string => path.replace(/:(\w+)/g, '{$1}');
 
 /** The OpenAPI 3.1 document of every REST operation (contract §12). */
 export function openApiDocument(version: string): Json {

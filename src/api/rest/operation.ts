@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { invalid, type ErrorCode, type ErrorDetail } from '../../domain/errors';
 
 /** Who may call an operation (contract §3); documented per operation in /openapi.json. */
-export type Access = 'none' | 'operator' | 'organisation' | 'dataset';
+type Access = 'none' | 'operator' | 'organisation' | 'dataset';
 
 type Shape = z.ZodObject;
 
@@ -76,7 +76,7 @@ function refuseRepeated(query: Record<string, unknown>, shape: Shape): void {
 }
 
 /** Query parameters through their schema; the first problem names the parameter and value. */
-export function parseQuery<Q extends Shape>(shape: Q | undefined, raw: unknown): z.output<Q> {
+function parseQuery<Q extends Shape>(shape: Q | undefined, raw: unknown): z.output<Q> {
   const query = (raw ?? {}) as Record<string, unknown>;
   if (!shape) return {} as z.output<Q>;
   refuseRepeated(query, shape);

@@ -6,7 +6,7 @@
 import type { ContentItem } from './items';
 
 /** Where a record is in the input: first line, byte range, and the line after it. */
-export interface Span {
+interface Span {
   line: number;
   start: number;
   end: number;
@@ -44,8 +44,8 @@ export interface Batch {
   rejected: Rejection[];
 }
 
-export const BODY_PREFIX = '{"content":[';
-export const BODY_SUFFIX = ']}';
+const BODY_PREFIX = '{"content":[';
+const BODY_SUFFIX = ']}';
 const ENVELOPE_BYTES = Buffer.byteLength(BODY_PREFIX) + Buffer.byteLength(BODY_SUFFIX);
 
 /** Body bytes of a request holding items of these sizes. */

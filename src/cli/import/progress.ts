@@ -5,7 +5,7 @@
 import cliProgress from 'cli-progress';
 import type { Rejection } from './batcher';
 
-export interface ProgressFigures {
+interface ProgressFigures {
   /** Bytes of the input acknowledged so far, and the input's size. */
   offset: number;
   size: number;
@@ -22,8 +22,7 @@ export interface Progress {
   stop(): void;
 }
 
-export const rate = (items: number, ms: number): number =>
-  ms > 0 ? Math.round((items * 1000) / ms) : 0;
+const rate = (items: number, ms: number): number => (ms > 0 ? Math.round((items * 1000) / ms) : 0);
 
 const fmt = (n: number): string => n.toLocaleString('en-US');
 

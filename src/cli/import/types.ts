@@ -20,7 +20,7 @@ const TYPE_NAMES: Record<string, FieldType> = {
 };
 
 /** Separator of array elements in a CSV cell (or a JSON string declared as an array). */
-export const ARRAY_SEPARATOR = '|';
+const ARRAY_SEPARATOR = '|';
 
 /** `price=number,tags=array` → field → type; throws an Error naming every bad entry. */
 export function parseTypes(spec: string | undefined): Map<string, FieldType> {

@@ -10,7 +10,6 @@ import type * as shape from '../../api/rest/schema/shapes';
 import {
   ConsoleFiguresDocument,
   ConsoleViewerDocument,
-  type ConsoleViewerQuery,
   type TypedDocumentString,
 } from './graphql/generated';
 
@@ -34,7 +33,6 @@ export class ApiError extends Error {
 
 export type ResultEntry = Body<typeof shape.resultEntry>;
 export type Metadata = ResultEntry['metadata'];
-export type Scalar = string | number | boolean;
 export type SearchPage = Body<typeof shape.searchPage>;
 export type FacetFigure = NonNullable<SearchPage['facets']>[string];
 export type StatsFigure = NonNullable<SearchPage['stats']>[string];
@@ -49,16 +47,9 @@ export interface NumericBucket {
 export const numericBuckets = (buckets: HistogramBucket[] = []): NumericBucket[] =>
   buckets.filter((b): b is NumericBucket => typeof b.from === 'number' && typeof b.to === 'number');
 export type Dataset = Body<typeof shape.dataset>;
-export type Counts = Dataset['counts'];
 export type ProcessingError = Body<typeof shape.processingError>;
 export type Usage = Body<typeof shape.usage>;
-export type UsageEntry = Usage['datasets'][string]['usage'][number];
 export type AnalyticsReport = Body<typeof shape.report>;
-export type AnalyticsInterval = AnalyticsReport['intervals'][number];
-
-// The GraphQL results as codegen types them from the operations in ./graphql/*.graphql
-// (codegen.yml; `npm run codegen`).
-export type Viewer = ConsoleViewerQuery['viewer'];
 
 const V2 = 'application/vnd.service.v2+json';
 const enc = encodeURIComponent;

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
  * the broker dead-letters it: a job that crashes every worker that takes it must not take the
  * fleet down forever.
  */
-export const DELIVERY_LIMIT = 5;
+const DELIVERY_LIMIT = 5;
 
 export interface QueueNames {
   jobs: string;

@@ -92,7 +92,7 @@ const allowance = z.object({
   limit: z.number().int().min(0).optional().meta({ description: 'Required when fixed' }),
 });
 
-export const planInput = z
+const planInput = z
   .object({
     credits: allowance.optional().meta({ description: 'Vision API credits per month' }),
     images: allowance.optional().meta({ description: 'Images processed per year' }),

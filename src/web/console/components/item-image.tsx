@@ -6,7 +6,7 @@ import type { Metadata } from '../api';
  * console shows the original image URL the item was processed from (`image_url`, asked for with
  * `fields=*`); the page's CSP allows images from any http(s) origin for this reason.
  */
-export function imageUrl(metadata: Metadata): string | undefined {
+function imageUrl(metadata: Metadata): string | undefined {
   const u = metadata.image_url;
   return typeof u === 'string' && /^https?:\/\//i.test(u) ? u : undefined;
 }
