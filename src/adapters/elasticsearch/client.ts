@@ -10,9 +10,9 @@ import { VectorTextSerializer } from './vector-text';
 
 /**
  * The client's default pool (WeightedConnectionPool) answers "no living connections" for
- * hundreds of requests once every node has failed a few times — elastic/elasticsearch-js#1714:
- * after a whole-cluster restart the workers measured 110–160 s of NoLivingConnectionsError
- * with the cluster already answering. This pool sends to every node while all are dead, takes
+ * hundreds of requests once every node has failed a few times (elastic/elasticsearch-js#1714),
+ * so after a whole-cluster restart workers would see minutes of NoLivingConnectionsError with
+ * the cluster already answering. This pool sends to every node while all are dead, takes
  * back the first that answers at once, and pings the others after 1, 2, 4, 8 and then every
  * 16 s (the stock 60 s × 2^n would leave a restarted cluster on one node for up to 32 min).
  */

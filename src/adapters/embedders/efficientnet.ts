@@ -39,8 +39,8 @@ export class EfficientNetEmbedder implements Embedder {
   }
 
   async embed({ data, size }: Pixels): Promise<Float32Array> {
-    // Averaging with the mirrored image's features was measured and dropped: twice the
-    // inference for food P@10 −0.003 and no lens gain (docs/embedders.md).
+    // No averaging with the mirrored image's features: twice the inference for no gain in
+    // precision or lens recall (docs/embedders.md).
     const v = await this.session.run(tensorOf(data, size));
     normalise(v);
     return v;

@@ -1,7 +1,7 @@
 /**
  * Memory that image decodes hold at once, one budget per process, shared by the workers and lens
- * requests (issue 14: a few progressive CMYK JPEGs of 40 MP, about 1 MB each, took a process
- * past 2 GB). A decode states its weight, estimated from the header, and waits its turn. Turns
+ * requests: without one, a few progressive CMYK JPEGs of 40 MP, about 1 MB each, take a process
+ * past 2 GB. A decode states its weight, estimated from the header, and waits its turn. Turns
  * are first come, first served, so a stream of small images never starves a large one; a weight
  * above the whole budget runs alone (the image analyzer refuses such decodes before they get here).
  */

@@ -162,10 +162,9 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
 }
 
 /**
- * Lens query turns, in degrees. A trial (commit 89ce91a) searched the food photos turned −15° to
- * +15° with extra views at ±6, ±8 and ±10 (centre kept, or the whole square shrunk back, which
- * did worse): ±8 lifted photos turned 10° either way most evenly, and cropped copies too, without
- * losing mirrored or recompressed ones. Figures in docs/embedders.md ("hybrid").
+ * Lens query turns, in degrees: of the extra views tried on turned food photos, ±8 lifted photos
+ * turned 10° either way most evenly, and cropped copies too, without losing mirrored or
+ * recompressed ones (docs/embedders.md, "hybrid").
  */
 const LENS_TURNS_DEG = [-8, 8];
 

@@ -5,7 +5,7 @@ import { AppError } from '../../domain/errors';
 import { CONTENT_TYPES, WEB_DIR } from '../web-assets';
 
 /**
- * The web console at `/` (issue 18): a static page built by scripts/build-web.mjs into dist/web
+ * The web console at `/`: a static page built by scripts/build-web.mjs into dist/web
  * (console.html plus console-<hash>.js/.css). It talks to the public REST API and GraphQL with
  * the token the user pastes, so both routes here are public: the page holds no data.
  */

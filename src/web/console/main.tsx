@@ -1,5 +1,5 @@
 /**
- * The web console (issue 18), served at `/` and bundled by scripts/build-web.mjs. It talks only
+ * The web console, served at `/` and bundled by scripts/build-web.mjs. It talks only
  * to the public API of the server that served it, with the token the user signs in with.
  */
 import { render } from 'preact';

@@ -35,7 +35,7 @@ export function usePolling(tick: () => Promise<void>, ms: number, deps: unknown[
 /**
  * Calls `onEscape` when Escape is pressed anywhere, while `active`. The listener is attached as
  * the component is committed (a layout effect): a plain effect waits for the next frame, and an
- * Escape pressed as soon as the panel shows was lost (seen in CI, a panel that never closed).
+ * Escape pressed as soon as the panel shows would be lost, leaving a panel that never closes.
  */
 export function useEscape(active: boolean, onEscape: () => void): void {
   const latest = useRef(onEscape);
@@ -52,8 +52,8 @@ export function useEscape(active: boolean, onEscape: () => void): void {
 
 /**
  * Calls `reset` when `key` changes, never on mount, as the change is committed. Resetting local
- * state with a plain effect keyed on the props also ran on mount, a frame late: what a user typed
- * into a freshly shown form in that frame was wiped (seen in CI, a filled textarea reset).
+ * state with a plain effect keyed on the props also runs on mount, a frame late, and wipes what a
+ * user typed into a freshly shown form in that frame.
  */
 export function useOnChange(key: string, reset: () => void): void {
   const seen = useRef(key);
