@@ -150,6 +150,7 @@ async function openQueue(
     config.AMQP_QUEUE_PREFIX,
     log,
     config.RETRY_BASE_MS,
+    now,
   );
   try {
     await queue.start();

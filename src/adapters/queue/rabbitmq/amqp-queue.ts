@@ -71,6 +71,8 @@ export class AmqpJobQueue implements JobQueue {
     private readonly log: Logger,
     /** First delay after an unexpected handler error; later ones double. */
     private readonly unexpectedRetryBaseMs = 1000,
+    /** When jobs become runnable and how long they waited (x-ready-at, oldestReadyAgeMs). */
+    private readonly now: () => number = Date.now,
   ) {
     this.names = queueNames(prefix);
   }
@@ -176,7 +178,7 @@ export class AmqpJobQueue implements JobQueue {
     pub: ConfirmChannel,
     queue: string,
     jobs: ProcessingJob[],
-    readyAt = Date.now(),
+    readyAt = this.now(),
   ): Promise<void> {
     // Each message's own confirmation: waitForConfirms would also fail on another caller's
     // nack on this shared channel, and a put-back would then be published twice.
@@ -289,7 +291,7 @@ export class AmqpJobQueue implements JobQueue {
     handler: JobHandler,
   ): Promise<void> {
     const header = Number(msg.properties.headers?.[READY_AT]);
-    const readyAt = Number.isFinite(header) ? header : Date.now();
+    const readyAt = Number.isFinite(header) ? header : this.now();
     this.lastGiven = { readyAt };
     let job: ProcessingJob;
     try {
@@ -318,7 +320,7 @@ export class AmqpJobQueue implements JobQueue {
       } else if (next.kind === 'retry' && next.unexpected)
         this.log.warn({ err: e, job }, 'job failed unexpectedly; will retry');
       const delay = delayOf(next, !!this.gate);
-      const again = readyAgainAt(next, !!this.gate, readyAt, Date.now());
+      const again = readyAgainAt(next, !!this.gate, readyAt, this.now());
       for (let attempt = 1; ; attempt++) {
         try {
           const queue = delay === 0 ? this.names.jobs : await this.retryQueue(session, delay);
@@ -417,7 +419,7 @@ export class AmqpJobQueue implements JobQueue {
     const since = Math.min(this.lastGiven?.readyAt ?? Infinity, putBack ?? Infinity);
     // Given nothing yet (a moment after start): how long the head waited before is unknown,
     // and a guess from this process's start could be far too low.
-    return since === Infinity ? undefined : Date.now() - since;
+    return since === Infinity ? undefined : this.now() - since;
   }
 
   async ping(): Promise<void> {
