@@ -16,8 +16,11 @@ const log = pino({ level: 'silent' });
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
 interface Adapter {
-  /** Opens a queue; calls with the same `place` reach the same stored jobs. */
-  open(place: string): Promise<JobQueue>;
+  /**
+   * Opens a queue; calls with the same `place` reach the same stored jobs. `now`: the clock it
+   * stamps jobs and reads their ages with.
+   */
+  open(place: string, now?: () => number): Promise<JobQueue>;
   newPlace(): string;
 }
 
@@ -26,15 +29,15 @@ const adapters = tierOf<Adapter>({
     'in-process (SQLite)',
     {
       newPlace: () => path.join(tempDir('vss-queue-'), 'queue.db'),
-      open: async (file) => new SqliteJobQueue(file, log, Date.now, 20),
+      open: async (file, now = Date.now) => new SqliteJobQueue(file, log, now, 20),
     },
   ],
   services: [
     'RabbitMQ',
     {
       newPlace: () => `test.${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}.`,
-      open: async (prefix) => {
-        const q = new AmqpJobQueue(AMQP_URL, prefix, log, 20);
+      open: async (prefix, now = Date.now) => {
+        const q = new AmqpJobQueue(AMQP_URL, prefix, log, 20, now);
         await q.start();
         return q;
       },
@@ -50,9 +53,9 @@ const job = (i: number, over: Partial<ProcessingJob> = {}): ProcessingJob => ({
   ...over,
 });
 
-async function until(cond: () => boolean, ms = 15000): Promise<void> {
+async function until(cond: () => boolean | Promise<boolean>, ms = 15000): Promise<void> {
   const end = Date.now() + ms;
-  while (!cond()) {
+  while (!(await cond())) {
     if (Date.now() > end) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -60,8 +63,8 @@ async function until(cond: () => boolean, ms = 15000): Promise<void> {
 
 describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
   const open: JobQueue[] = [];
-  const openQueue = async (place: string): Promise<JobQueue> => {
-    const q = await adapter.open(place);
+  const openQueue = async (place: string, now?: () => number): Promise<JobQueue> => {
+    const q = await adapter.open(place, now);
     open.push(q);
     return q;
   };
@@ -153,14 +156,12 @@ describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
       calls++;
       throw new Error('bug');
     }, 1);
-    await until(() => calls === 5, 20000);
-    let stats = await q.stats();
-    for (let i = 0; i < 50 && stats.dead === 0; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      stats = await q.stats();
-    }
-    expect(stats.dead).toBe(1);
-    await new Promise((r) => setTimeout(r, 500));
+    await until(() => calls >= 5, 20000);
+    // Parked: nothing of it is left waiting, delayed or in flight, so no later call can come.
+    await until(async () => {
+      const s = await q.stats();
+      return s.dead === 1 && s.ready + s.delayed + s.running === 0;
+    });
     expect(calls).toBe(5);
   });
 
@@ -169,6 +170,7 @@ describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
     await q.enqueue(Array.from({ length: 6 }, (_, i) => job(i)));
     let down = true;
     let calls = 0;
+    let probes = 0;
     const done: ProcessingJob[] = [];
     let recovered = 0;
     q.onRecovered = () => recovered++;
@@ -180,15 +182,20 @@ describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
       },
       2,
       async () => {
+        probes++;
         if (down) throw new Error('still down');
       },
     );
-    await until(() => calls >= 1);
-    // Far longer than the unexpected-error backoff would take to burn five attempts (20 ms base).
-    await new Promise((r) => setTimeout(r, 2500));
+    // Paused with every job back in the queue, none delayed or dead (as an unexpected error's
+    // backoff would leave them), and the probe refused and asked again: a consumer that went
+    // on taking jobs, or resumed on a refusal, would have taken more by then.
+    await until(async () => {
+      if (probes < 2) return false;
+      const s = await q.stats();
+      return s.ready === 6 && s.delayed + s.running + s.dead === 0;
+    });
     expect(calls).toBeLessThanOrEqual(2);
     expect(done).toHaveLength(0);
-    expect((await q.stats()).dead).toBe(0);
     down = false;
     await until(() => done.length === 6, 20000);
     expect(done.every((j) => j.attempt === 1)).toBe(true);
@@ -200,13 +207,13 @@ describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
   });
 
   test('while paused, the oldest job age counts from when the job first became runnable', async () => {
-    const q = await openQueue(adapter.newPlace());
-    const before = Date.now();
+    let clock = Date.now();
+    const q = await openQueue(adapter.newPlace(), () => clock);
+    const enqueued = clock;
     await q.enqueue([job(1), job(2)]);
-    const enqueued = Date.now();
     // The jobs wait unconsumed first, so an age that restarted when they were put back would
     // fall short of the wait.
-    await new Promise((r) => setTimeout(r, 600));
+    clock += 600;
     let down = true;
     let calls = 0;
     const done: string[] = [];
@@ -222,37 +229,56 @@ describe.each(adapters)('JobQueue contract: %s', (_name, adapter) => {
         if (down) throw new Error('still down');
       },
     );
-    await until(() => calls >= 2);
-    const ages: number[] = [];
-    for (const wait of [400, 600]) {
-      await new Promise((r) => setTimeout(r, wait));
-      const from = Date.now();
+    // Both taken, failed and put back to wait.
+    await until(async () => {
       const s = await q.stats();
-      expect(s.ready).toBe(2);
-      expect(s.oldestReadyAgeMs).toBeGreaterThanOrEqual(from - enqueued);
-      expect(s.oldestReadyAgeMs).toBeLessThanOrEqual(Date.now() - before);
-      ages.push(s.oldestReadyAgeMs!);
+      return calls >= 2 && s.ready === 2 && s.running === 0;
+    });
+    for (const wait of [400, 600]) {
+      clock += wait;
+      expect(await q.stats()).toMatchObject({ ready: 2, oldestReadyAgeMs: clock - enqueued });
     }
-    expect(ages[1]! - ages[0]!).toBeGreaterThanOrEqual(550);
     down = false;
     await until(() => done.length === 2, 20000);
     expect(await q.stats()).toMatchObject({ ready: 0, oldestReadyAgeMs: 0 });
   });
 
   test('stop() waits for jobs in flight and then takes no more', async () => {
-    const q = await openQueue(adapter.newPlace());
+    const place = adapter.newPlace();
+    const q = await openQueue(place);
     await q.enqueue([job(1), job(2), job(3), job(4)]);
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const started: string[] = [];
     const finished: string[] = [];
-    let started = 0;
     await q.consume(async (j) => {
-      started++;
-      await new Promise((r) => setTimeout(r, 300));
+      started.push(j.itemId);
+      await held;
       finished.push(j.itemId);
     }, 2);
-    await until(() => started === 2);
-    await q.stop();
-    expect(finished).toHaveLength(2);
-    await new Promise((r) => setTimeout(r, 400));
-    expect(started).toBe(2);
+    await until(() => started.length === 2);
+    let stopped = false;
+    const stopping = q.stop().then(() => {
+      stopped = true;
+    });
+    // A round trip to the queue, which still has both jobs in flight, and a turn of the event
+    // loop: a stop that did not wait for them would have resolved by now.
+    expect((await q.stats()).running).toBe(2);
+    await new Promise((r) => setImmediate(r));
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(finished.sort()).toEqual(started.sort());
+    // A later job wakes a consumer that still takes jobs; then another consumer takes every job
+    // left. Had the stopped one taken any, it would be missing there.
+    await q.enqueue([job(5)]);
+    const next = await openQueue(place);
+    const rest: string[] = [];
+    await next.consume(async (j) => {
+      rest.push(j.itemId);
+    }, 2);
+    await until(() => started.length + rest.length >= 5);
+    expect(started).toHaveLength(2);
+    expect([...started, ...rest].sort()).toEqual([1, 2, 3, 4, 5].map((i) => `item-${i}`));
   });
 });
