@@ -33,6 +33,12 @@ const listed = async () =>
   }>;
 const processed = (id: string) =>
   waitFor(`${id} processed`, async () => (await details(id)).body.results[0]);
+/** Every job queued so far has been handled: none waits, is delayed or runs, on any process. */
+const queueDrained = () =>
+  waitFor('the job queue drained', async () => {
+    const stats = await Promise.all(t.hosts.map((h) => h.container.ports.queue.stats()));
+    return stats.every((s) => s.ready + s.delayed + s.running === 0);
+  });
 const errorOf = (id: string) =>
   waitFor(`${id} failed`, async () => {
     const r = await t.call('GET', `${ds.base}/errors`, { token: ds.orgToken });
@@ -100,7 +106,8 @@ describe('writing content', () => {
     expect((await details('m1', 'a,b,c')).body.results[0].metadata).toEqual({ a: 2 });
     await post([{ id: 'm1', url: `${img.url}/img/11.png` }]);
     expect((await details('m1', 'a')).body.results[0].metadata).toEqual({ a: 2 });
-    await new Promise((r) => setTimeout(r, 300));
+    // a job these writes queued would have fetched the image by the time it was handled
+    await queueDrained();
     expect(img.hits.get('/img/11.png')).toBe(hits);
   });
 

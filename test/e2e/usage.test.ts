@@ -38,6 +38,13 @@ async function publishedOrg(name: string, plan?: unknown): Promise<Org> {
   return { name, orgToken: o.body.token, dsToken: d.body.dataset.browse_token, base };
 }
 
+/** Every job queued so far has been handled: none waits, is delayed or runs, on any process. */
+const queueDrained = () =>
+  waitFor('the job queue drained', async () => {
+    const stats = await Promise.all(t.hosts.map((h) => h.container.ports.queue.stats()));
+    return stats.every((s) => s.ready + s.delayed + s.running === 0);
+  });
+
 const usage = async (o: Org, qs = '') =>
   (await t.call('GET', `/orgs/${o.name}/usage${qs}`, { token: o.orgToken })).body.usage;
 
@@ -163,7 +170,7 @@ test('a fixed package is charged only once a request is checked: a bad request n
   try {
     // the bad request arrives first; were it charged before its check, the good one would see 402
     const bad = t.call('GET', `${o.base}/search?q=color`, { token: o.dsToken });
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the bad request reading its dataset', async () => log.includes('read'));
     const good = t.call('GET', `${o.base}/search`, { token: o.dsToken });
     expect([(await bad).status, (await good).status]).toEqual([400, 200]);
     expect(log.filter((x) => x.startsWith('charge'))).toEqual(['charge search']);
@@ -380,8 +387,9 @@ describe('image counting through the worker (contract §8: a new url is one coun
       await o.processedFrom('y', url);
       await waitFor(`${count} images counted`, async () => (await o.images()).processed === count);
     }
-    // nothing more arrives late (a redelivery, a sweep)
-    await new Promise((r) => setTimeout(r, 500));
+    // nothing more arrives late: every job has been handled, and the item is processed, so no
+    // sweep queues it again
+    await queueDrained();
     expect((await o.images()).processed).toBe(3);
   });
 
