@@ -13,6 +13,7 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
+import sharp from 'sharp';
 import { dcFootprint } from '../../src/adapters/images/decode-budget';
 import { decodeJpegDc } from '../../src/adapters/images/jpeg-dc';
 import { LIMITS } from '../../src/domain/limits';
@@ -20,6 +21,7 @@ import {
   LARGEST_DC_WEIGHT,
   fuzz,
   jpegDcTarget,
+  jpegSegments,
   jpegSeeds,
   tallyTypedArrays,
   tiffSeeds,
@@ -103,6 +105,23 @@ async function fuzzes<I>(target: Target<I>): Promise<FuzzReport> {
 /** A JPEG's bytes as a mutant of no mutation, for the target's checks. */
 const asIs = (bytes: Uint8Array): Mutant => ({ bytes, seedFile: -1, steps: [] });
 
+/** A small progressive JPEG as sharp writes it (grey or CMYK), 8 × 8. */
+const tiny = (cmyk: boolean) => {
+  const s = sharp({ create: { width: 8, height: 8, channels: 3, background: '#336699' } });
+  return (cmyk ? s.toColourspace('cmyk') : s.toColourspace('b-w'))
+    .jpeg({ progressive: true })
+    .toBuffer();
+};
+
+/** `bytes` with its frame header's size set to width × height. */
+function resized(bytes: Uint8Array, width: number, height: number): Buffer {
+  const out = Buffer.from(bytes);
+  const sof = jpegSegments(out).find((s) => s.marker === 0xc2)!;
+  out.writeUInt16BE(height, sof.at + 5);
+  out.writeUInt16BE(width, sof.at + 7);
+  return out;
+}
+
 describe('the fuzzing harness', () => {
   it('counts what the DC reader allocates', async () => {
     const seed = jpegs.find((j) => j.name === '640×368')!.bytes;
@@ -126,6 +145,68 @@ describe('the fuzzing harness', () => {
         expect({ name, error: out.error }).toEqual({ name, error: undefined });
     }
     expect(tiffs.images.length).toBeGreaterThanOrEqual(jpegs.length - 1);
+  });
+});
+
+describe('fuzzing the JPEG DC reader', () => {
+  it(
+    `${ONLY === undefined ? INPUTS : `input ${ONLY} of`} mutated JPEGs (seed ${SEED}): no crash, none over 1 s, none over its budget`,
+    async () => {
+      const report = await fuzzes(jpegDcTarget(jpegs.map((j) => j.bytes)));
+      // the mutations must leave some inputs readable, or only the first checks are exercised
+      if (ONLY === undefined) expect(report.answered).toBeGreaterThan(INPUTS / 50);
+    },
+    TIMEOUT,
+  );
+
+  // What the fuzzer found (frames above the pixel limit, DC scans that cost more than their
+  // bytes), each as a small input that shows it.
+
+  it('refuses a frame above the pixel limit before allocating for it', async () => {
+    const huge = resized(await tiny(true), 65535, 65535);
+    const { error, bytes } = await tallyTypedArrays(() => decodeJpegDc(huge));
+    expect((error as Error).message).toMatch(/above 40000000 pixels/);
+    expect(bytes).toBeLessThan(64 * 1024);
+  });
+
+  it('refuses DC scans without data at once, however large the frame', async () => {
+    // A 40 MP frame with a DC scan and its 13 refinements, none holding a bit: a few hundred
+    // bytes that, read as zeros, cost 14 passes over 2.5 million blocks (0.7–2.5 s before).
+    const small = resized(await tiny(true), 6300, 6300);
+    const sos = jpegSegments(small).find((s) => s.marker === 0xda)!;
+    const header = small.subarray(sos.at, sos.at + 2 + small.readUInt16BE(sos.at + 2));
+    const scan = (ah: number, al: number) =>
+      Buffer.concat([header.subarray(0, -1), Buffer.from([(ah << 4) | al])]);
+    const scans = [scan(0, 13)];
+    for (let ah = 13; ah > 0; ah--) scans.push(scan(ah, ah - 1));
+    const file = Buffer.concat([small.subarray(0, sos.at), ...scans, Buffer.from([0xff, 0xd9])]);
+    expect((await sharp(file).metadata()).width).toBe(6300);
+    const t0 = performance.now();
+    await expect(decodeJpegDc(file)).rejects.toThrow('a DC scan cut short');
+    expect(performance.now() - t0).toBeLessThan(MAX_MS);
+  });
+
+  it('refuses DC scans beyond the progression: a second first scan, a refinement out of turn', async () => {
+    // Each DC scan is a pass over every block whatever its size: repeated, a few bytes each
+    // multiplied the work of a file (50 repeats of a 16-byte scan took 3.4 s at 40 MP before).
+    const seed = jpegs.find((j) => j.name === 'cmyk')!.bytes;
+    const segs = jpegSegments(seed);
+    const dc = segs.filter((s) => s.marker === 0xda && seed[s.at + 5 + 2 * seed[s.at + 4]!] === 0);
+    const first = dc[0]!;
+    const again = Buffer.concat([
+      seed.subarray(0, first.end),
+      seed.subarray(first.at, first.end),
+      seed.subarray(first.end),
+    ]);
+    await expect(decodeJpegDc(again)).rejects.toThrow(/a second DC scan of component/);
+    const refinement = dc[1]!;
+    const twice = Buffer.concat([
+      seed.subarray(0, refinement.end),
+      seed.subarray(refinement.at, refinement.end),
+      seed.subarray(refinement.end),
+    ]);
+    await expect(decodeJpegDc(twice)).rejects.toThrow(/out of sequence/);
+    await expect(decodeJpegDc(seed)).resolves.toMatchObject({ channels: 4 });
   });
 });
 

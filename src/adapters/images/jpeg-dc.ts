@@ -15,6 +15,8 @@
  * profile, orientation, resize).
  */
 
+import { LIMITS } from '../../domain/limits';
+
 export interface DcImage {
   /** Columns of blocks: ceil(width / 8) of the original. */
   width: number;
@@ -39,6 +41,8 @@ interface Component {
   /** DC quantiser, latched at the component's first DC scan (as libjpeg does). */
   q0: number;
   seenDc: boolean;
+  /** The bit its last DC scan ended at (Al): a refinement scan must go on from it. */
+  dcAl: number;
 }
 
 interface Huffman {
@@ -51,8 +55,16 @@ interface Huffman {
 /** How long a slice of decoding runs before the event loop gets a turn. */
 const SLICE_MS = 4;
 
-/** Decodes the DC scans of a progressive JPEG; yields to the event loop between slices. */
-export async function decodeJpegDc(bytes: Uint8Array): Promise<DcImage> {
+/**
+ * Decodes the DC scans of a progressive JPEG; yields to the event loop between slices.
+ * A frame above `maxPixels` is refused before anything is allocated: the caller reserves memory
+ * from libjpeg's reading of the header, and this keeps the reader within the largest such
+ * reservation whatever its own reading finds.
+ */
+export async function decodeJpegDc(
+  bytes: Uint8Array,
+  maxPixels = LIMITS.imageMaxPixels,
+): Promise<DcImage> {
   const r = new Reader(bytes);
   if (r.u16() !== 0xffd8) throw new Error('not a JPEG (no SOI marker)');
   const quant: Array<Uint16Array | undefined> = [];
@@ -70,7 +82,7 @@ export async function decodeJpegDc(bytes: Uint8Array): Promise<DcImage> {
     if (end > bytes.length) throw new Error('truncated segment');
     if (marker === 0xc2) {
       if (frame) throw new Error('a second frame header');
-      frame = readFrame(r);
+      frame = readFrame(r, maxPixels);
     } else if (OTHER_FRAMES.has(marker)) {
       throw new DcUnsupported(`JPEG frame ${hex(marker)} is not progressive Huffman`);
     } else if (marker === 0xc4) {
@@ -135,13 +147,15 @@ interface Frame {
   vmax: number;
 }
 
-function readFrame(r: Reader): Frame {
+function readFrame(r: Reader, maxPixels: number): Frame {
   const precision = r.u8();
   if (precision !== 8) throw new DcUnsupported(`${precision}-bit samples`);
   const height = r.u16();
   const width = r.u16();
   const n = r.u8();
   if (!width || !height) throw new DcUnsupported('no height in the frame header (DNL)');
+  if (width * height > maxPixels)
+    throw new Error(`frame of ${width}×${height} is above ${maxPixels} pixels`);
   if (n !== 1 && n !== 3 && n !== 4) throw new DcUnsupported(`${n} components`);
   const raw: Array<{ id: number; h: number; v: number; tq: number }> = [];
   for (let i = 0; i < n; i++) {
@@ -160,7 +174,7 @@ function readFrame(r: Reader): Frame {
   const comps = raw.map((c) => {
     const bpl = mcusX * c.h;
     const bpc = mcusY * c.v;
-    return { ...c, bpl, bpc, coef: new Int16Array(bpl * bpc), q0: 0, seenDc: false };
+    return { ...c, bpl, bpc, coef: new Int16Array(bpl * bpc), q0: 0, seenDc: false, dcAl: 0 };
   });
   return { width, height, comps, hmax, vmax };
 }
@@ -216,7 +230,12 @@ function huffman(counts: number[], values: Uint8Array): Huffman {
   return { maxcode, valptr, mincode, values };
 }
 
-/** Entropy-coded bits, 0xFF00 unstuffed; a marker ends them (zeros are read past it, as libjpeg). */
+/**
+ * Entropy-coded bits, 0xFF00 unstuffed; a marker ends them. A scan that needs bits past it was
+ * cut short and is refused: libjpeg reads zeros on (with a warning), but then a scan of a few
+ * bytes would cost a pass over every block of the frame, up to 40 MP, and a file could hold
+ * thousands. Refused, a scan costs at most eight blocks a byte.
+ */
 class Bits {
   private acc = 0;
   private n = 0;
@@ -227,15 +246,10 @@ class Bits {
 
   bit(): number {
     if (this.n === 0) {
-      let byte = 0;
-      if (this.pos < this.b.length) {
-        byte = this.b[this.pos]!;
-        if (byte === 0xff) {
-          const next = this.b[this.pos + 1];
-          if (next === 0) this.pos += 2;
-          else byte = 0; // a marker: leave it for the scan's end
-        } else this.pos++;
-      }
+      const byte = this.b[this.pos];
+      if (byte === undefined || (byte === 0xff && this.b[this.pos + 1] !== 0))
+        throw new Error('a DC scan cut short');
+      this.pos += byte === 0xff ? 2 : 1;
       this.acc = byte;
       this.n = 8;
     }
@@ -313,21 +327,29 @@ async function scan(
     comps.push({ c, td });
   }
   const ss = h.u8();
-  h.u8(); // Se
+  const se = h.u8();
   const ahal = h.u8();
   const ah = ahal >> 4;
   const al = ahal & 15;
   // AC scans hold nothing this reader needs: step over them to the next marker.
   if (ss !== 0) return scanEnd(b, start);
-  if (al > 13) throw new Error('bad successive approximation in a DC scan');
+  // libjpeg refuses these outright (jdphuff.c, JERR_BAD_PROGRESSION).
+  if (se !== 0 || al > 13 || (ah !== 0 && al !== ah - 1))
+    throw new Error('bad successive approximation in a DC scan');
+  // Each DC scan decodes every block of its components, however few bytes it has (a scan without
+  // data reads zeros), so scans beyond the progression T.81 G.1.1.1 allows (one first scan, then
+  // one bit per refinement) are refused: a few bytes each would otherwise cost a decode each.
   for (const { c, td } of comps) {
     if (ah === 0) {
       const q = quant[c.tq];
       if (!q) throw new Error(`no quantisation table ${c.tq}`);
       if (!dcTables[td]) throw new Error(`no DC Huffman table ${td}`);
-      if (!c.seenDc) c.q0 = q[0]!;
+      if (c.seenDc) throw new Error(`a second DC scan of component ${c.id}`);
+      c.q0 = q[0]!;
       c.seenDc = true;
-    } else if (!c.seenDc) throw new Error('a DC refinement before its first scan');
+    } else if (!c.seenDc || c.dcAl !== ah)
+      throw new Error(`a DC refinement of component ${c.id} out of sequence`);
+    c.dcAl = al;
   }
   const bits = new Bits(b, start);
   const pred = new Int32Array(ns);
