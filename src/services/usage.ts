@@ -8,13 +8,13 @@ import type { ItemReader } from '../ports/item-reader';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
 
-interface AllowanceUsage {
+export interface AllowanceUsage {
   limitType: 'fixed' | 'unlimited';
   limit?: number;
   remaining?: number;
 }
 
-interface DatasetUsage {
+export interface DatasetUsage {
   name: string;
   images: number;
   usage: Array<{ type: string; requests: number; credits: number }>;
