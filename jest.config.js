@@ -7,7 +7,8 @@ const base = {
 
 /**
  * `embedded`: everything that needs no outside service, on the embedded defaults, including the
- * embedded half of every contract suite (test/contract/tier.ts). `npm run test:fast` runs it alone.
+ * embedded half of every contract suite (test/contract/tier.ts). `npm run test:fast` runs it alone,
+ * with four workers: most of its time is spent waiting on servers and workers, not computing.
  * `production`: the REST end-to-end suites again on Elasticsearch + RabbitMQ, as an installation
  * of two API hosts and two workers (test/helpers/app.ts), the Elasticsearch and RabbitMQ half of
  * the contract suites, the cases only the Elasticsearch adapters have
