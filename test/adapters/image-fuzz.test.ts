@@ -104,6 +104,7 @@ async function fuzzes<I>(target: Target<I>): Promise<FuzzReport> {
 
 /** A JPEG's bytes as a mutant of no mutation, for the target's checks. */
 const asIs = (bytes: Uint8Array): Mutant => ({ bytes, seedFile: -1, steps: [] });
+const u16 = (v: number) => [v >> 8, v & 255];
 
 /** A small progressive JPEG as sharp writes it (grey or CMYK), 8 × 8. */
 const tiny = (cmyk: boolean) => {
@@ -121,6 +122,9 @@ function resized(bytes: Uint8Array, width: number, height: number): Buffer {
   out.writeUInt16BE(width, sof.at + 7);
   return out;
 }
+
+const segment = (marker: number, body: Uint8Array) =>
+  Buffer.concat([Buffer.from([0xff, marker, ...u16(body.length + 2)]), body]);
 
 describe('the fuzzing harness', () => {
   it('counts what the DC reader allocates', async () => {
@@ -160,7 +164,58 @@ describe('fuzzing the JPEG DC reader', () => {
   );
 
   // What the fuzzer found (frames above the pixel limit, DC scans that cost more than their
-  // bytes), each as a small input that shows it.
+  // bytes) and what a review found with its oracle (the frame libjpeg reads), each as a small
+  // input that shows it.
+
+  it('reads the frame libjpeg reads when a TEM marker comes before it', async () => {
+    // libjpeg takes TEM (FF01) as a marker without a length; read as one with a length, its next
+    // two bytes (the next segment's marker, FFxx) skipped 65 KB, to a 40 MP frame hidden in an
+    // APP15 segment: decoded under the weight of libjpeg's 8 × 8 one.
+    const visible = await tiny(true);
+    const segs = jpegSegments(visible);
+    const sof = segs.find((s) => s.marker === 0xc2)!;
+    const hidden = resized(visible, 6300, 6300).subarray(sof.at, sof.end);
+    const head = Buffer.from([0xff, 0xd8, 0xff, 0x01]);
+    const sos = segs.find((s) => s.marker === 0xda)!.at;
+    const tables = visible.subarray(2, sos);
+    // where a reader taking FF01's next two bytes (the next marker, FFxx) as a length lands
+    const landing = head.length + visible.readUInt16BE(2);
+    const padding = landing - head.length - tables.length - 4 - 4 - 100;
+    const file = Buffer.concat([
+      head,
+      tables,
+      segment(0xef, Buffer.alloc(padding)),
+      segment(0xef, Buffer.concat([Buffer.alloc(100), hidden])),
+      visible.subarray(sos),
+    ]);
+    expect((await sharp(file).metadata()).width).toBe(8);
+    const out = await jpegDcTarget([]).run(asIs(file));
+    expect(out.error).toBeUndefined();
+    expect(out.wrong).toBeUndefined();
+    expect(out.allocated).toBeLessThanOrEqual(out.budget);
+  });
+
+  it('refuses FF00 where a marker belongs, which libjpeg skips to the next marker', async () => {
+    // Taken as a segment, FF00's next two bytes skipped the frame libjpeg reads, to a 40 MP one
+    // hidden in an APP15 segment.
+    const visible = await tiny(true);
+    const segs = jpegSegments(visible);
+    const sof = segs.find((s) => s.marker === 0xc2)!;
+    const hidden = resized(visible, 6300, 6300).subarray(sof.at, sof.end);
+    const sofBytes = visible.subarray(sof.at, sof.end);
+    const file = Buffer.concat([
+      visible.subarray(0, 2),
+      Buffer.from([0xff, 0x00, ...u16(sofBytes.length + 6)]),
+      sofBytes,
+      segment(0xef, hidden),
+      visible.subarray(2, sof.at),
+      visible.subarray(sof.end),
+    ]);
+    expect((await sharp(file).metadata()).width).toBe(8);
+    const out = await jpegDcTarget([]).run(asIs(file));
+    expect((out.error as Error).message).toMatch(/FF00/);
+    expect(out.allocated).toBeLessThanOrEqual(out.budget);
+  });
 
   it('refuses a frame above the pixel limit before allocating for it', async () => {
     const huge = resized(await tiny(true), 65535, 65535);

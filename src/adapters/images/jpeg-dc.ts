@@ -75,7 +75,9 @@ export async function decodeJpegDc(
   for (;;) {
     const marker = r.marker();
     if (marker === 0xd9) break; // EOI
-    if (marker >= 0xd0 && marker <= 0xd7) continue; // a stray RST between segments
+    // A stray RST between segments, or TEM: markers without a length, as libjpeg reads them
+    // (taking TEM's next two bytes as a length would skip to segments libjpeg never reads).
+    if ((marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) continue;
     const len = r.u16();
     if (len < 2) throw new Error(`segment ${hex(marker)} of length ${len}`);
     const end = r.pos + len - 2;
@@ -130,11 +132,17 @@ class Reader {
   ascii(n: number): string {
     return String.fromCharCode(...this.b.subarray(this.pos, this.pos + n));
   }
-  /** The next marker's code, after any fill bytes. */
+  /**
+   * The next marker's code, after any fill bytes. Anything else in its place is refused, FF00
+   * included: libjpeg skips such bytes to the next marker, so reading FF00 as a segment with a
+   * length would walk to other segments than libjpeg's, and to another frame header.
+   */
   marker(): number {
-    if (this.u8() !== 0xff) throw new Error(`expected a marker at byte ${this.pos - 1}`);
+    const at = this.pos;
+    if (this.u8() !== 0xff) throw new Error(`expected a marker at byte ${at}`);
     let m = this.u8();
     while (m === 0xff) m = this.u8();
+    if (m === 0) throw new Error(`expected a marker at byte ${at}, found FF00`);
     return m;
   }
 }
