@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -43,6 +44,46 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * Lets a close finish once the requests being answered are answered. Node's server.close(),
+ * which Fastify's close awaits, waits for every connection to end but closes only those its
+ * parser counts as idle when the close begins. Two kinds outlive that: a connection accepted
+ * whose request has not arrived (a browser's preconnect, a pool's spare socket) counts as busy
+ * from the accept, and close() also stops the headers timeout that would have ended it, so it
+ * holds the close for as long as the client keeps it; and a request being answered gets its
+ * answer keep-alive, after which the socket waits out keepAliveTimeout (72 s). Either holds
+ * the service's stop() that long (test/e2e/stop-with-open-connections.test.ts). So once closing,
+ * a connection with nothing being answered is closed at once, and the others as soon as their
+ * answer is sent, which says so.
+ */
+function closeConnectionsOnClose(app: FastifyInstance): void {
+  /** Every open connection, with the answers in progress on it (several when pipelined). */
+  const connections = new Map<Socket, Set<http.ServerResponse>>();
+  let closing = false;
+  app.server.on('connection', (socket: Socket) => {
+    if (closing) return void socket.destroy();
+    connections.set(socket, new Set());
+    socket.once('close', () => connections.delete(socket));
+  });
+  app.server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const answers = connections.get(req.socket as Socket);
+    if (!answers) return;
+    answers.add(res);
+    if (closing && !res.headersSent) res.setHeader('Connection', 'close');
+    res.once('close', () => {
+      answers.delete(res);
+      if (closing && answers.size === 0) req.socket.destroySoon();
+    });
+  });
+  app.addHook('preClose', async () => {
+    closing = true;
+    for (const [socket, answers] of connections) {
+      if (answers.size === 0) socket.destroy();
+      for (const res of answers) if (!res.headersSent) res.setHeader('Connection', 'close');
+    }
+  });
+}
+
 /** A Fastify server whose every answer, error or not, follows contract §1–§2. */
 function baseServer(
   log: Logger,
@@ -56,6 +97,7 @@ function baseServer(
   });
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   app.setNotFoundHandler((req, reply) => sendError(req, reply, notFound(req)));
+  closeConnectionsOnClose(app);
   return app;
 }
 

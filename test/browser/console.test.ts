@@ -7,7 +7,8 @@
  * server, and no page logs an error. Each test makes the state it checks, so any one runs alone.
  */
 import Fastify from 'fastify';
-import type { AddressInfo } from 'node:net';
+import { ChildProcess } from 'node:child_process';
+import { Socket, type AddressInfo } from 'node:net';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { consolePages } from '../../src/api/console/plugin';
 import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
@@ -60,44 +61,76 @@ beforeAll(async () => {
   });
 }, 150_000);
 
-// Each step is bounded and timed. Twice on a loaded machine (2026-11-25, the suite's four
-// projects on two cores) the teardown hung after every test here had passed: once the whole
-// hook ran out of its 60 s, once the service's stop alone did not finish in 40 s. It has not
-// been reproduced alone or under synthetic load since. A step that hangs is reported with what
-// was still open, for diagnosis, without failing the console's own checks; a step that throws
-// still fails the suite.
+/** How long each teardown step may take; each takes well under a second when nothing is wrong. */
+const STEP_MS = 30_000;
+
+// A step that fails or does not finish in STEP_MS fails the suite, naming the step and what was
+// still open; the later steps run either way, so nothing is left behind.
 afterAll(async () => {
-  const failed: string[] = [];
+  const problems: string[] = [];
   for (const [what, step] of [
     ['closing Chromium', () => browser?.close()],
     ['stopping the service', () => t?.stop()],
     ['closing the image server', () => img?.close()],
   ] as const) {
-    const started = Date.now();
-    let timer: NodeJS.Timeout | undefined;
-    const outcome = await Promise.race([
-      Promise.resolve()
-        .then(step)
-        .then(
-          () => 'done',
-          (e: unknown) => `failed: ${String(e)}`,
-        ),
-      new Promise<string>((r) => (timer = setTimeout(() => r('timeout'), 40_000))),
-    ]);
-    clearTimeout(timer);
-    const ms = Date.now() - started;
-    if (outcome.startsWith('failed')) failed.push(`${what} ${outcome}`);
-    else if (outcome === 'timeout' || ms > 5000) {
-      const open = (process as unknown as { _getActiveHandles(): object[] })
-        ._getActiveHandles()
-        .map((h) => h.constructor.name);
-      process.stderr.write(
-        `console.test teardown: ${what} ${outcome === 'timeout' ? 'did not finish in' : 'took'} ${ms} ms; open handles: ${open.join(', ')}\n`,
-      );
-    }
+    const problem = await bounded(what, step);
+    if (problem) problems.push(problem);
   }
-  if (failed.length) throw new Error(failed.join('; '));
-}, 150_000);
+  if (problems.length) throw new Error(`teardown: ${problems.join('; ')}`);
+}, 4 * STEP_MS);
+
+/** Undefined once `step` is done; what went wrong if it failed or did not finish in time. */
+async function bounded(what: string, step: () => unknown): Promise<string | undefined> {
+  const late = Symbol('late');
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<typeof late>((resolve) => {
+    timer = setTimeout(() => resolve(late), STEP_MS);
+  });
+  try {
+    if ((await Promise.race([Promise.resolve().then(step), deadline])) === late)
+      return `${what} did not finish in ${STEP_MS} ms; still open: ${stillOpen()}`;
+    return undefined;
+  } catch (e) {
+    return `${what} failed: ${String(e)}`;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The process's open handles; connections of the service and the image server by name. */
+function stillOpen(): string {
+  const named = new Map<number, string>();
+  if (t) named.set(Number(new URL(t.url).port), 'service');
+  if (img) named.set(Number(new URL(img.url).port), 'image server');
+  const described: string[] = [];
+  const counted = new Map<string, number>();
+  for (const h of (process as unknown as { _getActiveHandles(): object[] })._getActiveHandles()) {
+    if (h instanceof Socket && h.remotePort !== undefined) {
+      const server = named.get(h.localPort ?? 0);
+      const peer = named.get(h.remotePort);
+      // a server's socket holds the response it is writing (Node's own field)
+      const req = (h as { _httpMessage?: { req?: { method?: string; url?: string } } })._httpMessage
+        ?.req;
+      if (server) {
+        described.push(
+          `the ${server}'s connection from port ${h.remotePort} (${req ? `answering ${req.method} ${req.url}` : 'no request being answered'})`,
+        );
+        continue;
+      }
+      if (peer) {
+        described.push(`a connection from port ${h.localPort} to the ${peer}`);
+        continue;
+      }
+    }
+    if (h instanceof ChildProcess) {
+      described.push(`process ${h.pid} (${h.spawnfile})`);
+      continue;
+    }
+    counted.set(h.constructor.name, (counted.get(h.constructor.name) ?? 0) + 1);
+  }
+  for (const [name, n] of counted) described.push(n > 1 ? `${n} × ${name}` : name);
+  return described.join(', ') || 'no handle';
+}
 
 interface Watched {
   page: Page;
