@@ -194,7 +194,7 @@ export async function buildContainer(
     throw e;
   }
   const analyzer = new SharpImageAnalyzer(embedder);
-  metrics.watchQueue(queue, config.APP_ROLES.has('worker'));
+  metrics.watchQueue(queue, config.APP_ROLES.has('worker'), now);
   const http = new HttpImageFetcher(
     config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : allowListed(config.IMAGE_FETCH_ALLOW_HOSTS),
   );
@@ -214,7 +214,7 @@ export async function buildContainer(
     log.child({ component: 'metering' }),
     now,
   );
-  const readyMemo = new ReadinessMemo();
+  const readyMemo = new ReadinessMemo(now);
   const vision = new VisionService(
     content,
     engine,

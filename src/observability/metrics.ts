@@ -83,14 +83,15 @@ export class Metrics {
 
   /**
    * Queue depth and the oldest job's age, read from the queue when scraped. `queue` is the
-   * label: jobs ready to run, delayed retries, running, dead-lettered.
+   * label: jobs ready to run, delayed retries, running, dead-lettered. `now`: the queue's
+   * clock, so a read is reused for at most a second of the time its ages are counted in.
    */
-  watchQueue(queue: JobQueue, consumes: boolean): void {
+  watchQueue(queue: JobQueue, consumes: boolean, now: () => number = Date.now): void {
     // One read per scrape for both gauges: on RabbitMQ a read opens a channel and checks
     // every queue of the installation.
     let read: { at: number; stats: ReturnType<JobQueue['stats']> } | undefined;
     const stats = () => {
-      if (!read || Date.now() - read.at > 1000) read = { at: Date.now(), stats: queue.stats() };
+      if (!read || now() - read.at > 1000) read = { at: now(), stats: queue.stats() };
       return read.stats;
     };
     new client.Gauge({
