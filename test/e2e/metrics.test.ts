@@ -91,45 +91,67 @@ test('while the store is down the workers pause and the oldest job age climbs, t
   const workers = t.hosts.filter((h) => h.container.config.APP_ROLES.has('worker'));
   const down = new AppError('unavailable', 'the store is unreachable', undefined, 5);
   // The worker reads the item first, and probes the store before it takes jobs again.
-  const spies = workers.flatMap((h) => [
+  const reads = workers.map((h) =>
     jest.spyOn(h.container.ports.content, 'getItems').mockRejectedValue(down),
+  );
+  const probes = workers.map((h) =>
     jest.spyOn(h.container.ports.content, 'ping').mockRejectedValue(down),
-  ]);
-  const ages = async (): Promise<number[]> =>
-    (await scrapeAll(workers)).map((text) =>
-      Number(/^queue_oldest_job_age_seconds (\S+)$/m.exec(text)?.[1]),
+  );
+  /** Each worker's oldest job age in ms, and the installation's clock around the scrape. */
+  const scrape = async () => {
+    const from = t.clock.now();
+    const texts = await scrapeAll(workers);
+    const ages = texts.map((text) =>
+      Math.round(Number(/^queue_oldest_job_age_seconds (\S+)$/m.exec(text)?.[1]) * 1000),
     );
+    // the three jobs back in the queue, none taken, on every worker's read
+    const waiting = texts.every(
+      (text) =>
+        /^queue_depth\{state="ready"\} 3$/m.test(text) &&
+        /^queue_depth\{state="running"\} 0$/m.test(text),
+    );
+    return { from, to: t.clock.now(), ages, waiting };
+  };
   try {
-    const before = Date.now();
+    const before = t.clock.now();
     const content = [0, 1, 2].map((i) => ({ id: `wait${i}`, url: `${img.url}/img/${40 + i}.png` }));
     const posted = await t.call('POST', `${ds.base}/content`, {
       token: ds.orgToken,
       body: { content },
     });
     expect(posted.status).toBe(202);
-    const enqueued = Date.now();
-    // Every worker takes a job (or one another put back), finds the store down and pauses.
-    await waitFor('every worker paused with the jobs waiting', async () =>
-      (await ages()).every((a) => a >= 1),
-    );
+    const enqueued = t.clock.now();
+    // Every worker takes a job (or one another put back), finds the store down and pauses, and
+    // its probe of the store is refused: the jobs are all back in the queue, and each worker
+    // knows since when they wait.
+    const called = (spies: jest.SpyInstance[]) => spies.every((s) => s.mock.calls.length > 0);
+    await waitFor('every worker paused with the jobs waiting', async () => {
+      if (!called(reads) || !called(probes)) return false;
+      const s = await scrape();
+      return s.waiting && s.ages.every((age) => Number.isFinite(age));
+    });
+    // The clock jumps a minute, twice. A scrape then shows a queue read made since (metrics.ts
+    // reuses one for a second of that clock), so each age is exactly that read's time less when
+    // the oldest job was enqueued: within the bounds the clock readings around it give.
+    const STEP_MS = 60_000;
     const seen: number[][] = [];
     for (let i = 0; i < 2; i++) {
-      if (i) await new Promise((r) => setTimeout(r, 1200));
-      // a scrape may show a queue read up to 1 s old (metrics.ts reads once per second)
-      const from = Date.now() - 1000;
-      seen.push(await ages());
-      for (const age of seen[i]!) {
-        expect(age).toBeGreaterThanOrEqual((from - enqueued) / 1000);
-        expect(age).toBeLessThanOrEqual((Date.now() - before) / 1000);
+      t.clock.advance(STEP_MS);
+      const { from, to, ages, waiting } = await scrape();
+      for (const age of ages) {
+        expect(age).toBeGreaterThanOrEqual(from - enqueued);
+        expect(age).toBeLessThanOrEqual(to - before);
       }
+      // still paused: nothing was taken again
+      expect(waiting).toBe(true);
+      seen.push(ages);
     }
-    seen[1]!.forEach((age, w) => expect(age - seen[0]![w]!).toBeGreaterThanOrEqual(1));
-    expect((await scrapeAll(workers)).join('\n')).toMatch(/queue_depth\{state="ready"\} 3\n/);
+    seen[1]!.forEach((age, w) => expect(age - seen[0]![w]!).toBeGreaterThanOrEqual(STEP_MS));
   } finally {
-    for (const s of spies) s.mockRestore();
+    for (const s of [...reads, ...probes]) s.mockRestore();
   }
   await waitProcessed(t, ds.base, ds.orgToken, N + 4, 60_000);
-  await waitFor('the age back at 0', async () => (await ages()).every((a) => a === 0));
+  await waitFor('the age back at 0', async () => (await scrape()).ages.every((a) => a === 0));
 }, 90_000);
 
 test('/metrics needs the operator token', async () => {

@@ -21,6 +21,8 @@ export interface TestApp {
   app: RunningApp;
   /** Every process of the installation: API hosts first, then workers. */
   hosts: RunningApp[];
+  /** The clock every process of the installation runs on (buildContainer's `now`). */
+  clock: TestClock;
   dataDir: string;
   call<T = any>(
     method: string,
@@ -36,6 +38,38 @@ export interface TestApp {
   callOn<T = any>(host: number, ...args: Parameters<TestApp['call']>): Promise<Res<T>>;
   /** Stops every process; `keep` leaves the installation's indices for a restart. */
   stop(opts?: { keep?: boolean }): Promise<void>;
+}
+
+/**
+ * Real time, plus every `advance`: a test moves the installation past a deadline (a memo's time,
+ * a job's age) at once instead of sleeping through it. `hold` stops it where it is, so what was
+ * just read stays fresh while a test looks, until `release` lets it go on from there. Left alone
+ * it reads what Date.now reads.
+ */
+export interface TestClock {
+  now(): number;
+  advance(ms: number): void;
+  hold(): void;
+  release(): void;
+}
+
+export function testClock(): TestClock {
+  let offset = 0;
+  let heldAt: number | undefined;
+  return {
+    now: () => (heldAt ?? Date.now()) + offset,
+    advance: (ms) => {
+      offset += ms;
+    },
+    hold: () => {
+      heldAt ??= Date.now();
+    },
+    release: () => {
+      if (heldAt === undefined) return;
+      offset -= Date.now() - heldAt;
+      heldAt = undefined;
+    },
+  };
 }
 
 export function tempDir(prefix = 'vss-'): string {
@@ -99,6 +133,7 @@ export async function startTestApp(
   const hostDir = shared ? path.join(dataDir, 'not-a-directory') : dataDir;
   if (shared)
     fs.writeFileSync(hostDir, 'no process of a production installation may use DATA_DIR\n');
+  const clock = testClock();
   const start = (extra: Record<string, string>) =>
     startApp(
       loadConfig({
@@ -117,7 +152,7 @@ export async function startTestApp(
         ...env,
         ...extra,
       }),
-      { log: pino({ level: 'silent' }) },
+      { log: pino({ level: 'silent' }), now: clock.now },
     );
   const hosts: RunningApp[] = [];
   // A port freePort() saw free can be taken by a parallel suite before the host listens on it
@@ -162,6 +197,7 @@ export async function startTestApp(
     url,
     app: api[0],
     hosts,
+    clock,
     dataDir,
     call: (method, p, opts) => callOn(turn++, method, p, opts),
     callOn,
