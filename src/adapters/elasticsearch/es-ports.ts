@@ -37,7 +37,7 @@ export function esPorts(
   const catalogues = new FieldCatalogues(indices, opts.now ?? Date.now);
   const known = new KnownVersions();
   return {
-    accounts: port('accounts', new EsAccountStore(indices)),
+    accounts: port('accounts', new EsAccountStore(indices, opts.now ?? Date.now)),
     content: contentStore({
       reader: port('itemReader', new EsItemReader(indices, catalogues, known)),
       writer: port('itemWriter', new EsItemWriter(indices, catalogues, opts.vectorDims)),
