@@ -53,7 +53,7 @@ export interface TestClock {
   release(): void;
 }
 
-export function testClock(): TestClock {
+function testClock(): TestClock {
   let offset = 0;
   let heldAt: number | undefined;
   return {
