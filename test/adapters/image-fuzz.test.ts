@@ -276,4 +276,19 @@ describe('fuzzing the TIFF hand-off', () => {
     },
     TIMEOUT,
   );
+
+  it('keeps an ICC profile of up to 4 bytes in its IFD entry, where readers look for it', async () => {
+    // A value of 4 bytes or less is stored in the entry itself (TIFF 6.0, Value Offset); written
+    // elsewhere with its offset in the entry, it read back as the offset's bytes.
+    const target = tiffTarget([], [], []);
+    const image = { width: 3, height: 2, channels: 3 as const, data: new Uint8Array(18).fill(7) };
+    for (const icc of [[1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4, 5]]) {
+      const out = await target.run({ written: { image, icc: Uint8Array.from(icc), from: 'test' } });
+      expect({ icc, wrong: out.wrong, error: out.error }).toEqual({
+        icc,
+        wrong: undefined,
+        error: undefined,
+      });
+    }
+  });
 });

@@ -835,7 +835,8 @@ export function tiffTarget(
     const out: Outcome = { ms: 0, allocated: 0, budget, rss: 0 };
     try {
       const tiff = rawTiff(w.image, { icc: w.icc, orientation: w.orientation });
-      const icc = w.icc?.length ? w.icc.length + (w.icc.length & 1) : 0;
+      // a profile of up to 4 bytes sits in its IFD entry; a longer one is a blob of its own
+      const icc = (w.icc?.length ?? 0) > 4 ? w.icc!.length + (w.icc!.length & 1) : 0;
       target.iccBytes = Math.max(target.iccBytes, icc);
       out.allocated = tiff.length - icc;
       const meta = await sharp(tiff, READ).metadata();

@@ -46,7 +46,7 @@ export function rawTiff(img: RawPixels, opts: { icc?: Uint8Array; orientation?: 
   let extra = 8 + ifdSize;
   const blobs: Array<{ at: number; bytes: Uint8Array }> = [];
   for (const e of entries) {
-    if (typeof e[3] === 'number') continue;
+    if (typeof e[3] === 'number' || e[3].length <= 4) continue;
     blobs.push({ at: extra, bytes: e[3] });
     extra += e[3].length + (e[3].length & 1); // word-aligned, as TIFF asks
   }
@@ -63,6 +63,8 @@ export function rawTiff(img: RawPixels, opts: { icc?: Uint8Array; orientation?: 
     out.writeUInt16LE(type, at + 2);
     out.writeUInt32LE(count, at + 4);
     if (tag === 273) out.writeUInt32LE(dataAt, at + 8);
+    // up to 4 bytes go in the entry itself, where a reader looks for them (TIFF 6.0, Value Offset)
+    else if (typeof value !== 'number' && value.length <= 4) out.set(value, at + 8);
     else if (typeof value !== 'number') out.writeUInt32LE(blobs[blob++]!.at, at + 8);
     else if (type === SHORT && count === 1) out.writeUInt16LE(value, at + 8);
     else out.writeUInt32LE(value >>> 0, at + 8);
