@@ -102,8 +102,13 @@ describe('npm run demo', () => {
     dataDir = /data in (\S+)/.exec(out)![1];
   });
 
+  // Ctrl-C, as a user stops it: SIGKILL would leave the service it started (a process group of
+  // its own) running after a failed test.
   afterAll(async () => {
-    if (demo && demo.child.exitCode === null) await stopProcess(demo.child, 'SIGKILL');
+    if (!demo || demo.child.exitCode !== null) return;
+    const killLater = setTimeout(() => demo.child.kill('SIGKILL'), 30_000);
+    await stopProcess(demo.child, 'SIGINT');
+    clearTimeout(killLater);
   });
 
   /**
