@@ -366,6 +366,7 @@ export const tiffMutators: Record<string, Mutator> = {
   ...byteMutators,
   /** Byte order swapped, the magic number or the first IFD's offset changed. */
   tiffHeader(rng, b) {
+    if (b.length < 8) return byteMutators.interestingByte!(rng, b, []);
     const out = copy(b);
     const le = out[0] === 0x49;
     const which = rng.below(3);
