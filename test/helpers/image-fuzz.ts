@@ -121,7 +121,7 @@ function chunk(rng: Rng, b: Uint8Array): [number, number] {
 }
 
 /** Mutators that know nothing of the format. */
-export const byteMutators: Record<string, Mutator> = {
+const byteMutators: Record<string, Mutator> = {
   bitFlip(rng, b) {
     const out = copy(b);
     for (let n = 1 + rng.below(8); n > 0; n--) out[rng.below(out.length)] ^= 1 << rng.below(8);
@@ -221,7 +221,7 @@ function boundaries(b: Uint8Array): number[] {
   return [2, ...jpegSegments(b).map((s) => s.end)];
 }
 
-export const jpegMutators: Record<string, Mutator> = {
+const jpegMutators: Record<string, Mutator> = {
   ...byteMutators,
   /** A segment's length set to a value near it or at an edge. */
   segmentLength(rng, b) {
@@ -318,7 +318,7 @@ interface TiffIfd {
 }
 
 /** Byte order and the IFDs of a classic TIFF, as far as they lie inside the file. */
-export function tiffIfds(b: Uint8Array): { le: boolean; ifds: TiffIfd[] } | undefined {
+function tiffIfds(b: Uint8Array): { le: boolean; ifds: TiffIfd[] } | undefined {
   if (b.length < 8) return undefined;
   const le = b[0] === 0x49;
   const ifds: TiffIfd[] = [];
@@ -362,7 +362,7 @@ function onEntry(f: (rng: Rng, out: Uint8Array, e: { le: boolean; at: number }) 
   };
 }
 
-export const tiffMutators: Record<string, Mutator> = {
+const tiffMutators: Record<string, Mutator> = {
   ...byteMutators,
   /** Byte order swapped, the magic number or the first IFD's offset changed. */
   tiffHeader(rng, b) {
@@ -436,11 +436,7 @@ export interface Mutant {
 }
 
 /** One to four mutations stacked on a seed (most finds need more than one). */
-export function mutate(
-  rng: Rng,
-  seeds: readonly Uint8Array[],
-  mutators: Record<string, Mutator>,
-): Mutant {
+function mutate(rng: Rng, seeds: readonly Uint8Array[], mutators: Record<string, Mutator>): Mutant {
   const seedFile = rng.below(seeds.length);
   let bytes: Uint8Array = seeds[seedFile]!;
   const names = Object.keys(mutators);
@@ -507,7 +503,7 @@ export async function tallyTypedArrays<T>(
  * (reset by writing 5 to /proc/self/clear_refs). It sees native allocations (libvips, libtiff)
  * that no JavaScript hook can; it also sees the V8 heap, so it is a coarse upper bound.
  */
-export const rssPeak = {
+const rssPeak = {
   available: ((): boolean => {
     try {
       fs.writeFileSync('/proc/self/clear_refs', '5');
@@ -694,11 +690,6 @@ export async function fuzz<I>(target: Target<I>, o: FuzzOptions): Promise<FuzzRe
     r.refusals = [...reasons].sort((a, b) => b[1] - a[1]).slice(0, 15);
     return r;
   }
-}
-
-/** The input `index` of a run seeded `seed`, as the run made it. */
-export function inputAt<I>(target: Target<I>, seed: number, index: number): I {
-  return target.make(new Rng(seed, index));
 }
 
 // JPEG DC reader --------------------------------------------------------------------------------
