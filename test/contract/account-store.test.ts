@@ -2,21 +2,13 @@
  * One set of cases for every AccountStore and KeyStore adapter, each case playing two hosts of
  * one installation where sharing is the point (contract §12).
  */
-import type { Dataset } from '../../src/domain/dataset';
 import { DEFAULT_PLAN } from '../../src/domain/plan';
 
 const defaultPlan = () => structuredClone(DEFAULT_PLAN);
 import type { TokenRecord } from '../../src/ports/account-store';
-import { ENGINES, twoHosts, type Host } from './engines';
+import { ENGINES, datasetRecord, twoHosts, type Host } from './engines';
 
-const ds = (id: string, name: string, org = 'acme'): Dataset => ({
-  id,
-  org,
-  name,
-  settings: { fields: {}, version: 1 },
-  createdAt: '2026-01-01T00:00:00.000Z',
-  embedder: { id: 'emb-a', dimensions: 8 },
-});
+const ds = datasetRecord;
 
 const token = (prefix: string, extra: Partial<TokenRecord> = {}): TokenRecord => ({
   prefix,

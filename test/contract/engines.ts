@@ -11,6 +11,7 @@ import { embeddedPorts } from '../../src/adapters/embedded/embedded-ports';
 import { esClient } from '../../src/adapters/elasticsearch/client';
 import { esPorts } from '../../src/adapters/elasticsearch/es-ports';
 import { EsIndices } from '../../src/adapters/elasticsearch/indices';
+import type { Dataset } from '../../src/domain/dataset';
 import type { AccountStore } from '../../src/ports/account-store';
 import type { EventLog } from '../../src/ports/event-log';
 import type { KeyStore } from '../../src/ports/key-store';
@@ -75,6 +76,16 @@ export const esInstallation = (): Installation => {
 export const ENGINES: Array<[string, () => Installation]> = tierOf({
   local: ['embedded (SQLite)', embeddedInstallation],
   services: ['Elasticsearch', esInstallation],
+});
+
+/** A dataset record of organisation `org`, as the account stores keep it. */
+export const datasetRecord = (id: string, name: string, org = 'acme'): Dataset => ({
+  id,
+  org,
+  name,
+  settings: { fields: {}, version: 1 },
+  createdAt: '2026-01-01T00:00:00.000Z',
+  embedder: { id: 'emb-a', dimensions: 8 },
 });
 
 /**

@@ -14,6 +14,7 @@ import { dcFootprint, type Header } from '../../src/adapters/images/decode-budge
 import { DcUnsupported, decodeJpegDc, type DcImage } from '../../src/adapters/images/jpeg-dc';
 import { rawTiff } from '../../src/adapters/images/raw-tiff';
 import { LIMITS } from '../../src/domain/limits';
+import { scene } from './test-scene';
 
 // ---------------------------------------------------------------------------------------------
 // Random numbers
@@ -971,15 +972,6 @@ function written(rng: Rng, images: readonly Written[], profiles: readonly Uint8A
 // Seeds
 
 const FIXTURES = path.join(__dirname, '../fixtures/jpeg');
-
-/** A scene with gradients and hard edges (as jpeg-dc.test.ts draws it), 203 × 117. */
-const scene = () =>
-  sharp(
-    Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="203" height="117">
-      <defs><linearGradient id="g"><stop offset="0" stop-color="#c33"/><stop offset="1" stop-color="#3a9"/></linearGradient></defs>
-      <rect width="203" height="117" fill="url(#g)"/><circle cx="70" cy="60" r="40" fill="#fd4"/>
-      <rect x="120" y="20" width="60" height="70" fill="#236"/></svg>`),
-  ).flatten({ background: '#ffffff' });
 
 /**
  * Real JPEGs: the libjpeg-written fixtures (restart intervals, Adobe CMYK and YCCK, 4:2:0 and

@@ -3,18 +3,10 @@
  * that cannot answer, and an index that never refreshes by itself. The cases every engine shares
  * are in test/contract/account-store and usage-ledger.
  */
-import type { Dataset } from '../../../src/domain/dataset';
-import { esInstallation, twoHosts } from '../../contract/engines';
+import { datasetRecord, esInstallation, twoHosts } from '../../contract/engines';
 
 const at = (iso: string): number => Date.parse(iso);
-const ds = (id: string, name: string, org = 'acme'): Dataset => ({
-  id,
-  org,
-  name,
-  settings: { fields: {}, version: 1 },
-  createdAt: '2026-01-01T00:00:00.000Z',
-  embedder: { id: 'emb-a', dimensions: 8 },
-});
+const ds = datasetRecord;
 
 describe('AccountStore on Elasticsearch, while a shard cannot answer', () => {
   const hosts = twoHosts(esInstallation);
