@@ -77,6 +77,16 @@ export const LIMIT_TABLE = {
     unit: 'count',
     what: 'buckets of one histogram (400 above, before anything is counted)',
   },
+  groupSizeMax: {
+    value: 10,
+    unit: 'items',
+    what: 'items shown per group (`group_size`, contract §13; 400 above)',
+  },
+  groupExactMax: {
+    value: 10_000,
+    unit: 'count',
+    what: 'matching groups counted exactly (contract §13); above it `total_groups_exact` and group facets say they estimate',
+  },
   collectionMaxIds: { value: 50, unit: 'items', what: 'ids of one collection request (400 above)' },
   trackMaxEvents: { value: 1000, unit: 'items', what: 'events of one track request (400 above)' },
   reportTopDefault: {
