@@ -21,7 +21,8 @@ import { toVisionItem } from '../map';
 import { FacetInput, FilterInput, HistogramInput } from '../types/figures';
 import { SortOrder } from '../types/enums';
 import { JSONObjectScalar, JSONScalar } from '../types/scalars';
-import { Facet, SearchConnection, Vision, VisionItem } from '../types/vision';
+import { Facet, SearchConnection } from '../types/search';
+import { Vision, VisionItem } from '../types/vision';
 
 /** Similarity hits as Vision items; explore_url carries q, limit (and the journey). */
 function scored(
