@@ -1,9 +1,9 @@
 /**
- * The web console at `/` (issue 18) in headless Chromium, against a real server with a
+ * The web console at `/` (issues 18 and 36) in headless Chromium, against a real server with a
  * published dataset: sign-in from a `#token=` link and by a token pasted into the form (keyboard
- * only), the image grid, facets and histogram ranges, the detail panel with similar items and
- * explore, lens from a chosen and a dropped photo, the `q` error marker, and the organisation
- * view with live progress and its requests chart. No request leaves the service and the image
+ * only), the image grid with tiles titled by name, facets and histogram ranges, the detail
+ * panel with similar items and explore, lens from a chosen and a dropped photo, the `q` error
+ * marker, and the organisation view with live progress and its requests chart. No request leaves the service and the image
  * server, and no page logs an error. Each test makes the state it checks, so any one runs alone.
  */
 import Fastify from 'fastify';
@@ -27,6 +27,9 @@ const docs = Array.from({ length: N }, (_, i) => ({
   price: 5 + (i % 20) * 5,
 }));
 
+/** Each item's `name`, which titles its tile. */
+const nameOf = (id: string) => `Mug ${Number(id.slice(2))}`;
+
 let t: TestApp;
 let img: ImageServer;
 let browser: Browser;
@@ -40,7 +43,7 @@ beforeAll(async () => {
     ...docs.map((d, i) => ({
       id: d.id,
       url: `${img.url}/img/${i}.png`,
-      metadata: { colour: d.colour, price: d.price, title: `Product ${i}` },
+      metadata: { colour: d.colour, price: d.price, name: nameOf(d.id), title: `Product ${i}` },
     })),
     { id: 'z-broken', url: `${img.url}/missing.png`, metadata: { colour: 'red' } },
   ];
@@ -346,6 +349,65 @@ test('a histogram bar sets its range: the grid narrows to it and the q bar shows
   await page.close();
 }, 60_000);
 
+const tile = (page: Page, n = 0) => grid(page).nth(n);
+
+test('tiles are titled by name, the id secondary, the sort value labelled; the title field is a choice kept', async () => {
+  const { page, errors } = await open(`/#token=${ds.dsToken}`);
+  await tile(page).waitFor();
+  const id = (await tile(page).getAttribute('data-id'))!;
+  // `name` wins over `title` and the id; the id stays on the tile, in small type.
+  expect(await tile(page).locator('.tile-title').innerText()).toBe(nameOf(id));
+  expect(await tile(page).locator('.tile-id').innerText()).toBe(id);
+  // Sorted by the service's own time, no figure stands unexplained under the tile.
+  expect(await grid(page).locator('.tile-line').count()).toBe(0);
+
+  // Sorted by a field, each tile names the field its number is.
+  await page.selectOption('#sort', 'price');
+  await page.selectOption('#order', 'asc');
+  await page.waitForFunction(
+    () =>
+      document.querySelector('ul[aria-label="Catalogue"] .tile')?.getAttribute('data-id') ===
+      'p-000',
+  );
+  const line = tile(page).locator('.tile-line');
+  expect(await line.getAttribute('data-label')).toBe('price');
+  expect(await line.innerText()).toBe('price: 5');
+
+  // The title field is a select of the dataset's text fields; the choice is kept on reload.
+  const options = await page.locator('#title-field option').allTextContents();
+  expect(options).toEqual(expect.arrayContaining(['name', 'title', 'colour', 'id']));
+  expect(options).not.toContain('price');
+  await page.selectOption('#title-field', 'title');
+  await page.waitForFunction(() =>
+    document
+      .querySelector('ul[aria-label="Catalogue"] .tile-title')
+      ?.textContent?.startsWith('Product '),
+  );
+  await page.reload();
+  await tile(page).waitFor();
+  expect(await tile(page).locator('.tile-title').innerText()).toBe(
+    `Product ${Number((await tile(page).getAttribute('data-id'))!.slice(2))}`,
+  );
+  expect(await page.locator('#title-field').inputValue()).toBe('title');
+  // The id as the title: shown once.
+  await page.selectOption('#title-field', 'id');
+  await page.waitForFunction(() => {
+    const first = document.querySelector('ul[aria-label="Catalogue"] .tile');
+    return first?.querySelector('.tile-title')?.textContent === first?.getAttribute('data-id');
+  });
+  expect(await tile(page).locator('.tile-id').count()).toBe(0);
+
+  // Remembered in this browser: a new visit titles by the last choice.
+  await page.goto(`${t.url}/`);
+  await tile(page).waitFor();
+  expect(await page.locator('#title-field').inputValue()).toBe('id');
+  expect(await tile(page).locator('.tile-title').innerText()).toBe(
+    await tile(page).getAttribute('data-id'),
+  );
+  expect(errors).toEqual([]);
+  await page.close();
+}, 60_000);
+
 test('an item opens its details with similar items; explore goes on; Escape closes', async () => {
   const { page, errors } = await open(`/#token=${ds.dsToken}`);
   await grid(page).first().waitFor();
@@ -353,7 +415,8 @@ test('an item opens its details with similar items; explore goes on; Escape clos
   const id = await first.getAttribute('data-id');
   await first.click();
   const panel = page.getByRole('dialog');
-  await panel.getByRole('heading', { level: 2, name: id!, exact: true }).waitFor();
+  await panel.getByRole('heading', { level: 2, name: nameOf(id!), exact: true }).waitFor();
+  await expect(panel.locator('.detail-id').innerText()).resolves.toBe(`id ${id}`);
   const similar = panel.locator('ul[aria-label^="Items similar to"] .tile');
   await similar.first().waitFor();
   expect(await similar.count()).toBe(12);
@@ -368,13 +431,13 @@ test('an item opens its details with similar items; explore goes on; Escape clos
   const next = await journey.first().getAttribute('data-id');
   await journey.first().click();
   await page.waitForFunction(() => document.querySelectorAll('.journey-steps li').length === 2);
-  await expect(panel.locator('.journey-steps').innerText()).resolves.toContain(next!);
+  await expect(panel.locator('.journey-steps').innerText()).resolves.toContain(nameOf(next!));
 
   // A similar item replaces the shown one.
   const other = await similar.first().getAttribute('data-id');
   await similar.first().click();
   // The panel re-renders once the item's details arrive; wait for it rather than read at once.
-  await panel.getByRole('heading', { level: 2, name: other!, exact: true }).waitFor();
+  await panel.getByRole('heading', { level: 2, name: nameOf(other!), exact: true }).waitFor();
 
   await page.keyboard.press('Escape');
   await expect(panel.waitFor({ state: 'detached' })).resolves.toBeUndefined();

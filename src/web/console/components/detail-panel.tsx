@@ -21,11 +21,14 @@ interface Journey {
 export function DetailPanel({
   vision,
   item,
+  title,
   onOpen,
   onClose,
 }: {
   vision: VisionApi;
   item: ResultEntry;
+  /** An item's title (the catalogue's title field). */
+  title: (r: ResultEntry) => string;
   onOpen: (r: ResultEntry) => void;
   onClose: () => void;
 }) {
@@ -73,18 +76,24 @@ export function DetailPanel({
   };
 
   const meta = Object.entries(shown.metadata).filter(([k]) => k !== 'image_url');
+  const name = title(shown);
   return (
     <div class="detail" role="dialog" aria-modal="false" aria-labelledby="detail-title">
       <div class="detail-head">
         <h2 id="detail-title" tabIndex={-1} ref={heading}>
-          {shown.id}
+          {name}
         </h2>
         <button type="button" class="secondary" onClick={onClose} aria-label="Close details">
           Close
         </button>
       </div>
+      {name !== shown.id ? (
+        <p class="detail-id muted">
+          id <span class="mono">{shown.id}</span>
+        </p>
+      ) : null}
       <div class="detail-image">
-        <ItemImage metadata={shown.metadata} alt={`image of ${shown.id}`} />
+        <ItemImage metadata={shown.metadata} alt={`image of ${name}`} />
       </div>
       {typeof shown.metadata.image_url === 'string' ? (
         <p class="hint break">
@@ -125,8 +134,9 @@ export function DetailPanel({
           similar.length ? (
             <ResultGrid
               small
-              label={`Items similar to ${shown.id}`}
+              label={`Items similar to ${name}`}
               results={similar}
+              title={title}
               onOpen={(r) => onOpen(r)}
             />
           ) : (
@@ -142,7 +152,7 @@ export function DetailPanel({
             {journey.steps.map((s) => (
               <li key={s.id}>
                 <button type="button" class="link" onClick={() => onOpen(s)}>
-                  {s.id}
+                  {title(s)}
                 </button>
               </li>
             ))}
@@ -152,6 +162,7 @@ export function DetailPanel({
             small
             label="Next step of the journey"
             results={journey.results}
+            title={title}
             onOpen={(r) => void explore(r, [...journey.steps, r])}
           />
         </section>

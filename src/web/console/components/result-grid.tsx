@@ -1,26 +1,38 @@
 import type { ResultEntry } from '../api';
 import { ItemImage } from './item-image';
 
-/** Result entries as a grid of image buttons (a click or Enter opens the item). */
+/** A labelled figure under a tile, e.g. the value the grid is sorted by. */
+export interface TileFigure {
+  label: string;
+  value: string;
+}
+
+/**
+ * Result entries as a grid of image buttons (a click or Enter opens the item): each titled by
+ * `title` (the id when none), the id in small type under a distinct title, and one labelled
+ * figure: the similarity score of a similarity result, else what `figure` gives.
+ */
 export function ResultGrid({
   results,
   onOpen,
   label,
   small = false,
-  caption,
+  title = (r) => r.id,
+  figure,
 }: {
   results: ResultEntry[];
   onOpen: (r: ResultEntry, el: HTMLElement) => void;
   label: string;
   small?: boolean;
-  /** A short line under each id (e.g. price); similarity results show their score. */
-  caption?: (r: ResultEntry) => string | undefined;
+  title?: (r: ResultEntry) => string;
+  figure?: (r: ResultEntry) => TileFigure | undefined;
 }) {
   return (
     <ul class={small ? 'grid grid-small' : 'grid'} aria-label={label}>
       {results.map((r) => {
-        const line =
-          r.score !== undefined ? `score ${r.score.toFixed(3)}` : (caption?.(r) ?? undefined);
+        const name = title(r);
+        const line: TileFigure | undefined =
+          r.score !== undefined ? { label: 'similarity', value: r.score.toFixed(3) } : figure?.(r);
         return (
           <li key={r.id}>
             <button
@@ -30,8 +42,13 @@ export function ResultGrid({
               onClick={(e) => onOpen(r, e.currentTarget)}
             >
               <ItemImage metadata={r.metadata} />
-              <span class="tile-id">{r.id}</span>
-              {line ? <span class="tile-line">{line}</span> : null}
+              <span class="tile-title">{name}</span>
+              {name !== r.id ? <span class="tile-id mono">{r.id}</span> : null}
+              {line ? (
+                <span class="tile-line" data-label={line.label}>
+                  <span class="tile-label">{line.label}:</span> {line.value}
+                </span>
+              ) : null}
             </button>
           </li>
         );

@@ -7,9 +7,12 @@ export interface Discovery {
   facetFields: string[];
   /** Numeric fields → histogram interval. */
   numeric: Record<string, number>;
+  /** Fields holding text (not only true/false): what a tile may be titled by. */
+  stringFields: string[];
 }
 
 const MAX_CANDIDATES = 20;
+const NAME_LIKE = /(^|_)(name|title)$/i;
 
 /**
  * The field names come from `content/fields?fields=*` (free); one figures-only search with facets
@@ -19,14 +22,17 @@ const MAX_CANDIDATES = 20;
  * throws `dataset_not_ready`.
  */
 export async function discover(vision: VisionApi): Promise<Discovery> {
+  // Name-like fields first, so a dataset with many fields still offers them as titles.
   let candidates = (await vision.fieldNames())
     .filter((f) => !SERVICE_FIELDS.has(f))
+    .sort((a, b) => Number(NAME_LIKE.test(b)) - Number(NAME_LIKE.test(a)))
     .slice(0, MAX_CANDIDATES);
   for (let attempt = 0; attempt < 8; attempt++) {
     try {
       const r = await vision.figures(candidates);
       const numeric: Record<string, number> = {};
       const facetFields: string[] = [];
+      const stringFields: string[] = [];
       for (const f of candidates) {
         const s = r.stats[f];
         if (s && s.count > 0 && s.min !== null && s.max !== null) {
@@ -34,10 +40,11 @@ export async function discover(vision: VisionApi): Promise<Discovery> {
           continue;
         }
         const buckets = r.facets[f]?.buckets ?? [];
+        if (buckets.some((b) => b.value !== 'true' && b.value !== 'false')) stringFields.push(f);
         if (buckets.some((b) => b.count > 1) || (buckets.length > 0 && !r.facets[f]?.other))
           facetFields.push(f);
       }
-      return { facetFields, numeric };
+      return { facetFields, numeric, stringFields };
     } catch (e) {
       const refused =
         e instanceof ApiError && e.status === 400
@@ -47,5 +54,5 @@ export async function discover(vision: VisionApi): Promise<Discovery> {
       candidates = candidates.filter((f) => !refused.includes(f));
     }
   }
-  return { facetFields: [], numeric: {} };
+  return { facetFields: [], numeric: {}, stringFields: [] };
 }

@@ -5,10 +5,12 @@ import { ErrorBanner } from '../components/error-banner';
 import { FacetSidebar } from '../components/facets';
 import { LensPicker, useDrop } from '../components/lens';
 import { QBar, type QProblem } from '../components/q-bar';
-import { ResultGrid } from '../components/result-grid';
+import { ResultGrid, type TileFigure } from '../components/result-grid';
+import { isServiceSort, TitleControl } from '../components/view-controls';
 import { discover, type Discovery } from '../lib/discover';
 import { photoDataUri } from '../lib/image';
 import { composeQ, filterTerms, formatNumber, noFilters, type Filters } from '../lib/q';
+import { defaultTitle, rememberedTitle, rememberTitle, titleOf } from '../lib/title';
 
 const MAX_WINDOW = 10_000; // page × limit (contract §6)
 const LENS_LIMIT = 24;
@@ -22,7 +24,8 @@ interface Lens {
 /**
  * A dataset's catalogue through the Vision API (its browse token): the `q` bar, the facet
  * sidebar, sort and paging over an image grid, the detail panel with similar items and explore,
- * and lens (search by a dropped or chosen photo).
+ * and lens (search by a dropped or chosen photo). Tiles are titled by a field the user may
+ * choose (a name-like one by default).
  */
 export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () => void }) {
   const [discovery, setDiscovery] = useState<Discovery>();
@@ -34,7 +37,10 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   const [order, setOrder] = useState<'asc' | 'desc'>('desc');
   const [page, setPage] = useState(1);
   const [limit, setLimit] = useState(24);
+  const [titleChoice, setTitleChoice] = useState(() => rememberedTitle(vision.org, vision.dataset));
   const [data, setData] = useState<SearchPage>();
+  // The sort the shown results came in (the menu moves before they arrive).
+  const [dataSort, setDataSort] = useState(sort);
   const [loading, setLoading] = useState(false);
   const [qProblem, setQProblem] = useState<{ problem: QProblem; sent: string }>();
   const [error, setError] = useState<unknown>();
@@ -73,6 +79,8 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
 
   const facetFields = discovery?.facetFields ?? [];
   const numericFields = Object.keys(discovery?.numeric ?? {});
+  const stringFields = discovery?.stringFields ?? [];
+  const title = titleChoice ?? defaultTitle(stringFields);
   const q = composeQ(applied, filters);
 
   useEffect(() => {
@@ -96,6 +104,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
       .then((r) => {
         if (n !== seq.current) return;
         setData(r);
+        setDataSort(sort);
         setQProblem(undefined);
         setError(undefined);
       })
@@ -138,12 +147,21 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   };
   const total = data?.total_results ?? 0;
   const pages = Math.max(1, Math.min(Math.ceil(total / limit), Math.floor(MAX_WINDOW / limit)));
-  const caption = (r: ResultEntry) =>
-    [...facetFields.slice(0, 1), ...numericFields.slice(0, 1)]
-      .map((f) => r.metadata[f])
-      .filter((v) => v !== undefined)
-      .map((v) => (typeof v === 'number' ? formatNumber(v) : String(v)))
-      .join(' · ') || undefined;
+  const itemTitle = (r: ResultEntry) => titleOf(r, title);
+  // Under each tile, the value the grid is sorted by, named (not twice when it is the title).
+  const sortFigure = (r: ResultEntry): TileFigure | undefined => {
+    if (isServiceSort(dataSort) || dataSort === title) return undefined;
+    const v = r.metadata[dataSort];
+    const value =
+      v === undefined || v === null
+        ? '—'
+        : typeof v === 'number'
+          ? formatNumber(v)
+          : Array.isArray(v)
+            ? v.join(', ')
+            : String(v);
+    return { label: dataSort, value };
+  };
 
   return (
     <div class="catalogue">
@@ -215,7 +233,12 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
             </div>
             <ErrorBanner error={lens.error} />
             {lens.results ? (
-              <ResultGrid label="Items similar to the photo" results={lens.results} onOpen={open} />
+              <ResultGrid
+                label="Items similar to the photo"
+                results={lens.results}
+                onOpen={open}
+                title={itemTitle}
+              />
             ) : null}
           </section>
         ) : (
@@ -267,6 +290,14 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
                   <option value="desc">descending</option>
                   <option value="asc">ascending</option>
                 </select>
+                <TitleControl
+                  fields={stringFields}
+                  title={title}
+                  onChange={(field) => {
+                    rememberTitle(vision.org, vision.dataset, field);
+                    setTitleChoice(field);
+                  }}
+                />
               </div>
             </div>
             {data && data.results.length === 0 ? (
@@ -277,7 +308,8 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
                 label="Catalogue"
                 results={data.results}
                 onOpen={open}
-                caption={caption}
+                title={itemTitle}
+                figure={sortFigure}
               />
             ) : null}
             {data && total > 0 ? (
@@ -325,7 +357,13 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
       </div>
 
       {detail ? (
-        <DetailPanel vision={vision} item={detail} onOpen={(r) => open(r)} onClose={close} />
+        <DetailPanel
+          vision={vision}
+          item={detail}
+          title={itemTitle}
+          onOpen={(r) => open(r)}
+          onClose={close}
+        />
       ) : null}
       {dragging ? (
         <div class="drop-overlay" aria-hidden="true">
