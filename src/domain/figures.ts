@@ -17,6 +17,13 @@ export interface FiguresSpec {
   facetSize: number;
   stats: string[];
   histograms: HistogramSpec[];
+  /**
+   * Facets count groups of this field instead of items (contract §13): a value counts the
+   * matching groups with at least one matching item holding it.
+   */
+  groupBy?: string;
+  /** With groupBy: counts are exact up to this many matching groups. */
+  exactUpTo?: number;
 }
 
 interface FacetBucket {
@@ -27,6 +34,8 @@ export interface FacetFigure {
   buckets: FacetBucket[];
   other: number;
   missing: number;
+  /** False when the engine estimated the group counts (more matching groups than it counts exactly). */
+  exact?: false;
 }
 export interface StatsFigure {
   count: number;

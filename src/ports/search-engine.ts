@@ -1,5 +1,7 @@
 import type { FiguresSpec, Figures } from '../domain/figures';
+import type { GroupSpec, GroupedPage } from '../domain/group';
 import type { StoredItem } from '../domain/item';
+import type { Scalar } from '../domain/metadata';
 import type { Condition } from '../query/ast';
 
 export type SortOrder = 'asc' | 'desc';
@@ -30,6 +32,13 @@ export interface ScoredItem {
   vector?: number[];
 }
 
+/** A search whose page counts groups of `group.field` (contract §13). */
+export interface GroupedSearchRequest extends SearchRequest {
+  group: GroupSpec;
+  /** Counts: exact up to this many matching groups; above, an engine may estimate and says so. */
+  exactUpTo: number;
+}
+
 /** Field → value (as a string) → number of matching processed items. */
 export type Facets = Record<string, Record<string, number>>;
 
@@ -42,6 +51,21 @@ export interface SearchEngine {
    * facets (a disjunctive one without the conditions on its own field), stats, histograms.
    */
   figures(datasetId: string, conditions: Condition[], spec: FiguresSpec): Promise<Figures>;
+  /**
+   * A page of groups in the order of `sort` (a group's place is its best item's), `offset` and
+   * `limit` counting groups, each with its matching items counted and its first `size` items.
+   */
+  searchGroups(datasetId: string, req: GroupedSearchRequest): Promise<GroupedPage>;
+  /**
+   * Per value (matched as groupKey does), how many processed items matching `conditions` have
+   * it as their scalar value of `field`.
+   */
+  groupCounts(
+    datasetId: string,
+    conditions: Condition[],
+    field: string,
+    values: Scalar[],
+  ): Promise<number[]>;
   /**
    * The processed items matching `conditions` nearest to the vector, best first. The filter is
    * applied inside the nearest-neighbour search, so a page is never short while matches exist.

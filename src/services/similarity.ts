@@ -4,14 +4,17 @@ import { AppError, invalid } from '../domain/errors';
 import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
 import { filterTerms, type RequestFacts } from '../domain/report';
+import { groupKey, groupValue, type GroupSpec } from '../domain/group';
 import { checkJourney, diversify, steer } from '../domain/journey';
 import { LIMITS } from '../domain/limits';
+import type { Scalar } from '../domain/metadata';
 import { ImageError } from '../domain/processing';
 import type { ItemReader } from '../ports/item-reader';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ScoredItem, SearchEngine } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import type { Principal } from './principal';
+import { nearestGroups, withinGroup, type Nearest, type ScoredGroup } from './similar-groups';
 import type { Bill, VisionService } from './vision';
 
 /** What every similarity request takes besides its target (contract §7). */
@@ -19,6 +22,8 @@ interface SimilarityParams {
   limit?: number;
   q?: string;
   v?: string;
+  /** One entry per group of this field (contract §13); `size` items of each. */
+  group?: { field?: string; size?: number };
 }
 
 export interface SimilarRequest extends SimilarityParams {
@@ -48,6 +53,8 @@ export interface SimilarityHit {
   item: StoredItem;
   /** Absent for explore's random start, which has nothing to be similar to. */
   score?: number;
+  /** With group: the entry's group and its further items (up to group size − 1). */
+  group?: { value: Scalar | null; count: number; more: SimilarityHit[] };
 }
 
 export interface SimilarityResult {
@@ -55,6 +62,8 @@ export interface SimilarityResult {
   limit: number;
   /** The journey for explore_url (explore only). */
   path?: string[];
+  /** With group: items shown per group. */
+  groupSize?: number;
 }
 
 const DATA_URI = /^data:image\/(png|jpeg|jpg);base64,([A-Za-z0-9+/=\s]+)$/;
@@ -62,10 +71,15 @@ const DATA_URI = /^data:image\/(png|jpeg|jpg);base64,([A-Za-z0-9+/=\s]+)$/;
 const EXPLORE_POOL = 4;
 
 /** Scores as clients see them, on both APIs: 0–1, six decimals. */
+const tidyScore = (score: number) => Math.min(1, Math.max(0, Math.round(score * 1e6) / 1e6));
 const tidy = (hits: Array<{ item: StoredItem; score: number }>): SimilarityHit[] =>
-  hits.map((h) => ({
-    item: h.item,
-    score: Math.min(1, Math.max(0, Math.round(h.score * 1e6) / 1e6)),
+  hits.map((h) => ({ item: h.item, score: tidyScore(h.score) }));
+
+/** Grouped hits as entries: each group's best, carrying the group and its further items. */
+const tidyGroups = (groups: ScoredGroup[]): SimilarityHit[] =>
+  groups.map((g) => ({
+    ...tidy(g.hits.slice(0, 1))[0]!,
+    group: { value: g.value, count: g.count, more: tidy(g.hits.slice(1)) },
   }));
 
 function limitOf(p: SimilarityParams): number {
@@ -124,10 +138,20 @@ export class SimilarityService {
     return this.vision.request(who, org, name, 'similar', async (ds, bill) => {
       const limit = limitOf(p);
       const vars = parseActionVars(p.v);
-      const conditions = await this.vision.conditions(ds, p.q);
+      const catalogue = await this.store.catalogue(ds.id);
+      const conditions = await this.vision.conditions(ds, p.q, catalogue);
+      const group = this.vision.group(p.group, catalogue);
       this.requireId(p.id);
       await this.vision.requireReady(ds);
       const { item, vector } = await this.target(ds.id, p.id);
+      if (group) {
+        const hits = await this.similarGroups(bill, ds, vars, item, vector, conditions, {
+          limit,
+          group,
+          excludeParent: p.excludeParent,
+        });
+        return { hits, limit, groupSize: group.size };
+      }
       const parent = item.metadata.parent;
       const extra: Condition[] =
         p.excludeParent && parent !== undefined && !Array.isArray(parent)
@@ -140,6 +164,75 @@ export class SimilarityService {
       });
       return { hits: [{ item, score: 1 }, ...hits], limit };
     });
+  }
+
+  /**
+   * similar with group: the target first with its own group (its nearest group mates), then the
+   * best items of other groups; exclude_parent still leaves out the target's parent.
+   */
+  private async similarGroups(
+    bill: Bill,
+    ds: Dataset,
+    vars: Record<string, string>,
+    item: StoredItem,
+    vector: number[],
+    conditions: Condition[],
+    p: { limit: number; group: GroupSpec; excludeParent?: boolean },
+  ): Promise<SimilarityHit[]> {
+    const { field, size } = p.group;
+    const own = groupValue(item, field);
+    const parent = item.metadata.parent;
+    const extra: Condition[] =
+      p.excludeParent && parent !== undefined && !Array.isArray(parent)
+        ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
+        : [];
+    const nearest = this.nearestFn(ds, [vector], [...conditions, ...extra]);
+    const [first, rest] = await bill(
+      vars,
+      () =>
+        Promise.all([
+          own === undefined
+            ? { value: null, count: 1, more: [] as SimilarityHit[] }
+            : Promise.all([
+                this.engine.groupCounts(ds.id, conditions, field, [own]),
+                withinGroup(nearest, field, own, size - 1, [item.id]),
+              ]).then(([[count], more]) => ({ value: own, count: count!, more: tidy(more) })),
+          nearestGroups(this.engine, ds.id, nearest, conditions, {
+            want: p.limit - 1,
+            group: p.group,
+            excludeIds: [item.id],
+            excludeKey: groupKey(own),
+          }),
+        ]),
+      ([, r]) =>
+        shownFacts(
+          conditions,
+          r.map((g) => g.hits[0]!.item),
+        ),
+    );
+    return [{ item, score: 1, group: first }, ...tidyGroups(rest)];
+  }
+
+  /** Nearest items to the vectors (each item at its best score over them) under `conditions`. */
+  private nearestFn(
+    ds: Dataset,
+    vectors: number[][],
+    conditions: Condition[],
+    includeVectors = false,
+  ): Nearest {
+    const one = (vector: number[], limit: number, extra: Condition[], excludeIds: string[]) =>
+      this.engine.similar(ds.id, {
+        vector,
+        embedder: this.embedderId,
+        conditions: [...conditions, ...extra],
+        limit,
+        excludeIds,
+        includeVectors,
+      });
+    return async (limit, extra, excludeIds) =>
+      vectors.length === 1
+        ? one(vectors[0]!, limit, extra, excludeIds)
+        : bestOf(await Promise.all(vectors.map((v) => one(v, limit, extra, excludeIds))), limit);
   }
 
   /**
@@ -157,7 +250,13 @@ export class SimilarityService {
       const limit = limitOf(p);
       const vars = parseActionVars(p.v);
       const earlierIds = checkJourney(p.path ?? []);
-      const conditions = await this.vision.conditions(ds, p.q);
+      const catalogue = await this.store.catalogue(ds.id);
+      const conditions = await this.vision.conditions(ds, p.q, catalogue);
+      const group = this.vision.group(p.group, catalogue);
+      if (group && (p.id === undefined || p.id === ''))
+        throw invalid('group on explore needs id: a random start has no groups to rank', [
+          { param: 'group', message: 'only with id' },
+        ]);
       await this.vision.requireReady(ds);
       if (p.id === undefined || p.id === '') {
         const seed = crypto.randomInt(0, 2 ** 31);
@@ -175,6 +274,36 @@ export class SimilarityService {
         .filter((e) => e?.embedder === this.embedderId && e.vector)
         .map((e) => e!.vector!);
       const query = steer(vector, earlier);
+      if (group) {
+        const nearest = this.nearestFn(ds, [query], conditions, true);
+        const groups = await bill(
+          vars,
+          async () => {
+            const pool = await nearestGroups(this.engine, ds.id, nearest, conditions, {
+              want: Math.min(limit * EXPLORE_POOL, 200),
+              group,
+              excludeIds: [item.id, ...earlierIds],
+              excludeKey: groupKey(groupValue(item, group.field)),
+            });
+            const heads = pool.flatMap((g) => {
+              const v = g.hits[0]!.vector;
+              return v ? [{ score: g.hits[0]!.score, vector: v, g }] : [];
+            });
+            return diversify(heads, limit, 0.7, [vector]).map((h) => h.g);
+          },
+          (r) =>
+            shownFacts(
+              conditions,
+              r.map((g) => g.hits[0]!.item),
+            ),
+        );
+        return {
+          hits: tidyGroups(groups),
+          limit,
+          path: [...earlierIds, item.id],
+          groupSize: group.size,
+        };
+      }
       const hits = await bill(
         vars,
         async () => {
@@ -227,7 +356,9 @@ export class SimilarityService {
             message: 'expected data:image/png;base64,… or data:image/jpeg;base64,…',
           },
         ]);
-      const conditions = await this.vision.conditions(ds, p.q);
+      const catalogue = await this.store.catalogue(ds.id);
+      const conditions = await this.vision.conditions(ds, p.q, catalogue);
+      const group = this.vision.group(p.group, catalogue);
       await this.vision.requireReady(ds);
       let vectors: number[][];
       try {
@@ -240,8 +371,9 @@ export class SimilarityService {
       const hits = await this.nearest(bill, ds, vars, vectors, conditions, {
         limit,
         excludeIds: [],
+        group,
       });
-      return { hits, limit };
+      return { hits, limit, ...(group ? { groupSize: group.size } : {}) };
     });
   }
 
@@ -263,7 +395,9 @@ export class SimilarityService {
         throw invalid(`ids: between 1 and ${LIMITS.collectionMaxIds} item ids; got ${ids.length}`, [
           { param: 'ids', message: `1 to ${LIMITS.collectionMaxIds} comma-separated item ids` },
         ]);
-      const conditions = await this.vision.conditions(ds, p.q);
+      const catalogue = await this.store.catalogue(ds.id);
+      const conditions = await this.vision.conditions(ds, p.q, catalogue);
+      const group = this.vision.group(p.group, catalogue);
       await this.vision.requireReady(ds);
       const members = await Promise.all(
         ids.map((id) =>
@@ -287,8 +421,9 @@ export class SimilarityService {
       const hits = await this.nearest(bill, ds, vars, [vector], conditions, {
         limit,
         excludeIds: ids,
+        group,
       });
-      return { hits, limit };
+      return { hits, limit, ...(group ? { groupSize: group.size } : {}) };
     });
   }
 
@@ -303,9 +438,27 @@ export class SimilarityService {
     vars: Record<string, string>,
     vectors: number[][],
     conditions: Condition[],
-    page: { limit: number; excludeIds: string[]; extra?: Condition[] },
+    page: { limit: number; excludeIds: string[]; extra?: Condition[]; group?: GroupSpec },
   ): Promise<SimilarityHit[]> {
-    const { limit, excludeIds, extra = [] } = page;
+    const { limit, excludeIds, extra = [], group } = page;
+    if (group) {
+      const nearest = this.nearestFn(ds, vectors, [...conditions, ...extra]);
+      const groups = await bill(
+        vars,
+        () =>
+          nearestGroups(this.engine, ds.id, nearest, conditions, {
+            want: limit,
+            group,
+            excludeIds,
+          }),
+        (r) =>
+          shownFacts(
+            conditions,
+            r.map((g) => g.hits[0]!.item),
+          ),
+      );
+      return tidyGroups(groups);
+    }
     const one = (vector: number[]) =>
       this.engine.similar(ds.id, {
         vector,

@@ -1,5 +1,6 @@
 import { ReadinessMemo } from './ready-memo';
 import { checkFigures, hasFigures, type FiguresSpec, type Figures } from '../domain/figures';
+import { checkGroup, isGeneratedField, type GroupSpec, type ItemGroup } from '../domain/group';
 import { AppError, invalid } from '../domain/errors';
 import { filterTerms, type RequestFacts } from '../domain/report';
 import type { Dataset } from '../domain/dataset';
@@ -37,6 +38,10 @@ export interface SearchRequest {
   figures?: FiguresSpec;
   /** Action variables (`a:search,user_id:…`), recorded with the request. */
   v?: string;
+  /** One entry per group of this field (contract §13); `size` items of each. */
+  group?: { field?: string; size?: number };
+  /** Under group, facets count groups unless this is `items`. */
+  facetScope?: 'groups' | 'items';
 }
 
 /** Where a dataset's array fields are enabled, named in the errors that send a client there. */
@@ -61,6 +66,10 @@ export interface SearchPage {
   page: number;
   limit: number;
   figures?: Figures;
+  /** With group: per entry of `items`, its group (items[i] is groups[i].items[0]). */
+  groups?: ItemGroup[];
+  totalGroups?: number;
+  totalGroupsExact?: boolean;
 }
 
 const DEFAULT_SORT = 'service_updated_at';
@@ -136,25 +145,58 @@ export class VisionService {
       const sort = r.sort === undefined || r.sort === '' ? DEFAULT_SORT : r.sort;
       const sp = sortProblem(sort, catalogue);
       if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
+      const group = this.group(r.group, catalogue);
+      if (r.facetScope !== undefined && !group)
+        throw invalid('facet_scope needs group=<field>', [
+          { param: 'facet_scope', message: 'only with group' },
+        ]);
       const conditions = await this.conditions(ds, r.q, catalogue);
       if (r.filter) conditions.push(...compileFilterTree(r.filter, this.rules(ds, catalogue)));
       if (wantsFigures) checkFigureFields(spec, this.rules(ds, catalogue));
+      const figureSpec: FiguresSpec =
+        group && r.facetScope !== 'items'
+          ? { ...spec, groupBy: group.field, exactUpTo: LIMITS.groupExactMax }
+          : spec;
       await this.requireReady(ds);
-      const [{ items, total }, figures] = await bill(
+      const req = { conditions, sort: { field: sort, order }, offset, limit };
+      const [found, figures] = await bill(
         vars,
         () =>
           Promise.all([
-            this.engine.search(ds.id, { conditions, sort: { field: sort, order }, offset, limit }),
-            wantsFigures ? this.engine.figures(ds.id, conditions, spec) : undefined,
+            group
+              ? this.engine.searchGroups(ds.id, { ...req, group, exactUpTo: LIMITS.groupExactMax })
+              : this.engine.search(ds.id, req),
+            wantsFigures ? this.engine.figures(ds.id, conditions, figureSpec) : undefined,
           ]),
-        ([found]) => ({
-          total: found.total,
+        ([f]) => ({
+          total: f.total,
           filters: filterTerms(conditions),
           ...(r.sort ? { sort: r.sort } : {}),
         }),
       );
-      return { items, total, page, limit, ...(figures ? { figures } : {}) };
+      const rest = { total: found.total, page, limit, ...(figures ? { figures } : {}) };
+      if (!('groups' in found)) return { items: found.items, ...rest };
+      return {
+        ...rest,
+        items: found.groups.map((g) => g.items[0]!),
+        groups: found.groups,
+        totalGroups: found.totalGroups,
+        totalGroupsExact: found.totalGroupsExact,
+      };
     });
+  }
+
+  /** The checked `group` of a request, its field known to the dataset (as a sort field is). */
+  group(
+    g: { field?: string; size?: number } | undefined,
+    catalogue: FieldCatalogue,
+  ): GroupSpec | undefined {
+    const spec = checkGroup(g?.field, g?.size);
+    if (spec && !catalogue.has(spec.field) && !isGeneratedField(spec.field)) {
+      const message = `unknown group field '${spec.field}' (no item has it)`;
+      throw invalid(message, [{ param: 'group', message }]);
+    }
+    return spec;
   }
 
   /**

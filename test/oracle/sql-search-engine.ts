@@ -29,6 +29,16 @@ export class SqlSearchEngine implements SearchEngine {
     this.vectors = new VectorCache(db);
   }
 
+  // Grouping is checked against a brute-force model over the items (test/e2e/groups.test.ts),
+  // not against this oracle.
+  searchGroups(): Promise<never> {
+    return Promise.reject(new Error('the SQL oracle does not model grouping'));
+  }
+
+  groupCounts(): Promise<never> {
+    return Promise.reject(new Error('the SQL oracle does not model grouping'));
+  }
+
   async search(
     datasetId: string,
     req: SearchRequest,

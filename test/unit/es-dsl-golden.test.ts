@@ -13,6 +13,14 @@ import {
   reportBody,
   shownPairsBody,
 } from '../../src/adapters/elasticsearch/report';
+import {
+  groupCountsBody,
+  groupFacetBody,
+  groupFacetEstimateBody,
+  groupItemsBody,
+  groupTotalsBody,
+  scanBody,
+} from '../../src/adapters/elasticsearch/groups-dsl';
 import { parseQ } from '../../src/query/parse';
 import { resolveFilters } from '../../src/query/resolve';
 import type { ValueKind } from '../../src/domain/metadata';
@@ -97,6 +105,36 @@ const cases: Record<string, () => unknown> = {
       offset: 0,
       limit: 2,
     }),
+  'group-scan': () =>
+    scanBody(
+      {
+        conditions: conditions('category:boots'),
+        sort: { field: 'price', order: 'asc' },
+        offset: 20,
+        limit: 10,
+      },
+      'parent',
+      120,
+      [12.5, null, 'sku-7'],
+    ),
+  'group-items': () =>
+    groupItemsBody(
+      {
+        conditions: conditions('category:boots'),
+        sort: { field: 'service_updated_at', order: 'desc' },
+        offset: 0,
+        limit: 10,
+      },
+      'parent',
+      'n:42',
+      3,
+    ),
+  'group-totals': () => groupTotalsBody(conditions('instock:true'), 'parent', 10_000),
+  'group-counts': () => groupCountsBody(conditions('instock:true'), 'parent', ['t:p-1', 'n:7']),
+  'group-facet-partition': () =>
+    groupFacetBody(conditions('category:boots|flats'), 'parent', 'color', 0, 4),
+  'group-facet-estimate': () =>
+    groupFacetEstimateBody(conditions('category:boots|flats'), 'parent', 'color', 1000),
   'figures-histograms': () =>
     histogramsBody(conditions('category:boots'), [
       { field: 'price', interval: 25 },

@@ -11,7 +11,7 @@ export type Dsl = Record<string, unknown>;
 const TIME_FIELD = { service_created_at: 'created_at', service_updated_at: 'updated_at' } as const;
 
 /** The values of `field` the Vision API may read: never privateMetadata's (contract §6). */
-const ofField = (field: string): Dsl[] => [
+export const ofField = (field: string): Dsl[] => [
   { term: { 'attrs.f': field } },
   { terms: { 'attrs.scope': QUERYABLE_SCOPES } },
 ];
@@ -97,12 +97,12 @@ function conjunctionDsl(conditions: Condition[], first: Dsl[] = []): Dsl {
 }
 
 /** Processed items satisfying every condition. Never query_string: input is never parsed by ES. */
-function whereDsl(conditions: Condition[]): Dsl {
+export function whereDsl(conditions: Condition[]): Dsl {
   return conjunctionDsl(conditions, [{ term: { state: 'processed' } }]);
 }
 
 /** Numbers first, then strings, then items lacking the field (both orders); ties by id. */
-function sortDsl(sort: SearchRequest['sort']): Dsl[] {
+export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
   if (isServiceTimeField(sort.field))
     return [{ [TIME_FIELD[sort.field]]: { order: sort.order } }, { id: { order: 'asc' } }];
   const scalar = (t: 'n' | 's'): Dsl => ({
@@ -125,7 +125,7 @@ function sortDsl(sort: SearchRequest['sort']): Dsl[] {
 }
 
 /** Results never carry the embedding back: clients do not see it and it is the bulk of a document. */
-const NO_VECTOR = { excludes: ['vector_*', EMBEDDING_SOURCE] };
+export const NO_VECTOR = { excludes: ['vector_*', EMBEDDING_SOURCE] };
 
 /**
  * Filtered kNN: the q filter runs inside the HNSW search, so k results come back whenever k

@@ -1,7 +1,10 @@
 import type { FiguresSpec, Figures } from '../../domain/figures';
+import type { GroupedPage } from '../../domain/group';
+import type { Scalar } from '../../domain/metadata';
 import type { StoredItem } from '../../domain/item';
 import type {
   Facets,
+  GroupedSearchRequest,
   ScoredItem,
   SearchEngine,
   SearchRequest,
@@ -9,6 +12,7 @@ import type {
 } from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
 import { esFigures } from './figures';
+import { groupCounts, groupFacets, searchGroups, type Search } from './groups';
 import { docVector, fromDoc, type ItemDoc } from './document';
 import { facetsBody, knnBody, sampleBody, searchBody, type Dsl } from './dsl';
 import { ItemIndex, orEmpty } from './item-index';
@@ -37,6 +41,37 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
       },
       { items: [], total: 0 },
     );
+  }
+
+  searchGroups(datasetId: string, req: GroupedSearchRequest): Promise<GroupedPage> {
+    return orEmpty(() => searchGroups(this.searcher(datasetId), req), {
+      groups: [],
+      total: 0,
+      totalGroups: 0,
+      totalGroupsExact: true,
+    });
+  }
+
+  groupCounts(
+    datasetId: string,
+    conditions: Condition[],
+    field: string,
+    values: Scalar[],
+  ): Promise<number[]> {
+    return orEmpty(
+      () => groupCounts(this.searcher(datasetId), conditions, field, values),
+      values.map(() => 0),
+    );
+  }
+
+  /** Reads of the dataset's index for the grouping module. */
+  private searcher(datasetId: string): Search {
+    return (body, filterPath) =>
+      this.client.search<ItemDoc>({
+        index: this.index(datasetId),
+        ...body,
+        ...(filterPath ? { filter_path: filterPath } : {}),
+      } as never) as never;
   }
 
   async similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
@@ -85,6 +120,17 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
   }
 
   async figures(datasetId: string, conditions: Condition[], spec: FiguresSpec): Promise<Figures> {
+    const { groupBy } = spec;
+    if (groupBy !== undefined && spec.facets.length) {
+      const [rest, facets] = await Promise.all([
+        this.figures(datasetId, conditions, { ...spec, facets: [], groupBy: undefined }),
+        orEmpty(() => groupFacets(this.searcher(datasetId), conditions, { ...spec, groupBy }), {}),
+      ]);
+      return {
+        facets: Object.fromEntries(spec.facets.map((f) => [f.field, facets[f.field]!])),
+        ...rest,
+      };
+    }
     return esFigures(
       (body) =>
         orEmpty(

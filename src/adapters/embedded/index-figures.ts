@@ -17,6 +17,7 @@ import type { Facets } from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
 import { type Bits, count, has } from './bitset';
 import { matching } from './index-conditions';
+import { groupFacetCounts, groupsOf } from './index-groups';
 import { compareText } from './index-sort';
 import type { DatasetIndex, FieldIndex, FieldValue } from './memory-index';
 import { keyed } from '../../domain/keyed';
@@ -54,13 +55,15 @@ export function indexFigures(
           )
         : all;
       const f = ix.field(field);
-      const values: ValueCount[] = valueCounts(f, m).map(({ v, n }) =>
+      const grouped =
+        spec.groupBy === undefined ? undefined : groupFacetCounts(groupsOf(ix, spec.groupBy), f, m);
+      const values: ValueCount[] = (grouped?.counts ?? valueCounts(f, m)).map(({ v, n }) =>
         v.vtype === 'n'
           ? { num: v.num, text: numberText(v.num), count: n }
           : { text: v.text, count: n },
       );
-      const holding = f ? f.holders.countIn(m) : 0;
-      out.facets[field] = facetFigure(values, spec.facetSize, count(m) - holding);
+      const missing = grouped ? grouped.missing : count(m) - (f ? f.holders.countIn(m) : 0);
+      out.facets[field] = facetFigure(values, spec.facetSize, missing);
     }
   }
   if (spec.stats.length) {

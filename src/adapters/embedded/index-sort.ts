@@ -123,52 +123,74 @@ export function pageOf(
   limit: number,
 ): number[] {
   if (limit <= 0 || offset >= total) return [];
-  const time = isServiceTimeField(sort.field);
-  const f = time ? undefined : ix.field(sort.field);
-  const [key, version] = orderKey(ix, sort);
-  if (total <= SMALL && ix.caches.get(key)?.version !== version) {
-    const slots = Array.from(slotsOf(matches));
-    const cls = (s: number) => {
-      if (time) return 0;
-      const v = f && ix.sortValue(s, f);
-      return v ? (v.vtype === 'n' ? 0 : 1) : 2;
-    };
-    const desc = sort.order === 'desc' ? -1 : 1;
-    const keyed = slots.map((s) => {
-      const c = cls(s);
-      const v = c < 2 && !time ? ix.sortValue(s, f!)! : undefined;
-      const key: number | string = time
-        ? (sort.field === 'service_created_at' ? ix.created : ix.updated)[s]!
-        : c === 0
-          ? v!.num
-          : c === 1
-            ? v!.text
-            : 0;
-      return { s, c, key };
-    });
-    keyed.sort((a, b) => {
-      if (a.c !== b.c) return a.c - b.c;
-      if (a.c < 2 && a.key !== b.key) {
-        const d =
-          typeof a.key === 'number'
-            ? (a.key as number) < (b.key as number)
-              ? -1
-              : 1
-            : compareText(a.key as string, b.key as string);
-        return d * desc;
-      }
-      return compareText(ix.ids[a.s]!, ix.ids[b.s]!);
-    });
-    return keyed.slice(offset, offset + limit).map((k) => k.s);
-  }
-  const order = fullOrder(ix, sort);
   const out: number[] = [];
   let skip = offset;
-  for (let i = 0; i < order.length && out.length < limit; i++) {
-    const s = order[i]!;
-    if (!has(matches, s)) continue;
+  for (const s of orderedMatches(ix, matches, total, sort)) {
     if (skip > 0) skip--;
-    else out.push(s);
+    else if (out.push(s) >= limit) break;
   }
   return out;
+}
+
+/**
+ * Every matching slot in the order of `sort`, lazily: a small match set is sorted on its own,
+ * a large one read off the field's full order (built once, kept until a write changes it).
+ */
+export function* orderedMatches(
+  ix: DatasetIndex,
+  matches: Bits,
+  total: number,
+  sort: SearchRequest['sort'],
+): Generator<number> {
+  const [key, version] = orderKey(ix, sort);
+  if (total <= SMALL && ix.caches.get(key)?.version !== version) {
+    yield* sortedSmall(ix, Array.from(slotsOf(matches)), sort);
+    return;
+  }
+  const order = fullOrder(ix, sort);
+  let left = total;
+  for (let i = 0; i < order.length && left > 0; i++) {
+    const s = order[i]!;
+    if (!has(matches, s)) continue;
+    left--;
+    yield s;
+  }
+}
+
+/** A few slots sorted by `sort` directly (ties by id), as the full order would place them. */
+function sortedSmall(ix: DatasetIndex, slots: number[], sort: SearchRequest['sort']): number[] {
+  const time = isServiceTimeField(sort.field);
+  const f = time ? undefined : ix.field(sort.field);
+  const cls = (s: number) => {
+    if (time) return 0;
+    const v = f && ix.sortValue(s, f);
+    return v ? (v.vtype === 'n' ? 0 : 1) : 2;
+  };
+  const desc = sort.order === 'desc' ? -1 : 1;
+  const keyed = slots.map((s) => {
+    const c = cls(s);
+    const v = c < 2 && !time ? ix.sortValue(s, f!)! : undefined;
+    const key: number | string = time
+      ? (sort.field === 'service_created_at' ? ix.created : ix.updated)[s]!
+      : c === 0
+        ? v!.num
+        : c === 1
+          ? v!.text
+          : 0;
+    return { s, c, key };
+  });
+  keyed.sort((a, b) => {
+    if (a.c !== b.c) return a.c - b.c;
+    if (a.c < 2 && a.key !== b.key) {
+      const d =
+        typeof a.key === 'number'
+          ? (a.key as number) < (b.key as number)
+            ? -1
+            : 1
+          : compareText(a.key as string, b.key as string);
+      return d * desc;
+    }
+    return compareText(ix.ids[a.s]!, ix.ids[b.s]!);
+  });
+  return keyed.map((k) => k.s);
 }

@@ -1,8 +1,11 @@
 import type { FiguresSpec, Figures } from '../../domain/figures';
+import type { GroupedPage } from '../../domain/group';
+import type { Scalar } from '../../domain/metadata';
 import type { StoredItem } from '../../domain/item';
 import type { Condition } from '../../query/ast';
 import type {
   Facets,
+  GroupedSearchRequest,
   ScoredItem,
   SearchEngine,
   SearchRequest,
@@ -11,6 +14,7 @@ import type {
 import { count, has, slotsOf } from './bitset';
 import type { Db } from './db';
 import { indexFigures, indexFacets } from './index-figures';
+import { groupCountsOf, groupPage } from './index-groups';
 import { matching } from './index-conditions';
 import { pageOf } from './index-sort';
 import { MemoryIndexes } from './index-sync';
@@ -55,6 +59,34 @@ export class EmbeddedSearchEngine implements SearchEngine {
       const items = itemsByPk(this.db, pks);
       return { items: pks.flatMap((pk) => items.get(pk) ?? []), total };
     });
+  }
+
+  searchGroups(datasetId: string, req: GroupedSearchRequest): Promise<GroupedPage> {
+    return this.withIndex(datasetId, (ix) => {
+      const page = groupPage(ix, matching(ix, req.conditions), req);
+      const items = itemsByPk(
+        this.db,
+        page.groups.flatMap((g) => g.slots.map((s) => ix.pks[s]!)),
+      );
+      return {
+        ...page,
+        groups: page.groups.map(({ slots, ...g }) => ({
+          ...g,
+          items: slots.flatMap((s) => items.get(ix.pks[s]!) ?? []),
+        })),
+      };
+    });
+  }
+
+  groupCounts(
+    datasetId: string,
+    conditions: Condition[],
+    field: string,
+    values: Scalar[],
+  ): Promise<number[]> {
+    return this.withIndex(datasetId, (ix) =>
+      groupCountsOf(ix, matching(ix, conditions), field, values),
+    );
   }
 
   /** Per vector-matrix row, the item's slot in the index (-1: unknown to it). */

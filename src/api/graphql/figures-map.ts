@@ -42,7 +42,13 @@ export function figuresOut(f: Figures | undefined): {
   if (!f) return {};
   return {
     ...(f.facets
-      ? { facets: Object.entries(f.facets).map(([field, v]) => ({ field, ...v })) }
+      ? {
+          facets: Object.entries(f.facets).map(([field, v]) => ({
+            field,
+            ...v,
+            exact: v.exact ?? true,
+          })),
+        }
       : {}),
     ...(f.stats ? { stats: Object.entries(f.stats).map(([field, v]) => ({ field, ...v })) } : {}),
     ...(f.histograms

@@ -21,8 +21,21 @@ import { toVisionItem } from '../map';
 import { FacetInput, FilterInput, HistogramInput } from '../types/figures';
 import { SortOrder } from '../types/enums';
 import { JSONObjectScalar, JSONScalar } from '../types/scalars';
-import { Facet, SearchConnection } from '../types/search';
+import { Facet, FacetScope, GroupInput, ResultGroup, SearchConnection } from '../types/search';
 import { Vision, VisionItem } from '../types/vision';
+
+/** A result with its group, which `VisionItem.group` resolves (absent without group). */
+type Grouped = VisionItem & { groupView?: ResultGroup };
+
+const withGroup = (
+  first: VisionItem,
+  g: { value: ResultGroup['value']; count: number },
+  more: VisionItem[],
+  size: number,
+): Grouped =>
+  Object.assign(first, {
+    groupView: { value: g.value, count: g.count, ...(size > 1 ? { items: more } : {}) },
+  });
 
 /** Similarity hits as Vision items; explore_url carries q, limit (and the journey). */
 function scored(
@@ -32,7 +45,10 @@ function scored(
   carry: { q?: string; limit: number; path?: string[] },
 ): VisionItem[] {
   const link = { baseUrl, org: vis.org, dataset: vis.dataset, carry };
-  return r.hits.map((h) => toVisionItem(h.item, link, h.score));
+  const one = (h: SimilarityResult['hits'][number]) => toVisionItem(h.item, link, h.score);
+  return r.hits.map((h) =>
+    h.group ? withGroup(one(h), h.group, h.group.more.map(one), r.groupSize ?? 1) : one(h),
+  );
 }
 
 @ArgsType()
@@ -78,6 +94,18 @@ class SearchArgs {
 
   @Field(() => [HistogramInput], { nullable: true })
   histograms?: HistogramInput[];
+
+  @Field(() => GroupInput, {
+    nullable: true,
+    description: 'One result per group: pages, totalGroups and facets count groups.',
+  })
+  group?: GroupInput;
+
+  @Field(() => FacetScope, {
+    nullable: true,
+    description: 'Under group: GROUPS (default) or ITEMS.',
+  })
+  facetScope?: FacetScope;
 }
 
 /** What every similarity request takes besides its target (contract §7). */
@@ -91,6 +119,12 @@ class SimilarityArgs {
 
   @Field(() => String, { nullable: true })
   v?: string;
+
+  @Field(() => GroupInput, {
+    nullable: true,
+    description: 'One result per group of this field (contract §13).',
+  })
+  group?: GroupInput;
 }
 
 /** The service's view of the common similarity arguments (GraphQL gives absent ones as null). */
@@ -98,6 +132,7 @@ const similarity = (a: SimilarityArgs) => ({
   limit: a.limit,
   q: a.q ?? undefined,
   v: a.v ?? undefined,
+  ...(a.group ? { group: { field: a.group.field, size: a.group.size } } : {}),
 });
 
 /** What a similarity result's explore_url carries over. */
@@ -130,6 +165,8 @@ export class VisionResolver {
       v: a.v ?? undefined,
       figures: figuresSpec(a),
       ...(a.filter ? { filter: a.filter } : {}),
+      ...(a.group ? { group: { field: a.group.field, size: a.group.size } } : {}),
+      ...(a.facetScope ? { facetScope: a.facetScope } : {}),
     });
     const link = {
       baseUrl: ctx.baseUrl,
@@ -137,12 +174,26 @@ export class VisionResolver {
       dataset: vis.dataset,
       carry: { q: a.q ?? undefined, limit: a.limit },
     };
+    const size = a.group?.size ?? 1;
+    const pages = r.totalGroups ?? r.total;
     return {
       totalResults: r.total,
+      ...(r.totalGroups !== undefined
+        ? { totalGroups: r.totalGroups, totalGroupsExact: r.totalGroupsExact }
+        : {}),
       page: r.page,
       limit: r.limit,
-      hasNextPage: r.page * r.limit < r.total,
-      results: r.items.map((i) => toVisionItem(i, link)),
+      hasNextPage: r.page * r.limit < pages,
+      results: r.groups
+        ? r.groups.map((g) =>
+            withGroup(
+              toVisionItem(g.items[0]!, link),
+              g,
+              g.items.slice(1).map((i) => toVisionItem(i, link)),
+              size,
+            ),
+          )
+        : r.items.map((i) => toVisionItem(i, link)),
       ...figuresOut(r.figures),
     };
   }
@@ -291,6 +342,14 @@ export class VisionItemFields {
     @Arg('fields', () => [String], { nullable: true }) fields: string[] | undefined,
   ): Record<string, unknown> {
     return projectMetadata(i.item, fields ? parseFieldSelection(fields) : { all: true });
+  }
+
+  @FieldResolver(() => ResultGroup, {
+    nullable: true,
+    description: 'With group (contract §13): the group this result stands for.',
+  })
+  group(@Root() i: Grouped): ResultGroup | null {
+    return i.groupView ?? null;
   }
 
   @FieldResolver(() => JSONScalar, { nullable: true, description: 'One metadata value, any type.' })

@@ -54,6 +54,12 @@ export class SearchFacet {
 
   @Field(() => Int, { description: 'Matching items without the field.' })
   missing!: number;
+
+  @Field(() => Boolean, {
+    description:
+      'False when grouped counts were estimated (more matching groups than counted exactly, contract §13).',
+  })
+  exact!: boolean;
 }
 
 @ObjectType({ description: 'Over the numeric values of the field in all matching items.' })

@@ -7,7 +7,7 @@ import { figuresBody } from '../figures';
 import { parseFiguresParams } from '../figures-params';
 import { journeyParam } from '../journey-param';
 import { serve } from '../operation';
-import { resultEntry } from '../result-entry';
+import { groupedEntry, resultEntry } from '../result-entry';
 import * as op from '../schema/vision-ops';
 import type { RestServices } from '../services';
 
@@ -15,6 +15,21 @@ type Params = Record<string, string>;
 
 /** A comma-separated id list; blanks are dropped. */
 const idList = (ids: string | undefined): string[] => (ids ?? '').split(',');
+
+/** group and group_size as the services take them. */
+const grouping = (q: { group?: string; group_size?: number }) => ({
+  group:
+    q.group === undefined && q.group_size === undefined
+      ? undefined
+      : { field: q.group, size: q.group_size },
+});
+
+function facetScope(s: string | undefined): SearchRequest['facetScope'] {
+  if (s === undefined || s === 'groups' || s === 'items') return s;
+  throw invalid("facet_scope must be 'groups' or 'items'", [
+    { param: 'facet_scope', message: "expected 'groups' or 'items'" },
+  ]);
+}
 
 function sortOrder(order: string | undefined): SearchRequest['order'] {
   if (order === undefined || order === 'asc' || order === 'desc') return order;
@@ -27,7 +42,7 @@ function sortOrder(order: string | undefined): SearchRequest['order'] {
 function shape(
   baseUrl: string,
   params: Params,
-  q: { fields?: string; q?: string; limit?: number },
+  q: { fields?: string; q?: string; limit?: number; group?: string; group_size?: number },
   r: SimilarityResult,
 ) {
   const sel = parseFieldSelection(q.fields);
@@ -37,7 +52,15 @@ function shape(
     dataset: params.dataset,
     carry: { fields: q.fields, q: q.q, limit: q.limit, path: r.path },
   };
-  return { status: 'ok', results: r.hits.map((h) => resultEntry(h.item, sel, link, h.score)) };
+  const entry = (h: SimilarityResult['hits'][number]) => resultEntry(h.item, sel, link, h.score);
+  return {
+    status: 'ok',
+    results: r.hits.map((h) =>
+      h.group
+        ? groupedEntry(entry(h), h.group, h.group.more.map(entry), r.groupSize ?? 1)
+        : entry(h),
+    ),
+  };
 }
 
 export const visionRoutes =
@@ -64,9 +87,10 @@ export const visionRoutes =
       };
     });
     serve(app, op.similar, async ({ params, query }, req) => {
-      const { exclude_parent: excludeParent, ...rest } = query;
+      const { exclude_parent: excludeParent, group: _g, group_size: _s, ...rest } = query;
       const r = await s.similarity.similar(req.ctx.principal, params.organisation, params.dataset, {
         ...rest,
+        ...grouping(query),
         excludeParent,
       });
       return shape(req.ctx.baseUrl, params, query, r);
@@ -74,6 +98,7 @@ export const visionRoutes =
     serve(app, op.explore, async ({ params, query }, req) => {
       const r = await s.similarity.explore(req.ctx.principal, params.organisation, params.dataset, {
         ...query,
+        ...grouping(query),
         path: journeyParam(query.path),
       });
       return shape(req.ctx.baseUrl, params, query, r);
@@ -81,6 +106,7 @@ export const visionRoutes =
     serve(app, op.lens, async ({ params, query, body }, req) => {
       const r = await s.similarity.lens(req.ctx.principal, params.organisation, params.dataset, {
         ...query,
+        ...grouping(query),
         image: body.image,
       });
       return shape(req.ctx.baseUrl, params, query, r);
@@ -97,7 +123,7 @@ export const visionRoutes =
         req.ctx.principal,
         params.organisation,
         params.dataset,
-        { ...query, ids: idList(query.ids) },
+        { ...query, ...grouping(query), ids: idList(query.ids) },
       );
       return shape(req.ctx.baseUrl, params, query, r);
     });
@@ -112,6 +138,8 @@ export const visionRoutes =
         limit: query.limit,
         v: query.v,
         figures,
+        ...grouping(query),
+        facetScope: facetScope(query.facet_scope),
       });
       const link = {
         baseUrl: req.ctx.baseUrl,
@@ -122,8 +150,20 @@ export const visionRoutes =
       const sel = parseFieldSelection(query.fields);
       return {
         status: 'ok',
-        results: page.items.map((it) => resultEntry(it, sel, link)),
+        results: page.groups
+          ? page.groups.map((g) =>
+              groupedEntry(
+                resultEntry(g.items[0]!, sel, link),
+                g,
+                g.items.slice(1).map((it) => resultEntry(it, sel, link)),
+                query.group_size ?? 1,
+              ),
+            )
+          : page.items.map((it) => resultEntry(it, sel, link)),
         total_results: page.total,
+        ...(page.totalGroups !== undefined
+          ? { total_groups: page.totalGroups, total_groups_exact: page.totalGroupsExact }
+          : {}),
         ...figuresBody(page.figures),
       };
     });

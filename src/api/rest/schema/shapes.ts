@@ -43,12 +43,26 @@ const metadataValue = z.union([
   z.array(z.number()),
 ]);
 
-export const resultEntry = z
-  .object({
-    id: z.string(),
-    explore_url: z.string().meta({ format: 'uri' }),
-    metadata: z.record(z.string(), metadataValue),
-    score: z.number().optional().meta({ description: 'Similarity, for visual results only' }),
+const entry = z.object({
+  id: z.string(),
+  explore_url: z.string().meta({ format: 'uri' }),
+  metadata: z.record(z.string(), metadataValue),
+  score: z.number().optional().meta({ description: 'Similarity, for visual results only' }),
+});
+
+export const resultEntry = entry
+  .extend({
+    group: z
+      .object({
+        value: z.union([z.string(), z.number(), z.boolean()]).nullable(),
+        count: z.number().int().min(0),
+        items: z
+          .array(entry)
+          .optional()
+          .meta({ description: 'Further items of the group (group_size > 1)' }),
+      })
+      .optional()
+      .meta({ description: 'With group=<field> (contract §13): the entry’s group' }),
   })
   .meta({ id: 'ResultEntry' });
 
@@ -129,6 +143,10 @@ const facet = z.object({
   buckets: z.array(z.object({ value: z.string(), count })),
   other: count,
   missing: count,
+  exact: z
+    .literal(false)
+    .optional()
+    .meta({ description: 'Group counts estimated: more matching groups than counted exactly' }),
 });
 const stats = z.object({
   count,
@@ -144,6 +162,8 @@ export const searchPage = ok
   .extend({
     results: z.array(resultEntry),
     total_results: count,
+    total_groups: count.optional().meta({ description: 'With group: matching groups' }),
+    total_groups_exact: z.boolean().optional(),
     facets: z.record(z.string(), facet).optional(),
     stats: z.record(z.string(), stats).optional(),
     histograms: z

@@ -9,7 +9,11 @@ import * as shape from './shapes';
 
 const DS = '/orgs/:organisation/datasets/:dataset';
 const vision = { tag: 'vision', access: 'dataset', params: datasetParams } as const;
-const similarityQuery = { fields, q, limit, v };
+const grouping = {
+  group: text('One entry per value of this field (contract §13)'),
+  group_size: integer('Items shown per group, 1–10 (default 1)'),
+};
+const similarityQuery = { fields, q, limit, v, ...grouping };
 const notReady = ['invalid_request', 'not_found', 'payment_required', 'dataset_not_ready'] as const;
 
 export const details = operation({
@@ -129,6 +133,7 @@ export const search = operation({
     disjunctive: text('Facet fields whose counts ignore their own q conditions'),
     stats: text('Comma-separated numeric fields to summarise'),
     histogram: text('field:interval pairs, e.g. price:50,service_created_at:day'),
+    facet_scope: text('With group: facets count `groups` (default) or `items`'),
   }),
   status: 200,
   response: shape.searchPage,
