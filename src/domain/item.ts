@@ -1,4 +1,5 @@
 import type { Metadata } from './metadata';
+import type { ItemCounts } from './popularity';
 
 export type ItemState = 'pending' | 'processed' | 'failed';
 
@@ -16,6 +17,12 @@ export interface StoredItem {
    * counts each processing once (contract §8). Absent on items processed before it was kept.
    */
   image?: { width: number; height: number; url: string; processedAt?: number };
+  /**
+   * service_popularity and service_purchases (contract §14), as the last roll-up of the event
+   * log found them (absent: none yet, both 0). `at` is when they were counted (epoch ms): a
+   * roll-up never replaces counts with older ones.
+   */
+  counts?: ItemCounts & { at?: number };
 }
 
 export interface ListEntry {

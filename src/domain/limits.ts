@@ -89,6 +89,26 @@ export const LIMIT_TABLE = {
   },
   collectionMaxIds: { value: 50, unit: 'items', what: 'ids of one collection request (400 above)' },
   trackMaxEvents: { value: 1000, unit: 'items', what: 'events of one track request (400 above)' },
+  trackFutureMs: {
+    value: 5 * 60_000,
+    unit: 'ms',
+    what: 'how far in the future a tracked event `timestamp` may lie (clock skew; 400 beyond)',
+  },
+  trackMaxQty: {
+    value: 1_000_000,
+    unit: 'count',
+    what: '`qty` of one tracked purchase (a positive integer; 400 above)',
+  },
+  popularityWindowMs: {
+    value: 30 * 86_400_000,
+    unit: 'ms',
+    what: 'events counted by `service_popularity` and `service_purchases`: the trailing 30 days by event time (contract §14)',
+  },
+  popularityPassMs: {
+    value: 10_000,
+    unit: 'ms',
+    what: 'the popularity roll-up runs at most this often across the installation (one pass per interval, whichever process takes it)',
+  },
   reportTopDefault: {
     value: 10,
     unit: 'values',
@@ -158,7 +178,13 @@ export const LIMITS = Object.fromEntries(
 ) as { readonly [K in keyof typeof LIMIT_TABLE]: number };
 
 /** Fields the service generates; clients may not write them, but may request, sort and filter. */
-export const GENERATED_FIELDS = ['image_width', 'image_height', 'image_url'] as const;
+export const GENERATED_FIELDS = [
+  'image_width',
+  'image_height',
+  'image_url',
+  'service_popularity',
+  'service_purchases',
+] as const;
 export const SERVICE_TIME_FIELDS = ['service_created_at', 'service_updated_at'] as const;
 export type ServiceTimeField = (typeof SERVICE_TIME_FIELDS)[number];
 export const RESERVED_FIELDS: ReadonlySet<string> = new Set<string>([

@@ -1,6 +1,7 @@
 import { parseActionVars } from '../domain/action-vars';
 import { invalid, type ErrorDetail } from '../domain/errors';
 import { LIMITS } from '../domain/limits';
+import { PURCHASE_ACTION, parseQty } from '../domain/popularity';
 import type { EventLog, LoggedEvent } from '../ports/event-log';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
@@ -57,6 +58,8 @@ export class TrackService {
         const vars = parseActionVars(raw);
         const action = vars.a;
         if (!action) throw invalid('a:<action> is required, e.g. a:click');
+        // a purchase counts its qty toward service_purchases (contract §14): refuse what cannot
+        if (action === PURCHASE_ACTION) parseQty(vars.qty);
         out.push({
           org: ds.org,
           datasetId: ds.id,
@@ -79,12 +82,21 @@ export class TrackService {
   }
 }
 
-/** An ISO 8601 time or epoch milliseconds; absent means now. Not in the future. */
+/**
+ * An ISO 8601 time or epoch milliseconds; absent means now. At most trackFutureMs ahead, which
+ * allows for a client's clock skew but not for events that would count before they happen.
+ */
 function timeOf(t: string | number | null | undefined, now: number): number {
   if (t === undefined || t === null) return now;
   const ms = Math.floor(typeof t === 'number' ? t : /^\d{5,}$/.test(t) ? Number(t) : Date.parse(t));
   if (!Number.isFinite(ms) || ms < 0)
-    throw invalid('timestamp must be ISO 8601 or epoch milliseconds');
-  if (ms > now + 60_000) throw invalid('timestamp is in the future');
+    throw invalid(`timestamp must be ISO 8601 or epoch milliseconds; got '${String(t)}'`, [
+      { field: 'timestamp', value: String(t), message: 'ISO 8601, e.g. 2026-11-01T12:00:00Z' },
+    ]);
+  if (ms > now + LIMITS.trackFutureMs)
+    throw invalid(
+      `timestamp ${new Date(ms).toISOString()} is more than ${LIMITS.trackFutureMs / 60_000} minutes in the future`,
+      [{ field: 'timestamp', value: String(t), message: 'in the future' }],
+    );
   return ms;
 }
