@@ -1,6 +1,7 @@
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { EventLog } from '../ports/event-log';
+import type { ItemCountsRollup } from '../ports/item-counts';
 import type { KeyStore } from '../ports/key-store';
 import type { SearchEngine } from '../ports/search-engine';
 import type { UsageLedger } from '../ports/usage-ledger';
@@ -12,5 +13,7 @@ export interface EnginePorts {
   engine: SearchEngine;
   ledger: UsageLedger;
   events: EventLog;
+  /** The background roll-up of the event log into items' popularity and purchases. */
+  counts: ItemCountsRollup;
   keys: KeyStore;
 }

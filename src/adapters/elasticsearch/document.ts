@@ -1,5 +1,6 @@
 import type { ItemState, StoredItem } from '../../domain/item';
 import type { Metadata } from '../../domain/metadata';
+import { NO_COUNTS, countFields, type ItemCounts } from '../../domain/popularity';
 import type { ProcessingFailure } from '../../domain/processing';
 import { itemTerms, valueRows, type Scope } from '../value-index';
 
@@ -36,6 +37,8 @@ export interface ItemDoc {
   [vector: `vector_${number}`]: number[] | Float32Array | null | undefined;
   /** The same embedding as stored: float32 bytes, base64 (see EMBEDDING_SOURCE). */
   embedding_f32?: string | null;
+  /** The rolled-up counts (contract §14); absent on documents written before they existed. */
+  counts?: ItemCounts & { at?: number };
 }
 
 /**
@@ -108,16 +111,21 @@ export function toDoc(
     : kept.vector instanceof Float32Array
       ? kept.vector
       : Float32Array.from(kept.vector);
-  const gen = item.image
-    ? toAttrs(
-        {
-          image_width: item.image.width,
-          image_height: item.image.height,
-          image_url: item.image.url,
-        },
-        'gen',
-      )
-    : [];
+  const counts = item.counts ?? NO_COUNTS;
+  const gen = toAttrs(
+    {
+      ...(item.image
+        ? {
+            image_width: item.image.width,
+            image_height: item.image.height,
+            image_url: item.image.url,
+          }
+        : {}),
+      // on every item, so ranges, sort and stats see the zeros too
+      ...countFields(counts),
+    },
+    'gen',
+  );
   return {
     dataset: datasetId,
     id: item.id,
@@ -133,6 +141,11 @@ export function toDoc(
     terms: itemTerms(item.metadata),
     attrs: [...toAttrs(item.metadata, 'pub'), ...toAttrs(item.privateMetadata, 'priv'), ...gen],
     embedder: kept?.embedder ?? null,
+    counts: {
+      popularity: counts.popularity,
+      purchases: counts.purchases,
+      ...(item.counts?.at !== undefined ? { at: item.counts.at } : {}),
+    },
     ...(vector
       ? { [vectorField(vector.length)]: vector, [EMBEDDING_SOURCE]: encodeVector(vector) }
       : {}),
@@ -149,5 +162,6 @@ export function fromDoc(d: ItemDoc): StoredItem {
     createdAt: d.created_at,
     updatedAt: d.updated_at,
     ...(d.state === 'processed' && d.image ? { image: d.image } : {}),
+    ...(d.counts ? { counts: d.counts } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import { eventKeys, type Report, type ReportSpec } from '../../domain/report';
+import { countedEvent } from '../../domain/popularity';
 import type { EventLog, LoggedEvent } from '../../ports/event-log';
 import { esReport } from './report';
 import { unavailable } from './outage';
@@ -17,11 +18,14 @@ interface EventDoc {
   shown?: string[];
   page_view_id?: string;
   item_id?: string;
+  qty?: number;
+  received_at?: number;
 }
 
-function eventDoc(e: LoggedEvent): EventDoc {
+function eventDoc(e: LoggedEvent, receivedAt: number): EventDoc {
   const keys = eventKeys(e);
   const f = e.facts;
+  const counted = countedEvent(e);
   return {
     org: e.org,
     dataset_id: e.datasetId,
@@ -39,6 +43,8 @@ function eventDoc(e: LoggedEvent): EventDoc {
       : {}),
     ...(keys.pageViewId ? { page_view_id: keys.pageViewId } : {}),
     ...(keys.itemId ? { item_id: keys.itemId } : {}),
+    ...(counted ? { qty: counted.qty } : {}),
+    received_at: receivedAt,
   };
 }
 
@@ -57,7 +63,11 @@ export class EsEventLog implements EventLog {
   private queue: Array<{ events: LoggedEvent[]; done: (e?: unknown) => void }> = [];
   private flushing = false;
 
-  constructor(private readonly indices: EsIndices) {}
+  constructor(
+    private readonly indices: EsIndices,
+    /** Stamps each event's received_at, which the popularity roll-up reads as "new". */
+    private readonly now: () => number = Date.now,
+  ) {}
 
   append(events: LoggedEvent[]): Promise<void> {
     if (!events.length) return Promise.resolve();
@@ -93,8 +103,9 @@ export class EsEventLog implements EventLog {
 
   private async write(events: LoggedEvent[]): Promise<void> {
     const index = this.indices.shared('events');
+    const receivedAt = this.now();
     const r = await this.indices.client.bulk({
-      operations: events.flatMap((e) => [{ index: { _index: index } }, eventDoc(e)]),
+      operations: events.flatMap((e) => [{ index: { _index: index } }, eventDoc(e, receivedAt)]),
     });
     if (r.errors) {
       const first = r.items.find((i) => i.index?.error)?.index?.error;

@@ -6,6 +6,7 @@ import { EsEventLog } from './es-event-log';
 import { EsKeyStore } from './es-key-store';
 import { EsUsageLedger } from './es-usage-ledger';
 import { FieldCatalogues } from './field-catalogue';
+import { EsItemCounts } from './item-counts';
 import type { EsIndices } from './indices';
 import { EsItemProcessing } from './item-processing';
 import { EsItemReader } from './item-reader';
@@ -45,7 +46,8 @@ export function esPorts(
     }),
     engine: port('engine', new EsSearchEngine(indices)),
     ledger: port('ledger', new EsUsageLedger(indices)),
-    events: port('events', new EsEventLog(indices)),
+    events: port('events', new EsEventLog(indices, opts.now ?? Date.now)),
+    counts: port('counts', new EsItemCounts(indices)),
     keys: port('keys', new EsKeyStore(indices)),
   };
 }

@@ -1,5 +1,5 @@
 import { errors, type Client } from '@elastic/elasticsearch';
-import { EMBEDDING_SOURCE_MAPPING, itemMapping } from './mapping';
+import { COUNTS_MAPPING, EMBEDDING_SOURCE_MAPPING, itemMapping } from './mapping';
 
 /** Shards and replicas of every index (ELASTICSEARCH_SHARDS / ELASTICSEARCH_REPLICAS). */
 export interface IndexLayout {
@@ -75,7 +75,28 @@ const SHARED = {
     shown: keyword,
     page_view_id: keyword,
     item_id: keyword,
+    // contract §14: what a counted event (click or purchase naming an item) adds to its item,
+    // and when a host received it (the popularity roll-up's "new since the last pass")
+    qty: { type: 'integer' },
+    received_at: long,
   },
+  /**
+   * Each item id's last rolled-up popularity and purchases (contract §14), also for ids not in
+   * the dataset (yet): an item pushed later starts from them. _id = dataset id + NUL + item id.
+   */
+  item_counts: {
+    dataset_id: keyword,
+    item_id: keyword,
+    popularity: long,
+    purchases: long,
+    at: long,
+  },
+  /**
+   * Where the popularity roll-up is; one document (_id `state`), written with if_seq_no: the
+   * time up to which received events are counted, the window edge applied, when the last pass
+   * ran, and until when a process has claimed the current pass.
+   */
+  counts_rollup: { watermark: long, edge: long, ran_at: long, claim_until: long },
 } as const;
 
 export type SharedIndex = keyof typeof SHARED;
@@ -191,11 +212,11 @@ export class EsIndices {
         mappings: itemMapping(dims) as never,
       },
     });
-    // Indices made before the embedding had its compact stored copy take the field now, so
-    // no write of a kept embedding is refused by their strict mapping (a no-op once there).
+    // Indices made before the embedding had its compact stored copy (or the counts) take the
+    // fields now, so no write is refused by their strict mapping (a no-op once there).
     await this.client.indices.putMapping({
       index: this.allItems,
-      properties: EMBEDDING_SOURCE_MAPPING as never,
+      properties: { ...EMBEDDING_SOURCE_MAPPING, ...COUNTS_MAPPING } as never,
       allow_no_indices: true,
       ignore_unavailable: true,
     });

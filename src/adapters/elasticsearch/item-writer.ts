@@ -9,6 +9,7 @@ import { toUnavailable, unavailable } from './outage';
 import type { EsIndices } from './indices';
 import { ItemIndex, type Hit } from './item-index';
 import { Refresher } from './refresher';
+import { storedCounts, type StoredCounts } from './item-counts';
 
 type BulkResult = { status: number; error?: { type: string; reason?: string | null } };
 
@@ -49,7 +50,11 @@ export class EsItemWriter extends ItemIndex implements ItemWriter {
     try {
       for (let attempt = 0; pending.length && attempt < CAS_RETRIES; attempt++) {
         if (attempt) await backoff(attempt);
-        const { hits, indexMissing } = await this.mget(datasetId, pending);
+        // New ids start from counts rolled up before they were pushed: read beside the items.
+        const [{ hits, indexMissing }, counts] = await Promise.all([
+          this.mget(datasetId, pending),
+          storedCounts(this.indices, datasetId, pending),
+        ]);
         // The read found no index: create it, then every id is new (a create-only write, so
         // a concurrent host's first writes to the same ids conflict and are read again).
         if (indexMissing) await this.indices.createItems(datasetId, this.vectorDims);
@@ -57,7 +62,7 @@ export class EsItemWriter extends ItemIndex implements ItemWriter {
         const ops: unknown[] = [];
         const planned: string[] = [];
         for (const id of pending) {
-          const op = this.plan(datasetId, id, byId.get(id)!, current.get(id), mode, now);
+          const op = this.plan(datasetId, id, byId.get(id)!, current.get(id), mode, now, counts);
           if (!op) continue;
           ops.push(...op.ops);
           planned.push(id);
@@ -103,8 +108,10 @@ export class EsItemWriter extends ItemIndex implements ItemWriter {
     hit: Hit | undefined,
     mode: WriteMode,
     now: number,
+    counts: Map<string, StoredCounts>,
   ): { ops: unknown[]; job?: ProcessingJob } | undefined {
     let item = hit?._source ? fromDoc(hit._source) : undefined;
+    const isNew = !item;
     let needsJob = false;
     let urlChanged = false;
     for (const w of writes) {
@@ -115,6 +122,8 @@ export class EsItemWriter extends ItemIndex implements ItemWriter {
       urlChanged ||= out.urlChanged;
     }
     if (!item) return undefined;
+    const known = counts.get(id);
+    if (isNew && known) item = { ...item, counts: known };
     const error = urlChanged ? null : (hit?._source?.error ?? null);
     const _index = this.index(datasetId);
     const action = hit

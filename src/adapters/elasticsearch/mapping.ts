@@ -3,6 +3,9 @@ import { EMBEDDING_SOURCE, vectorField } from './document';
 /** Stored only (binary: neither indexed nor in doc values). */
 export const EMBEDDING_SOURCE_MAPPING = { [EMBEDDING_SOURCE]: { type: 'binary' } } as const;
 
+/** An item's rolled-up counts (contract §14), stored only: queries read them from `attrs`. */
+export const COUNTS_MAPPING = { counts: { type: 'object', enabled: false } } as const;
+
 /**
  * One index per dataset, with a fixed mapping: metadata never becomes mapped fields of its own
  * (no mapping explosion, and a key may hold a number in one item and a string in another).
@@ -40,6 +43,7 @@ const BASE_MAPPING = {
     },
     embedder: { type: 'keyword' },
     ...EMBEDDING_SOURCE_MAPPING,
+    ...COUNTS_MAPPING,
   },
 } as const;
 

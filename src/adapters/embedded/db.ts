@@ -160,6 +160,30 @@ const MIGRATIONS: string[] = [
   CREATE INDEX it_item_term ON item_terms(item_pk, term);
   DROP INDEX it_item;
   `,
+  // Popularity and purchases (contract §14). qty is what a counted event adds to its item (a
+  // click 1, a purchase its qty; NULL counts toward nothing). item_counts holds each item id's
+  // last rolled-up counts, also for ids not (yet) in the dataset, so an item pushed later
+  // starts from them; items keeps its own copy, and value rows make them generated fields.
+  `
+  ALTER TABLE events ADD COLUMN qty INTEGER;
+  UPDATE events SET qty = CASE WHEN type = 'purchase'
+      AND CAST(json_extract(vars, '$.qty') AS INTEGER) >= 1
+      THEN CAST(json_extract(vars, '$.qty') AS INTEGER) ELSE 1 END
+    WHERE kind = 'track' AND item_id IS NOT NULL AND type IN ('click', 'purchase');
+  CREATE INDEX events_counted_item ON events(dataset_id, item_id, at) WHERE qty IS NOT NULL;
+  CREATE INDEX events_counted_at ON events(at) WHERE qty IS NOT NULL;
+  CREATE TABLE item_counts (
+    dataset_id TEXT NOT NULL, item_id TEXT NOT NULL,
+    popularity INTEGER NOT NULL, purchases INTEGER NOT NULL,
+    PRIMARY KEY (dataset_id, item_id)
+  ) WITHOUT ROWID;
+  ALTER TABLE items ADD COLUMN popularity INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE items ADD COLUMN purchases INTEGER NOT NULL DEFAULT 0;
+  INSERT INTO item_values (item_pk, dataset_id, field, scope, is_array, vtype, sval, nval)
+    SELECT pk, dataset_id, 'service_popularity', 'gen', 0, 'n', NULL, 0 FROM items;
+  INSERT INTO item_values (item_pk, dataset_id, field, scope, is_array, vtype, sval, nval)
+    SELECT pk, dataset_id, 'service_purchases', 'gen', 0, 'n', NULL, 0 FROM items;
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

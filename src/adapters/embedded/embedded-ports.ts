@@ -5,6 +5,7 @@ import { EmbeddedAccountStore } from './account-store';
 import { sqliteOutage, type Db } from './db';
 import { SqliteEventLog } from './event-log';
 import { FileKeyStore } from './file-key-store';
+import { SqliteItemCounts } from './item-counts';
 import { EmbeddedItemProcessing } from './item-processing';
 import { EmbeddedItemReader } from './item-reader';
 import { EmbeddedItemWriter } from './item-writer';
@@ -24,6 +25,7 @@ export function embeddedPorts(db: Db, dataDir: string, timers?: PortTimers): Eng
     engine: port('engine', new EmbeddedSearchEngine(db)),
     ledger: port('ledger', new SqliteUsageLedger(db)),
     events: port('events', new SqliteEventLog(db)),
+    counts: port('counts', new SqliteItemCounts(db)),
     keys: port('keys', new FileKeyStore(dataDir)),
   };
 }

@@ -1,4 +1,5 @@
 import { eventKeys, type Report, type ReportSpec } from '../../domain/report';
+import { countedEvent } from '../../domain/popularity';
 import type { EventLog, LoggedEvent } from '../../ports/event-log';
 import { type Db, stmt } from './db';
 import { sqliteReport } from './report';
@@ -26,7 +27,7 @@ export class SqliteEventLog implements EventLog {
       const insert = stmt(
         this.db,
         `INSERT INTO events (org, dataset_id, kind, type, at, vars, total, filters, sort, shown,
-             page_view_id, item_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             page_view_id, item_id, qty) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       for (const e of events) {
         const keys = eventKeys(e);
@@ -44,6 +45,7 @@ export class SqliteEventLog implements EventLog {
           f?.shown?.length ? JSON.stringify(f.shown) : null,
           keys.pageViewId ?? null,
           keys.itemId ?? null,
+          countedEvent(e)?.qty ?? null,
         );
       }
     })();

@@ -32,7 +32,7 @@ export class EmbeddedItemProcessing implements ItemProcessing {
       if (!row) return false;
       this.changes.stamp(job.datasetId, [row.pk], false);
       this.st.delError.run(job.datasetId, job.itemId);
-      this.st.delValues.run(row.pk, 'gen', 'gen');
+      this.st.delImageValues.run(row.pk);
       this.st.putVector.run(row.pk, job.datasetId, f.embedder, vectorBlob(f.vector));
       this.st.bumpVectors.run(job.datasetId);
       for (const r of valueRows(

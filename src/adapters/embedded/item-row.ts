@@ -19,6 +19,8 @@ export interface ItemRow {
   image_processed_at: number | null;
   created_at: number;
   updated_at: number;
+  popularity: number;
+  purchases: number;
 }
 
 export const toStoredItem = (r: ItemRow): StoredItem => ({
@@ -29,6 +31,7 @@ export const toStoredItem = (r: ItemRow): StoredItem => ({
   state: r.state,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
+  counts: { popularity: r.popularity, purchases: r.purchases },
   ...(r.state === 'processed' && r.image_width !== null
     ? {
         image: {
@@ -64,7 +67,8 @@ export const chunks = <T>(xs: T[], n: number): T[][] =>
   Array.from({ length: Math.ceil(xs.length / n) }, (_, i) => xs.slice(i * n, i * n + n));
 
 /** The statements that a client's write and a worker's result both run on an item. */
-type ItemStatement = 'insValue' | 'delValues' | 'delError' | 'bumpVectors' | 'putVector';
+type ItemStatement =
+  'insValue' | 'delValues' | 'delImageValues' | 'delError' | 'bumpVectors' | 'putVector';
 
 export function itemStatements(db: Db): Record<ItemStatement, Statement> {
   return {
@@ -72,6 +76,11 @@ export function itemStatements(db: Db): Record<ItemStatement, Statement> {
       'INSERT INTO item_values (item_pk, dataset_id, field, scope, is_array, vtype, sval, nval) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     delValues: db.prepare('DELETE FROM item_values WHERE item_pk = ? AND scope IN (?, ?)'),
+    // the generated rows processing made; the counts are the roll-up's and outlive a new url
+    delImageValues: db.prepare(
+      `DELETE FROM item_values WHERE item_pk = ? AND scope = 'gen'
+         AND field NOT IN ('service_popularity', 'service_purchases')`,
+    ),
     delError: db.prepare('DELETE FROM processing_errors WHERE dataset_id = ? AND item_id = ?'),
     // Every change to a dataset's vectors bumps its version, so in-memory copies (the exact
     // search's matrix, possibly in another process) know to reload.

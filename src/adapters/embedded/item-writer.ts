@@ -2,6 +2,7 @@ import type { ContentWrite, WriteMode } from '../../domain/content';
 import { applyWrite } from '../../domain/content-write';
 import type { ProcessingJob } from '../../domain/item';
 import type { Metadata } from '../../domain/metadata';
+import { NO_COUNTS, countFields, type ItemCounts } from '../../domain/popularity';
 import type { ItemWriter } from '../../ports/item-writer';
 import { itemTerms, kindEntries, valueRows, type Scope } from '../value-index';
 import { ChangeLog } from './change-log';
@@ -23,8 +24,13 @@ export class EmbeddedItemWriter implements ItemWriter {
       ...itemStatements(db),
       byId: db.prepare('SELECT * FROM items WHERE dataset_id = ? AND id = ?'),
       insert: db.prepare(
-        `INSERT INTO items (dataset_id, id, url, metadata, private_metadata, state, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) RETURNING pk`,
+        `INSERT INTO items (dataset_id, id, url, metadata, private_metadata, state, created_at,
+           updated_at, popularity, purchases)
+         VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING pk`,
+      ),
+      // an id's counts from events logged before the item was pushed (or while it was deleted)
+      countsOf: db.prepare(
+        'SELECT popularity, purchases FROM item_counts WHERE dataset_id = ? AND item_id = ?',
       ),
       update: db.prepare(
         `UPDATE items SET url = ?, metadata = ?, private_metadata = ?, state = ?, updated_at = ?,
@@ -87,6 +93,8 @@ export class EmbeddedItemWriter implements ItemWriter {
         if (!out) continue;
         const { item } = out;
         if (!row || !old) {
+          const counts =
+            (this.st.countsOf.get(datasetId, item.id) as ItemCounts | undefined) ?? NO_COUNTS;
           const { pk } = this.st.insert.get(
             datasetId,
             item.id,
@@ -95,9 +103,22 @@ export class EmbeddedItemWriter implements ItemWriter {
             JSON.stringify(item.privateMetadata),
             now,
             now,
+            counts.popularity,
+            counts.purchases,
           ) as { pk: number };
           touched.push(pk);
           this.indexMetadata(pk, datasetId, item.metadata, item.privateMetadata);
+          for (const r of valueRows(countFields(counts), 'gen'))
+            this.st.insValue.run(
+              pk,
+              datasetId,
+              r.field,
+              r.scope,
+              r.isArray,
+              r.vtype,
+              r.sval,
+              r.nval,
+            );
         } else {
           touched.push(row.pk);
           const clear = out.urlChanged ? 1 : 0;
@@ -115,7 +136,7 @@ export class EmbeddedItemWriter implements ItemWriter {
           );
           if (out.urlChanged) {
             this.st.delError.run(datasetId, w.id);
-            this.st.delValues.run(row.pk, 'gen', 'gen');
+            this.st.delImageValues.run(row.pk);
             if (this.st.delVector.run(row.pk).changes) this.st.bumpVectors.run(datasetId);
           }
           if (out.metadataChanged) {
@@ -167,6 +188,7 @@ export class EmbeddedItemWriter implements ItemWriter {
         'vector_versions',
         'field_kinds',
         'processing_errors',
+        'item_counts',
         'items',
       ])
         stmt(this.db, `DELETE FROM ${t} WHERE dataset_id = ?`).run(datasetId);
