@@ -29,6 +29,11 @@ function generatedValue(item: StoredItem, field: string): Scalar | undefined {
       return new Date(item.createdAt).toISOString();
     case 'service_updated_at':
       return new Date(item.updatedAt).toISOString();
+    // 0 until the event log counts something for the item (contract §14)
+    case 'service_popularity':
+      return item.counts?.popularity ?? 0;
+    case 'service_purchases':
+      return item.counts?.purchases ?? 0;
     default:
       return undefined;
   }

@@ -185,7 +185,7 @@ export async function buildContainer(
     config.SEARCH_BACKEND === 'elasticsearch'
       ? await elasticsearchStores(config, embedder, now, metrics)
       : embeddedStores(config, metrics);
-  const { accounts, content, engine, ledger, events, keys } = stores;
+  const { accounts, content, engine, ledger, events, keys, counts } = stores;
   let queue: JobQueue;
   try {
     queue = await openQueue(config, log.child({ component: 'queue' }), now, metrics);
@@ -249,7 +249,7 @@ export async function buildContainer(
     config,
     log,
     services,
-    ports: { accounts, content, engine, ledger, events, keys, queue },
+    ports: { accounts, content, engine, ledger, events, keys, counts, queue },
     processImage: new ProcessImageHandler({
       store: content,
       accounts,

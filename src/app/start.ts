@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/env';
+import { startPopularityRollup } from '../jobs/popularity';
 import { adoptEmbedder, startRecovery } from '../jobs/recovery';
 import { buildContainer, type Container } from './container';
 import { buildApiServer, buildOpsServer } from './http';
@@ -24,6 +25,7 @@ export async function startApp(
   const { ports } = container;
   let url: string | undefined;
   let recovery: ReturnType<typeof startRecovery> | undefined;
+  let rollup: ReturnType<typeof startPopularityRollup> | undefined;
   if (config.APP_ROLES.has('worker')) {
     // While the store is down, jobs wait in the queue instead of burning their attempts.
     const storeAnswers = async (): Promise<void> => {
@@ -37,6 +39,11 @@ export async function startApp(
     await adoptEmbedder(ports.accounts, container.embedder, container.log);
     recovery = startRecovery(ports.content, ports.queue, container.log, container.embedder.id);
     await recovery.sweep();
+    rollup = startPopularityRollup(
+      ports.counts,
+      opts.now ?? Date.now,
+      container.log.child({ component: 'popularity' }),
+    );
   }
   // A worker-only process serves its health on PORT too, for an orchestrator's probes.
   const server: FastifyInstance = config.APP_ROLES.has('api')
@@ -48,6 +55,7 @@ export async function startApp(
   } catch (e) {
     // e.g. PORT taken: leave nothing running behind the error (the worker already consumes)
     recovery?.stop();
+    await rollup?.stop();
     await ports.queue.stop().catch(() => undefined);
     await container.close().catch(() => undefined);
     throw e;
@@ -64,6 +72,7 @@ export async function startApp(
       if (stopped) return;
       stopped = true;
       recovery?.stop();
+      await rollup?.stop();
       await server?.close();
       // jobs not yet at an image slot go back to the queue now instead of downloading
       container.processImage.stop();

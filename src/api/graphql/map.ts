@@ -53,5 +53,7 @@ export function toVisionItem(
     image: item.image,
     createdAt: new Date(item.createdAt).toISOString(),
     updatedAt: new Date(item.updatedAt).toISOString(),
+    servicePopularity: item.counts?.popularity ?? 0,
+    servicePurchases: item.counts?.purchases ?? 0,
   });
 }

@@ -1,4 +1,4 @@
-import { Directive, Field, Float, ID, ObjectType } from 'type-graphql';
+import { Directive, Field, Float, ID, Int, ObjectType } from 'type-graphql';
 import type { StoredItem } from '../../../domain/item';
 import { ImageInfo } from './dataset';
 
@@ -46,4 +46,16 @@ export class VisionItem {
 
   @Field(() => String, { description: 'service_updated_at, ISO 8601 UTC.' })
   updatedAt!: string;
+
+  @Field(() => Int, {
+    description:
+      'service_popularity: clicks (`a:click` track events naming this id) of the trailing 30 days.',
+  })
+  servicePopularity!: number;
+
+  @Field(() => Int, {
+    description:
+      'service_purchases: purchased quantity (`a:purchase` events, `qty` each, default 1) of the trailing 30 days.',
+  })
+  servicePurchases!: number;
 }
