@@ -6,13 +6,16 @@ import {
   type NumericBucket,
   type StatsFigure,
 } from '../api';
-import { formatNumber, type Filters, type Range } from '../lib/q';
+import type { Selection } from '../lib/filter-text';
+import { formatNumber, type Range } from '../lib/q';
 import { useOnChange } from '../lib/hooks';
 
 /**
  * The facet sidebar (contract §10). Value lists are multi-select: a field's counts are
  * disjunctive (they ignore the field's own selection), so the alternatives keep their numbers.
- * Numeric fields show a histogram (a bar click selects its bucket) and a min/max range.
+ * Numeric fields show a histogram (a bar click selects its bucket) and a min/max range. What is
+ * ticked is read from the filter text (`selection`), and every change is an edit of that text;
+ * a field the text filters in a way the boxes cannot show is left to the text.
  */
 export function FacetSidebar({
   facetFields,
@@ -20,29 +23,30 @@ export function FacetSidebar({
   facets,
   stats,
   histograms,
-  filters,
-  onChange,
+  selection,
+  onValues,
+  onRange,
+  onClear,
 }: {
   facetFields: string[];
   numericFields: string[];
   facets: Record<string, FacetFigure>;
   stats: Record<string, StatsFigure>;
   histograms: Record<string, HistogramBucket[]>;
-  filters: Filters;
-  onChange: (f: Filters) => void;
+  selection: Selection;
+  onValues: (field: string, values: string[]) => void;
+  onRange: (field: string, r: Range) => void;
+  onClear: () => void;
 }) {
   const [open, setOpen] = useState(false);
   const active =
-    Object.values(filters.selected).some((v) => v.length) ||
-    Object.values(filters.ranges).some((r) => r.min !== undefined || r.max !== undefined);
+    facetFields.some((f) => selection.values[f]?.length) ||
+    numericFields.some((f) => selection.ranges[f]);
 
   const toggle = (field: string, value: string, on: boolean) => {
-    const now = filters.selected[field] ?? [];
-    const next = on ? [...now, value] : now.filter((v) => v !== value);
-    onChange({ ...filters, selected: { ...filters.selected, [field]: next } });
+    const now = selection.values[field] ?? [];
+    onValues(field, on ? [...now, value] : now.filter((v) => v !== value));
   };
-  const setRange = (field: string, r: Range) =>
-    onChange({ ...filters, ranges: { ...filters.ranges, [field]: r } });
 
   return (
     <nav class={open ? 'sidebar open' : 'sidebar'} aria-label="Filters">
@@ -57,7 +61,7 @@ export function FacetSidebar({
       </button>
       <div id="sidebar-body" class="sidebar-body">
         {active ? (
-          <button type="button" class="link" onClick={() => onChange({ selected: {}, ranges: {} })}>
+          <button type="button" class="link" onClick={onClear}>
             Clear all filters
           </button>
         ) : null}
@@ -69,7 +73,8 @@ export function FacetSidebar({
             key={field}
             field={field}
             figure={facets[field]}
-            selected={filters.selected[field] ?? []}
+            selected={selection.values[field] ?? []}
+            textOnly={selection.textOnly.has(field)}
             onToggle={(v, on) => toggle(field, v, on)}
           />
         ))}
@@ -79,8 +84,9 @@ export function FacetSidebar({
             field={field}
             stats={stats[field]}
             buckets={numericBuckets(histograms[field])}
-            range={filters.ranges[field] ?? {}}
-            onRange={(r) => setRange(field, r)}
+            range={selection.ranges[field] ?? {}}
+            textOnly={selection.textOnly.has(field)}
+            onRange={(r) => onRange(field, r)}
           />
         ))}
       </div>
@@ -88,15 +94,24 @@ export function FacetSidebar({
   );
 }
 
+/** Says why a field's controls are off: the filter text holds a condition they cannot show. */
+const TextOnly = ({ field }: { field: string }) => (
+  <p class="hint facet-text-only">
+    Filtered in the text above (<code>{field}</code>); edit it there.
+  </p>
+);
+
 function FacetList({
   field,
   figure,
   selected,
+  textOnly,
   onToggle,
 }: {
   field: string;
   figure?: FacetFigure;
   selected: string[];
+  textOnly: boolean;
   onToggle: (value: string, on: boolean) => void;
 }) {
   const buckets = figure?.buckets ?? [];
@@ -110,6 +125,7 @@ function FacetList({
   return (
     <fieldset class="facet" data-field={field}>
       <legend>{field}</legend>
+      {textOnly ? <TextOnly field={field} /> : null}
       {rows.map((b) => {
         const id = `facet-${field}-${b.value}`.replace(/[^\w-]/g, '_');
         return (
@@ -118,6 +134,7 @@ function FacetList({
               type="checkbox"
               id={id}
               checked={selected.includes(b.value)}
+              disabled={textOnly}
               onChange={(e) => onToggle(b.value, e.currentTarget.checked)}
             />
             <label for={id}>
@@ -151,12 +168,14 @@ function NumericRange({
   stats,
   buckets,
   range,
+  textOnly,
   onRange,
 }: {
   field: string;
   stats?: StatsFigure;
   buckets: NumericBucket[];
   range: Range;
+  textOnly: boolean;
   onRange: (r: Range) => void;
 }) {
   const [min, setMin] = useState(range.min === undefined ? '' : String(range.min));
@@ -168,8 +187,9 @@ function NumericRange({
   const top = Math.max(1, ...buckets.map((b) => b.count));
   const id = `range-${field}`.replace(/[^\w-]/g, '_');
   return (
-    <fieldset class="facet numeric" data-field={field}>
+    <fieldset class="facet numeric" data-field={field} disabled={textOnly}>
       <legend>{field}</legend>
+      {textOnly ? <TextOnly field={field} /> : null}
       {buckets.length ? (
         <div class="histogram" role="group" aria-label={`${field} distribution`}>
           {buckets.map((b) => (

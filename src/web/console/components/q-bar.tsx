@@ -10,23 +10,19 @@ export interface QProblem {
 /**
  * The `q` filter bar. A 400 for a malformed q carries the 0-based position of each problem;
  * the bar echoes the text it sent with the character at that position marked and a caret
- * under it (the typed text is sent first and unchanged, so positions point into it). The
- * sidebar's conditions are shown below in q syntax: the request carries them too, and a click
- * on a facet or a histogram bar thereby teaches the language.
+ * under it (the text is sent unchanged, so positions point into it). The sidebar edits this
+ * same text, so a click on a facet or a histogram bar shows its condition in q syntax.
  */
 export function QBar({
   value,
   sent,
-  sidebar,
   problem,
   onInput,
   onSubmit,
 }: {
   value: string;
-  /** The typed text of the request that failed. */
+  /** The text of the request that failed. */
   sent: string;
-  /** The sidebar's conditions as q terms, appended after the typed text. */
-  sidebar: string[];
   problem?: QProblem;
   onInput: (v: string) => void;
   onSubmit: (v: string) => void;
@@ -82,11 +78,6 @@ export function QBar({
           </button>
         ) : null}
       </div>
-      {sidebar.length ? (
-        <p class="q-sidebar hint" data-testid="q-sidebar">
-          and from the filters: <code class="mono">{sidebar.join(',')}</code>
-        </p>
-      ) : null}
       {problem ? (
         <div id="q-error" class="q-error" role="alert">
           {first !== undefined ? (

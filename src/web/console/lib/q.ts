@@ -1,38 +1,9 @@
-/**
- * Builds the `q` filter (contract §5) from what the user typed and what the sidebar selects.
- * The typed text goes first and unchanged, so an error position the API reports points into it;
- * sidebar values are percent-encoded one by one, as the grammar asks.
- */
+/** Helpers for the `q` filter (contract §5) and the figures the sidebar shows. */
 
+/** An inclusive range of a numeric field; one bound may be missing. */
 export interface Range {
   min?: number;
   max?: number;
-}
-
-export interface Filters {
-  /** Facet field → selected values (any of them). */
-  selected: Record<string, string[]>;
-  /** Numeric field → inclusive range. */
-  ranges: Record<string, Range>;
-}
-
-export const noFilters = (): Filters => ({ selected: {}, ranges: {} });
-
-/** Sidebar selections as q filters (no typed text). */
-export function filterTerms(f: Filters): string[] {
-  const terms: string[] = [];
-  for (const [field, values] of Object.entries(f.selected))
-    if (values.length)
-      terms.push(`${encodeURIComponent(field)}:${values.map(encodeURIComponent).join('|')}`);
-  for (const [field, r] of Object.entries(f.ranges))
-    if (r.min !== undefined || r.max !== undefined)
-      terms.push(`${encodeURIComponent(field)}:${r.min ?? ''}:${r.max ?? ''}`);
-  return terms;
-}
-
-export function composeQ(typed: string, f: Filters): string {
-  const text = typed.trim() === '' ? '' : typed;
-  return [text, ...filterTerms(f)].filter((s) => s !== '').join(',');
 }
 
 /** Field names the console never offers as facets or ranges (generated, time, text search). */

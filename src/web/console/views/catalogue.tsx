@@ -8,8 +8,9 @@ import { QBar, type QProblem } from '../components/q-bar';
 import { ResultGrid, type TileFigure } from '../components/result-grid';
 import { isServiceSort, TitleControl } from '../components/view-controls';
 import { discover, type Discovery } from '../lib/discover';
+import { selection, withoutFields, withRange, withValues } from '../lib/filter-text';
 import { photoDataUri } from '../lib/image';
-import { composeQ, filterTerms, formatNumber, noFilters, type Filters } from '../lib/q';
+import { formatNumber } from '../lib/q';
 import { defaultTitle, rememberedTitle, rememberTitle, titleOf } from '../lib/title';
 
 const MAX_WINDOW = 10_000; // page × limit (contract §6)
@@ -25,14 +26,14 @@ interface Lens {
  * A dataset's catalogue through the Vision API (its browse token): the `q` bar, the facet
  * sidebar, sort and paging over an image grid, the detail panel with similar items and explore,
  * and lens (search by a dropped or chosen photo). Tiles are titled by a field the user may
- * choose (a name-like one by default).
+ * choose (a name-like one by default). The sidebar reads and edits the filter text.
  */
 export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () => void }) {
   const [discovery, setDiscovery] = useState<Discovery>();
   const [notReady, setNotReady] = useState<string>();
+  // The text in the bar, and the filter applied (the same once applied).
   const [typed, setTyped] = useState('');
-  const [applied, setApplied] = useState('');
-  const [filters, setFilters] = useState<Filters>(noFilters);
+  const [q, setQ] = useState('');
   const [sort, setSort] = useState('service_updated_at');
   const [order, setOrder] = useState<'asc' | 'desc'>('desc');
   const [page, setPage] = useState(1);
@@ -81,7 +82,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   const numericFields = Object.keys(discovery?.numeric ?? {});
   const stringFields = discovery?.stringFields ?? [];
   const title = titleChoice ?? defaultTitle(stringFields);
-  const q = composeQ(applied, filters);
+  const shown = selection(q);
 
   useEffect(() => {
     if (!discovery) return;
@@ -112,11 +113,11 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
         if (n !== seq.current) return;
         const qDetails = e instanceof ApiError ? e.details.filter((d) => d.param === 'q') : [];
         if (e instanceof ApiError && e.status === 400 && qDetails.length)
-          setQProblem({ problem: { message: e.message, details: qDetails }, sent: applied });
+          setQProblem({ problem: { message: e.message, details: qDetails }, sent: q });
         else setError(e);
       })
       .finally(() => n === seq.current && setLoading(false));
-    // facetFields/numericFields derive from discovery; q from applied and filters.
+    // facetFields/numericFields derive from discovery.
   }, [vision, discovery, q, sort, order, page, limit]);
 
   const open = (r: ResultEntry, el?: HTMLElement) => {
@@ -141,8 +142,10 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   };
   const dragging = useDrop((f) => void runLens(f));
 
-  const changeFilters = (f: Filters) => {
-    setFilters(f);
+  // Every filter change is an edit of the text in the bar (what the user sees), then applied.
+  const applyQ = (text: string) => {
+    setTyped(text);
+    setQ(text);
     setPage(1);
   };
   const total = data?.total_results ?? 0;
@@ -192,14 +195,10 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
 
       <QBar
         value={typed}
-        sent={qProblem?.sent ?? applied}
-        sidebar={filterTerms(filters)}
+        sent={qProblem?.sent ?? q}
         problem={qProblem?.problem}
         onInput={setTyped}
-        onSubmit={(v) => {
-          setApplied(v);
-          setPage(1);
-        }}
+        onSubmit={applyQ}
       />
 
       <div class="catalogue-body">
@@ -209,8 +208,10 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
           facets={data?.facets ?? {}}
           stats={data?.stats ?? {}}
           histograms={data?.histograms ?? {}}
-          filters={filters}
-          onChange={changeFilters}
+          selection={shown}
+          onValues={(field, values) => applyQ(withValues(typed, field, values))}
+          onRange={(field, r) => applyQ(withRange(typed, field, r))}
+          onClear={() => applyQ(withoutFields(typed, [...facetFields, ...numericFields]))}
         />
 
         {lens ? (
