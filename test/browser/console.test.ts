@@ -2,10 +2,11 @@
  * The web console at `/` (issues 18 and 36) in headless Chromium, against a real server with a
  * published dataset: sign-in from a `#token=` link and by a token pasted into the form (keyboard
  * only), the image grid with tiles titled by name, facets and histogram ranges as edits of the
- * filter text, the detail panel with similar items and explore, lens from a chosen and a dropped
- * photo, the `q` error marker, and the organisation view with live progress and its requests
- * chart. No request leaves the service and the image server, and no page logs an error. Each
- * test makes the state it checks, so any one runs alone.
+ * filter text, the view kept in the address (reload, shared link, back and forward), the detail
+ * panel with similar items and explore, lens from a chosen and a dropped photo, the `q` error
+ * marker, and the organisation view with live progress and its requests chart. No request
+ * leaves the service and the image server, and no page logs an error. Each test makes the state
+ * it checks, so any one runs alone.
  */
 import Fastify from 'fastify';
 import { ChildProcess } from 'node:child_process';
@@ -219,7 +220,8 @@ test('GET / serves the page with a strict CSP; assets are hashed and cached; no 
 test('a #token= link signs in (the fragment is removed), shows the grid, and facets narrow it', async () => {
   const { page, errors, outside } = await open(`/#token=${ds.dsToken}`);
   await grid(page).first().waitFor();
-  expect(page.url()).toBe(`${t.url}/`);
+  // The fragment is gone; the address names the dataset, never the token.
+  expect(page.url()).toBe(`${t.url}/?dataset=shop`);
   expect(await page.evaluate(() => JSON.stringify(sessionStorage))).toContain(ds.dsToken);
   await expect(page.locator('.who').innerText()).resolves.toContain('consoleorg/shop');
   expect(await total(page).innerText()).toBe(String(N));
@@ -307,7 +309,7 @@ test('a token pasted into the sign-in form signs in, by keyboard alone, as organ
   await dsPage.page.keyboard.press('Enter');
   await grid(dsPage.page).first().waitFor();
   await expect(dsPage.page.locator('.who').innerText()).resolves.toBe('dataset consoleorg/shop');
-  expect(dsPage.page.url()).toBe(`${t.url}/`);
+  expect(dsPage.page.url()).toBe(`${t.url}/?dataset=shop`);
   expect(dsPage.outside).toEqual([]);
   expect(dsPage.errors).toEqual([]);
   await dsPage.page.close();
@@ -358,6 +360,15 @@ const facetBox = (page: Page, field: string, value: string) =>
     .locator('input[type="checkbox"]');
 const waitTotal = (page: Page, n: number) =>
   page.waitForFunction((k) => document.querySelector('.total')?.textContent === String(k), n);
+/** Waits for the grid to start with this item (the pager moves before the results arrive). */
+const waitFirst = (page: Page, id: string) =>
+  page.waitForFunction(
+    (first) =>
+      document.querySelector('ul[aria-label="Catalogue"] .tile')?.getAttribute('data-id') === first,
+    id,
+  );
+const waitPage = (page: Page, text: string) =>
+  page.waitForFunction((s) => document.querySelector('.pager span')?.textContent === s, text);
 
 test('tiles are titled by name, the id secondary, the sort value labelled; the title field is a choice kept', async () => {
   const { page, errors } = await open(`/#token=${ds.dsToken}`);
@@ -391,6 +402,7 @@ test('tiles are titled by name, the id secondary, the sort value labelled; the t
       .querySelector('ul[aria-label="Catalogue"] .tile-title')
       ?.textContent?.startsWith('Product '),
   );
+  expect(page.url()).toContain('title=title');
   await page.reload();
   await tile(page).waitFor();
   expect(await tile(page).locator('.tile-title').innerText()).toBe(
@@ -405,7 +417,7 @@ test('tiles are titled by name, the id secondary, the sort value labelled; the t
   });
   expect(await tile(page).locator('.tile-id').count()).toBe(0);
 
-  // Remembered in this browser: a new visit titles by the last choice.
+  // Remembered in this browser: the bare address (no title in it) titles by the last choice.
   await page.goto(`${t.url}/`);
   await tile(page).waitFor();
   expect(await page.locator('#title-field').inputValue()).toBe('id');
@@ -469,6 +481,76 @@ test('the filter text and the facet boxes are one state', async () => {
   expect(errors).toEqual([]);
   await page.close();
 }, 60_000);
+
+test('the address keeps dataset, filter, sort and page: reload, a shared link, back and forward', async () => {
+  const { page, errors } = await open(`/#token=${ds.dsToken}`);
+  await tile(page).waitFor();
+  const green = docs
+    .filter((d) => d.colour === 'green')
+    .sort((a, b) => a.price - b.price || (a.id < b.id ? -1 : 1));
+  await page.fill('#q-input', 'colour:green');
+  await page.press('#q-input', 'Enter');
+  await waitTotal(page, green.length);
+  await page.selectOption('#sort', 'price');
+  await page.selectOption('#order', 'asc');
+  await waitFirst(page, green[0].id);
+  await page.getByRole('button', { name: 'Next →' }).click();
+  await waitPage(page, 'Page 2 of 2');
+  await waitFirst(page, green[24].id);
+  const address = new URL(page.url());
+  expect(Object.fromEntries(address.searchParams)).toEqual({
+    dataset: 'shop',
+    q: 'colour:green',
+    sort: 'price',
+    order: 'asc',
+    page: '2',
+  });
+  expect(page.url()).not.toContain(ds.dsToken);
+  expect(address.hash).toBe('');
+
+  // A reload shows the same page, the filter in the bar and its box ticked.
+  await page.reload();
+  await waitPage(page, 'Page 2 of 2');
+  expect((await ids(page))[0]).toBe(green[24].id);
+  expect(await page.locator('#q-input').inputValue()).toBe('colour:green');
+  expect(await facetBox(page, 'colour', 'green').isChecked()).toBe(true);
+  expect(await page.locator('#sort').inputValue()).toBe('price');
+  expect(await page.locator('#order').inputValue()).toBe('asc');
+
+  // Back steps through what was done: page 1, then the order, the sort, the filter.
+  await page.goBack();
+  await waitPage(page, 'Page 1 of 2');
+  await waitFirst(page, green[0].id);
+  await page.goBack();
+  await page.waitForFunction(() => document.querySelector('#order')?.value === 'desc');
+  await page.goBack();
+  await page.waitForFunction(() => document.querySelector('#sort')?.value === 'service_updated_at');
+  await page.goBack();
+  await waitTotal(page, N);
+  expect(await page.locator('#q-input').inputValue()).toBe('');
+  expect(await facetBox(page, 'colour', 'green').isChecked()).toBe(false);
+  await page.goForward();
+  await waitTotal(page, green.length);
+  expect(await page.locator('#q-input').inputValue()).toBe('colour:green');
+  await page.close();
+
+  // A shared link (an organisation's token this time, in the fragment) opens the same view.
+  const shared = await open(`${address.pathname}${address.search}#token=${ds.orgToken}`);
+  await waitPage(shared.page, 'Page 2 of 2');
+  expect((await ids(shared.page))[0]).toBe(green[24].id);
+  expect(await shared.page.locator('#q-input').inputValue()).toBe('colour:green');
+  expect(shared.page.url()).toBe(address.href);
+  // Back to the datasets is a step of its own; back again returns to the catalogue's view.
+  await shared.page.getByRole('button', { name: '← Datasets' }).click();
+  await shared.page.locator('tr[data-dataset="shop"]').waitFor();
+  expect(shared.page.url()).toBe(`${t.url}/`);
+  await shared.page.goBack();
+  await waitPage(shared.page, 'Page 2 of 2');
+  expect(await shared.page.locator('#q-input').inputValue()).toBe('colour:green');
+  expect(shared.errors).toEqual([]);
+  await shared.page.close();
+  expect(errors).toEqual([]);
+}, 90_000);
 
 test('an item opens its details with similar items; explore goes on; Escape closes', async () => {
   const { page, errors } = await open(`/#token=${ds.dsToken}`);

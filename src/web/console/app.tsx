@@ -1,5 +1,6 @@
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Api, ApiError, OrgApi, VisionApi, type Dataset } from './api';
+import { addressOf, navigate, readLocation } from './lib/url-state';
 import { clearSession, loadSession, saveSession, takeFragment, type Session } from './session';
 import { Catalogue } from './views/catalogue';
 import { OrgView } from './views/org-view';
@@ -42,6 +43,8 @@ export function App() {
   const [checking, setChecking] = useState(!!session);
   /** A dataset an organisation user opened to browse (with its browse token). */
   const [browsing, setBrowsing] = useState<Dataset>();
+  const browsed = useRef<string | undefined>(undefined);
+  browsed.current = browsing?.name;
 
   // A `#token=` link opened in a tab already on the console changes only the fragment.
   useEffect(() => {
@@ -95,6 +98,36 @@ export function App() {
     return undefined;
   }, [api, who, orgApi, browsing]);
 
+  // The dataset an organisation user browses is in the address (`?dataset=`), so a reload, a
+  // shared link and back/forward open it again; its browse token comes from the dataset list.
+  useEffect(() => {
+    if (!orgApi) return;
+    let live = true;
+    const follow = () => {
+      const name = readLocation().dataset;
+      if (name === browsed.current) return;
+      if (!name) {
+        setBrowsing(undefined);
+        return;
+      }
+      orgApi
+        .listDatasets()
+        .then((list) => live && setBrowsing(list.find((d) => d.name === name)))
+        // The organisation view lists the datasets too, and shows why that fails.
+        .catch(() => live && setBrowsing(undefined));
+    };
+    follow();
+    window.addEventListener('popstate', follow);
+    return () => {
+      live = false;
+      window.removeEventListener('popstate', follow);
+    };
+  }, [orgApi]);
+  const browse = (d: Dataset | undefined) => {
+    navigate(addressOf(d?.name), 'push');
+    setBrowsing(d);
+  };
+
   const signOut = () => {
     clearSession();
     setSession(undefined);
@@ -124,10 +157,10 @@ export function App() {
       <Catalogue
         key={`${vision.org}/${vision.dataset}/${vision.api.token}`}
         vision={vision}
-        onBack={browsing ? () => setBrowsing(undefined) : undefined}
+        onBack={browsing ? () => browse(undefined) : undefined}
       />
     );
-  else if (orgApi) body = <OrgView orgApi={orgApi} onBrowse={setBrowsing} />;
+  else if (orgApi) body = <OrgView orgApi={orgApi} onBrowse={browse} />;
   else
     body = (
       <section class="panel">

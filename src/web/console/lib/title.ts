@@ -1,6 +1,7 @@
 /**
  * What a tile is titled by: a name-like field of the dataset when it has one, else the id. The
- * user's choice is kept per dataset in localStorage (a preference, not a secret).
+ * user's choice is kept per dataset in localStorage (a preference, not a secret), and in the
+ * address so a shared link shows the same titles.
  */
 import type { ResultEntry } from '../api';
 

@@ -4,14 +4,17 @@ import { DetailPanel } from '../components/detail-panel';
 import { ErrorBanner } from '../components/error-banner';
 import { FacetSidebar } from '../components/facets';
 import { LensPicker, useDrop } from '../components/lens';
+import { Pager } from '../components/pager';
 import { QBar, type QProblem } from '../components/q-bar';
 import { ResultGrid, type TileFigure } from '../components/result-grid';
-import { isServiceSort, TitleControl } from '../components/view-controls';
+import { isServiceSort, SortControls, TitleControl } from '../components/view-controls';
 import { discover, type Discovery } from '../lib/discover';
 import { selection, withoutFields, withRange, withValues } from '../lib/filter-text';
+import { useOnChange } from '../lib/hooks';
 import { photoDataUri } from '../lib/image';
 import { formatNumber } from '../lib/q';
-import { defaultTitle, rememberedTitle, rememberTitle, titleOf } from '../lib/title';
+import { defaultTitle, rememberTitle, titleOf } from '../lib/title';
+import { useAddressView } from '../lib/use-view';
 
 const MAX_WINDOW = 10_000; // page × limit (contract §6)
 const LENS_LIMIT = 24;
@@ -25,20 +28,17 @@ interface Lens {
 /**
  * A dataset's catalogue through the Vision API (its browse token): the `q` bar, the facet
  * sidebar, sort and paging over an image grid, the detail panel with similar items and explore,
- * and lens (search by a dropped or chosen photo). Tiles are titled by a field the user may
- * choose (a name-like one by default). The sidebar reads and edits the filter text.
+ * and lens (search by a dropped or chosen photo). The filter text, sort, page and title field
+ * are one view kept in the address (useAddressView); the sidebar reads and edits the filter text.
  */
 export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () => void }) {
   const [discovery, setDiscovery] = useState<Discovery>();
   const [notReady, setNotReady] = useState<string>();
-  // The text in the bar, and the filter applied (the same once applied).
-  const [typed, setTyped] = useState('');
-  const [q, setQ] = useState('');
-  const [sort, setSort] = useState('service_updated_at');
-  const [order, setOrder] = useState<'asc' | 'desc'>('desc');
-  const [page, setPage] = useState(1);
-  const [limit, setLimit] = useState(24);
-  const [titleChoice, setTitleChoice] = useState(() => rememberedTitle(vision.org, vision.dataset));
+  const [view, change] = useAddressView(vision.org, vision.dataset);
+  const { q, sort, order, page, limit } = view;
+  // The text in the bar; it becomes the view's filter when applied.
+  const [typed, setTyped] = useState(q);
+  useOnChange(q, () => setTyped(q));
   const [data, setData] = useState<SearchPage>();
   // The sort the shown results came in (the menu moves before they arrive).
   const [dataSort, setDataSort] = useState(sort);
@@ -81,7 +81,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   const facetFields = discovery?.facetFields ?? [];
   const numericFields = Object.keys(discovery?.numeric ?? {});
   const stringFields = discovery?.stringFields ?? [];
-  const title = titleChoice ?? defaultTitle(stringFields);
+  const title = view.title ?? defaultTitle(stringFields);
   const shown = selection(q);
 
   useEffect(() => {
@@ -143,11 +143,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   const dragging = useDrop((f) => void runLens(f));
 
   // Every filter change is an edit of the text in the bar (what the user sees), then applied.
-  const applyQ = (text: string) => {
-    setTyped(text);
-    setQ(text);
-    setPage(1);
-  };
+  const applyQ = (text: string) => change({ q: text, page: 1 });
   const total = data?.total_results ?? 0;
   const pages = Math.max(1, Math.min(Math.ceil(total / limit), Math.floor(MAX_WINDOW / limit)));
   const itemTitle = (r: ResultEntry) => titleOf(r, title);
@@ -260,49 +256,30 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
                 )}
               </h2>
               <div class="sort">
-                <label for="sort">Sort</label>
-                <select
-                  id="sort"
-                  value={sort}
-                  onChange={(e) => {
-                    setSort(e.currentTarget.value);
-                    setPage(1);
-                  }}
-                >
-                  <option value="service_updated_at">last updated</option>
-                  <option value="service_created_at">created</option>
-                  {[...numericFields, ...facetFields].map((f) => (
-                    <option key={f} value={f}>
-                      {f}
-                    </option>
-                  ))}
-                </select>
-                <label for="order" class="visually-hidden">
-                  Order
-                </label>
-                <select
-                  id="order"
-                  value={order}
-                  onChange={(e) => {
-                    setOrder(e.currentTarget.value as 'asc' | 'desc');
-                    setPage(1);
-                  }}
-                >
-                  <option value="desc">descending</option>
-                  <option value="asc">ascending</option>
-                </select>
+                <SortControls
+                  fields={[...numericFields, ...facetFields]}
+                  sort={sort}
+                  order={order}
+                  onChange={(nextSort, nextOrder) =>
+                    change({ sort: nextSort, order: nextOrder, page: 1 })
+                  }
+                />
                 <TitleControl
                   fields={stringFields}
                   title={title}
                   onChange={(field) => {
                     rememberTitle(vision.org, vision.dataset, field);
-                    setTitleChoice(field);
+                    change({ title: field });
                   }}
                 />
               </div>
             </div>
             {data && data.results.length === 0 ? (
-              <p class="muted">Nothing matches these filters.</p>
+              <p class="muted">
+                {total > 0
+                  ? `Page ${page} is past the last page.`
+                  : 'Nothing matches these filters.'}
+              </p>
             ) : null}
             {data ? (
               <ResultGrid
@@ -314,44 +291,13 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
               />
             ) : null}
             {data && total > 0 ? (
-              <nav class="pager" aria-label="Pages">
-                <button
-                  type="button"
-                  class="secondary"
-                  disabled={page <= 1}
-                  onClick={() => setPage(page - 1)}
-                >
-                  ← Previous
-                </button>
-                <span>
-                  Page {page} of {pages}
-                </span>
-                <button
-                  type="button"
-                  class="secondary"
-                  disabled={page >= pages}
-                  onClick={() => setPage(page + 1)}
-                >
-                  Next →
-                </button>
-                <label for="limit" class="visually-hidden">
-                  Items per page
-                </label>
-                <select
-                  id="limit"
-                  value={limit}
-                  onChange={(e) => {
-                    setLimit(Number(e.currentTarget.value));
-                    setPage(1);
-                  }}
-                >
-                  {[12, 24, 48].map((n) => (
-                    <option key={n} value={n}>
-                      {n} per page
-                    </option>
-                  ))}
-                </select>
-              </nav>
+              <Pager
+                page={page}
+                pages={pages}
+                limit={limit}
+                onPage={(n) => change({ page: n })}
+                onLimit={(n) => change({ limit: n, page: 1 })}
+              />
             ) : null}
           </section>
         )}

@@ -1,0 +1,78 @@
+/**
+ * What the catalogue shows lives in the address bar's query string, so a reload or a shared link
+ * opens the same page, and back and forward step through what the user did. Only choices that
+ * differ from the defaults are written. The token never is: it arrives in the fragment, which
+ * session.ts strips at once.
+ */
+
+export type Order = 'asc' | 'desc';
+
+export interface View {
+  /** The filter text, exactly as the `q` parameter sends it. */
+  q: string;
+  sort: string;
+  order: Order;
+  page: number;
+  limit: number;
+  /** The field tiles are titled by (`id` for the id); unset: the dataset's name-like field. */
+  title?: string;
+}
+
+export const PAGE_SIZES = [12, 24, 48];
+const MAX_WINDOW = 10_000; // page × limit (contract §6)
+
+export const DEFAULT_VIEW: View = {
+  q: '',
+  sort: 'service_updated_at',
+  order: 'desc',
+  page: 1,
+  limit: 24,
+};
+
+const positive = (s: string | null): number | undefined => {
+  const n = s === null ? NaN : Number(s);
+  return Number.isInteger(n) && n >= 1 ? n : undefined;
+};
+
+/** The view a query string describes; a missing or unusable parameter takes its default. */
+function readView(p: URLSearchParams): View {
+  const d = DEFAULT_VIEW;
+  const limitParam = positive(p.get('limit'));
+  const limit = limitParam !== undefined && PAGE_SIZES.includes(limitParam) ? limitParam : d.limit;
+  const order = p.get('order');
+  return {
+    q: p.get('q') ?? d.q,
+    sort: p.get('sort') || d.sort,
+    order: order === 'asc' || order === 'desc' ? order : d.order,
+    page: Math.min(positive(p.get('page')) ?? d.page, Math.floor(MAX_WINDOW / limit)),
+    limit,
+    ...(p.get('title') ? { title: p.get('title')! } : {}),
+  };
+}
+
+/** The dataset and view in the address bar now. */
+export function readLocation(): { dataset?: string; view: View } {
+  const p = new URLSearchParams(location.search);
+  return { dataset: p.get('dataset') || undefined, view: readView(p) };
+}
+
+/** The address of a dataset's view (no dataset: the console's start). */
+export function addressOf(dataset?: string, view: View = DEFAULT_VIEW): string {
+  const p = new URLSearchParams();
+  if (dataset) p.set('dataset', dataset);
+  for (const key of ['q', 'sort', 'order', 'page', 'limit', 'title'] as const) {
+    const v = view[key];
+    if (v !== undefined && v !== DEFAULT_VIEW[key]) p.set(key, String(v));
+  }
+  // Readable in the address bar: `q=group:Fruits`, not `q=group%3AFruits`.
+  const s = p.toString().replace(/%3A/gi, ':').replace(/%7C/gi, '|').replace(/%2C/gi, ',');
+  return location.pathname + (s ? `?${s}` : '');
+}
+
+/** Puts `address` in the bar: a new history entry, or in place of the current one. */
+export function navigate(address: string, how: 'push' | 'replace'): void {
+  const here = location.pathname + location.search;
+  if (address === here) return;
+  if (how === 'push') history.pushState(null, '', address);
+  else history.replaceState(null, '', address);
+}
