@@ -192,6 +192,7 @@ export async function groupFacets(
   search: Search,
   conditions: Condition[],
   spec: FiguresSpec & { groupBy: string },
+  perPartition = GROUPS_PER_PARTITION,
 ): Promise<Record<string, FacetFigure>> {
   const out: Record<string, FacetFigure> = {};
   const exactUpTo = spec.exactUpTo ?? Number.MAX_SAFE_INTEGER;
@@ -204,7 +205,7 @@ export async function groupFacets(
         out[field] = { ...facetFigure(est.values, spec.facetSize, est.missing), exact: false };
         return;
       }
-      let partitions = Math.max(1, Math.ceil(totals.totalGroups / GROUPS_PER_PARTITION));
+      let partitions = Math.max(1, Math.ceil(totals.totalGroups / perPartition));
       for (;;) {
         try {
           const counts = await facetCounts(search, conds, spec.groupBy, field, partitions);
