@@ -39,6 +39,8 @@ const OVERLAP_MS = 60_000;
 const CLAIM_MS = 60_000;
 /** Items per aggregation and per write. */
 const PAGE = 1000;
+/** Items written before the counts existed, given their zeros per pass. */
+const BACKFILL_PAGE = 500;
 
 const countsId = (datasetId: string, itemId: string): string => `${datasetId}\u0000${itemId}`;
 
@@ -101,6 +103,7 @@ export class EsItemCounts extends ItemIndex implements ItemCountsRollup {
     const prev = claim.doc!;
     const edge = now - LIMITS.popularityWindowMs;
     const pass = await this.pass(prev, now, edge);
+    await this.backfill();
     // Only if no other process took the pass over meanwhile (its claim having expired).
     await casUpdate<StateDoc>(
       this.client,
@@ -170,6 +173,44 @@ export class EsItemCounts extends ItemIndex implements ItemCountsRollup {
       after = agg.buckets.length === PAGE ? agg.after_key : undefined;
     } while (after);
     return out;
+  }
+
+  /**
+   * Items written before the counts existed lack the two fields: a page of them per pass gets
+   * its zeros (the pass above wrote any counts they have), so ranges and stats see every item.
+   */
+  private async backfill(): Promise<void> {
+    const r = await this.client.search<ItemDoc>({
+      index: this.indices.allItems,
+      size: BACKFILL_PAGE,
+      seq_no_primary_term: true,
+      track_total_hits: false,
+      ignore_unavailable: true,
+      allow_no_indices: true,
+      query: {
+        bool: {
+          must_not: [
+            { nested: { path: 'attrs', query: { term: { 'attrs.f': 'service_popularity' } } } },
+          ],
+        },
+      },
+    });
+    const hits = r.hits.hits.filter((h) => h._source);
+    if (!hits.length) return;
+    // A conflict (the item written meanwhile, which adds the fields) needs nothing more.
+    await this.client.bulk({
+      operations: hits.flatMap((h) => [
+        {
+          index: {
+            _index: h._index,
+            _id: h._id,
+            if_seq_no: h._seq_no,
+            if_primary_term: h._primary_term,
+          },
+        },
+        toDoc(h._source!.dataset, fromDoc(h._source!), h._source!.error ?? null, h._source),
+      ]) as never[],
+    });
   }
 
   /** Recomputes these ids' counts and writes those that changed; how many items changed. */
