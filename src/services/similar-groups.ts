@@ -73,7 +73,7 @@ export async function nearestGroups(
 /**
  * The nearest `n` items of the group of `value`, leaving out `excludeIds`. The filter matches
  * the value in any form (an array element, a number written as text), so hits of other groups
- * are dropped after the search.
+ * are dropped after the search, and the search widens until `n` remain or none are left.
  */
 export async function withinGroup(
   nearest: Nearest,
@@ -85,6 +85,9 @@ export async function withinGroup(
   if (n <= 0) return [];
   const key = groupKey(value);
   const extra: Condition[] = [{ kind: 'match', field, values: [String(value)] }];
-  const found = await nearest(Math.min(MAX_CANDIDATES, n * 4), extra, excludeIds);
-  return found.filter((h) => groupKey(groupValue(h.item, field)) === key).slice(0, n);
+  for (let k = Math.min(MAX_CANDIDATES, n * 4); ; k = Math.min(MAX_CANDIDATES, k * 4)) {
+    const found = await nearest(k, extra, excludeIds);
+    const mates = found.filter((h) => groupKey(groupValue(h.item, field)) === key);
+    if (mates.length >= n || found.length < k || k >= MAX_CANDIDATES) return mates.slice(0, n);
+  }
 }

@@ -11,6 +11,8 @@ import {
   DeleteContentDocument,
   DetailsDocument,
   FacetsDocument,
+  GroupedSearchDocument,
+  GroupedSimilarDocument,
   OrganisationOverviewDocument,
   SearchDocument,
   SetEnabledFieldsDocument,
@@ -266,6 +268,104 @@ describe('Vision API', () => {
     expect(f.data!.vision.fieldNames).toEqual(
       expect.arrayContaining(['color', 'price', 'image_width']),
     );
+  });
+});
+
+describe('grouped results (contract §13) are those of REST', () => {
+  type RestEntry = {
+    id: string;
+    score?: number;
+    group: { value: unknown; count: number; items?: Array<{ id: string; score?: number }> };
+  };
+  const restGroups = (entries: RestEntry[]) =>
+    entries.map((e) => ({
+      id: e.id,
+      group: {
+        value: e.group.value,
+        count: e.group.count,
+        items: e.group.items?.map((i) => ({ id: i.id })) ?? null,
+      },
+    }));
+
+  test.each([
+    ['groups', 'GROUPS'],
+    ['items', 'ITEMS'],
+  ] as const)('search by price, two per group, facets counting %s', async (scope, facetScope) => {
+    const q = 'color:red|blue';
+    const r = await gql(
+      t.url,
+      GroupedSearchDocument,
+      {
+        organisation: org,
+        dataset,
+        q,
+        sort: 'price',
+        page: 2,
+        limit: 5,
+        group: { field: 'price', size: 2 },
+        facets: [{ field: 'color', disjunctive: true }, { field: 'price' }],
+        facetScope,
+      },
+      dsToken,
+    );
+    expect(r.errors).toBeUndefined();
+    const s = r.data!.vision.search;
+    const rest = await t.call(
+      'GET',
+      `${base}/search?q=${encodeURIComponent(q)}&sort=price&order=asc&page=2&limit=5&group=price&group_size=2&facets=color,price&disjunctive=color&facet_scope=${scope}`,
+      { token: dsToken },
+    );
+    expect(rest.status).toBe(200);
+    expect(s.totalResults).toBe(rest.body.total_results);
+    expect(s.totalGroups).toBe(rest.body.total_groups);
+    expect(s.totalGroupsExact).toBe(true);
+    expect(s.hasNextPage).toBe(2 * 5 < s.totalGroups!);
+    const gqlGroups = s.results.map((x) => ({
+      id: x.id,
+      group: { ...x.group!, items: x.group!.items?.map((i) => ({ id: i.id })) ?? null },
+    }));
+    expect(gqlGroups).toEqual(restGroups(rest.body.results));
+    expect(s.results).toHaveLength(5);
+    for (const f of s.facets!) {
+      expect(f.exact).toBe(true);
+      expect({ buckets: f.buckets, other: f.other, missing: f.missing }).toEqual(
+        rest.body.facets[f.field],
+      );
+    }
+  });
+
+  test('similar with group: the target with its own group, then other groups', async () => {
+    const r = await gql(
+      t.url,
+      GroupedSimilarDocument,
+      { organisation: org, dataset, id: 'g-007', group: { field: 'color', size: 2 } },
+      dsToken,
+    );
+    expect(r.errors).toBeUndefined();
+    const hits = r.data!.vision.similar;
+    const rest = await t.call('GET', `${base}/similar?id=g-007&limit=6&group=color&group_size=2`, {
+      token: dsToken,
+    });
+    expect(hits.map((h) => ({ id: h.id, score: h.score, group: h.group }))).toEqual(
+      (rest.body.results as RestEntry[]).map((e) => ({
+        id: e.id,
+        score: e.score,
+        group: {
+          value: e.group.value,
+          count: e.group.count,
+          items: e.group.items?.map((i) => ({ id: i.id, score: i.score })) ?? null,
+        },
+      })),
+    );
+    // three colours: the target's group first, then the two others once each, and no more
+    expect(hits[0]!.group!.value).toBe('blue');
+    expect(
+      hits
+        .slice(1)
+        .map((h) => h.group!.value)
+        .sort(),
+    ).toEqual(['green', 'red']);
+    expect(hits[0]!.group!.items).toHaveLength(1);
   });
 });
 

@@ -127,6 +127,9 @@ export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
 /** Results never carry the embedding back: clients do not see it and it is the bulk of a document. */
 export const NO_VECTOR = { excludes: ['vector_*', EMBEDDING_SOURCE] };
 
+/** Elasticsearch's largest k and num_candidates. */
+const MAX_KNN = 10_000;
+
 /**
  * Filtered kNN: the q filter runs inside the HNSW search, so k results come back whenever k
  * items match (post-filtering would return short pages).
@@ -140,13 +143,14 @@ export function knnBody(req: SimilarRequest): Dsl {
     knn: {
       field: vectorField(req.vector.length),
       query_vector: req.vector,
-      k: req.limit,
+      k: Math.min(MAX_KNN, req.limit),
       // Wider than Elasticsearch's usual 1.5 × k: recall matters more than the few ms it costs
       // (docs/engines.md).
-      num_candidates: Math.max(200, req.limit * 20),
+      // Elasticsearch takes at most 10,000 (grouped similarity asks for up to that many).
+      num_candidates: Math.min(MAX_KNN, Math.max(200, req.limit * 20)),
       filter: { bool: { filter, ...(mustNot.length ? { must_not: mustNot } : {}) } },
     },
-    size: req.limit,
+    size: Math.min(MAX_KNN, req.limit),
     ...(req.includeVectors ? {} : { _source: NO_VECTOR }),
   };
 }
