@@ -17,7 +17,7 @@ const TEXT_TYPES = { terms: { 'attrs.t': ['s', 'b'] } };
 const NUMBER_TYPE = { term: { 'attrs.t': 'n' } };
 
 /** Items whose scalar value of `field` is the group `key` (groupKey's `n:`/`t:` form). */
-export function inGroup(field: string, key: string): Dsl {
+function inGroup(field: string, key: string): Dsl {
   const v = key.slice(2);
   const typed =
     key[0] === 'n'
@@ -27,7 +27,7 @@ export function inGroup(field: string, key: string): Dsl {
 }
 
 /** Items with no scalar value of `field`: each a group of its own. */
-export const single = (field: string): Dsl => ({
+const single = (field: string): Dsl => ({
   bool: { must_not: [{ nested: { path: 'attrs', query: scalarOf(field) } }] },
 });
 

@@ -64,7 +64,7 @@ function slotsOfGroup(gs: Groups, g: number, m: Bits): number[] {
 }
 
 /** Matching groups, each counted once. */
-export function countGroups(gs: Groups, m: Bits): number {
+function countGroups(gs: Groups, m: Bits): number {
   const seen = new Uint8Array(gs.members.length);
   let n = 0;
   for (const s of slotsOf(m)) {
