@@ -226,6 +226,9 @@ test('a #token= link signs in (the fragment is removed), shows the grid, and fac
   await expect(page.locator('.who').innerText()).resolves.toContain('consoleorg/shop');
   expect(await total(page).innerText()).toBe(String(N));
   expect(await grid(page).count()).toBe(24);
+  // No `parent` field: items, not products, and no switch for variants.
+  expect(await page.locator('#results-title').innerText()).toBe(`${N} items`);
+  expect(await page.getByRole('switch').count()).toBe(0);
   // Images are the items' own URLs (the service keeps none).
   const src = await grid(page).first().locator('img').getAttribute('src');
   expect(src).toMatch(new RegExp(`^${img.url}/img/\\d+\\.png$`));

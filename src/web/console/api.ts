@@ -191,6 +191,8 @@ export interface SearchParams {
   facet_size?: number;
   stats?: string;
   histogram?: string;
+  /** One result per value of this field (contract §13); pages and facets then count groups. */
+  group?: string;
 }
 
 /** The Vision API of one dataset (its browse token). */

@@ -1,4 +1,5 @@
 import type { ResultEntry } from '../api';
+import { counted, groupOf } from '../lib/variants';
 import { ItemImage } from './item-image';
 
 /** A labelled figure under a tile, e.g. the value the grid is sorted by. */
@@ -10,7 +11,9 @@ export interface TileFigure {
 /**
  * Result entries as a grid of image buttons (a click or Enter opens the item): each titled by
  * `title` (the id when none), the id in small type under a distinct title, and one labelled
- * figure: the similarity score of a similarity result, else what `figure` gives.
+ * figure: the similarity score of a similarity result, else what `figure` gives. A grouped
+ * result (contract §13) carries its product's variant count over the picture, a button when
+ * `onGroup` opens that product's variants (a tile of an item without a product has no count).
  */
 export function ResultGrid({
   results,
@@ -19,6 +22,7 @@ export function ResultGrid({
   small = false,
   title = (r) => r.id,
   figure,
+  onGroup,
 }: {
   results: ResultEntry[];
   onOpen: (r: ResultEntry, el: HTMLElement) => void;
@@ -26,6 +30,7 @@ export function ResultGrid({
   small?: boolean;
   title?: (r: ResultEntry) => string;
   figure?: (r: ResultEntry) => TileFigure | undefined;
+  onGroup?: (value: string | number | boolean) => void;
 }) {
   return (
     <ul class={small ? 'grid grid-small' : 'grid'} aria-label={label}>
@@ -33,8 +38,10 @@ export function ResultGrid({
         const name = title(r);
         const line: TileFigure | undefined =
           r.score !== undefined ? { label: 'similarity', value: r.score.toFixed(3) } : figure?.(r);
+        const group = groupOf(r);
+        const variants = group ? counted(group.count, 'variant', 'variants') : undefined;
         return (
-          <li key={r.id}>
+          <li key={r.id} class="grid-cell">
             <button
               type="button"
               class="tile"
@@ -50,6 +57,21 @@ export function ResultGrid({
                 </span>
               ) : null}
             </button>
+            {group && onGroup ? (
+              <button
+                type="button"
+                class="tile-variants"
+                data-count={group.count}
+                aria-label={`${variants} of ${name}: show them`}
+                onClick={() => onGroup(group.value)}
+              >
+                {variants}
+              </button>
+            ) : group ? (
+              <span class="tile-variants" data-count={group.count}>
+                {variants}
+              </span>
+            ) : null}
           </li>
         );
       })}

@@ -4,16 +4,29 @@ import { ID_TITLE } from '../lib/title';
 interface SortOption {
   value: string;
   label: string;
+  /** The order the option means; choosing it sets the order (the user may still flip it). */
+  order?: Order;
+  /** The name of the sort value under each tile; none: the tile shows no sort value. */
+  figure?: string;
 }
 
 /** The service's own sorts, then the dataset's fields; more sorts are more entries here. */
 const SERVICE_SORTS: SortOption[] = [
   { value: 'service_updated_at', label: 'last updated' },
   { value: 'service_created_at', label: 'created' },
+  // Contract §14: clicks and purchased quantity of the trailing 30 days, from track events.
+  { value: 'service_popularity', label: 'most popular', order: 'desc', figure: 'clicks, 30 days' },
+  { value: 'service_purchases', label: 'best-selling', order: 'desc', figure: 'sold, 30 days' },
 ];
 
-/** Whether `sort` is one of the service's own orders rather than a field of the items. */
-export const isServiceSort = (sort: string) => SERVICE_SORTS.some((s) => s.value === sort);
+/**
+ * How a tile names the value the grid is sorted by: a service sort's own wording (undefined for
+ * the time sorts, which a tile does not show), a field by its name.
+ */
+export const sortFigureLabel = (sort: string): string | undefined => {
+  const service = SERVICE_SORTS.find((s) => s.value === sort);
+  return service ? service.figure : sort;
+};
 
 function sortOptions(fields: string[], current: string): SortOption[] {
   const options = [...SERVICE_SORTS, ...fields.map((f) => ({ value: f, label: f }))];
@@ -34,11 +47,14 @@ export function SortControls({
   order: Order;
   onChange: (sort: string, order: Order) => void;
 }) {
+  const options = sortOptions(fields, sort);
+  const choose = (value: string) =>
+    onChange(value, options.find((o) => o.value === value)?.order ?? order);
   return (
     <>
       <label for="sort">Sort</label>
-      <select id="sort" value={sort} onChange={(e) => onChange(e.currentTarget.value, order)}>
-        {sortOptions(fields, sort).map((o) => (
+      <select id="sort" value={sort} onChange={(e) => choose(e.currentTarget.value)}>
+        {options.map((o) => (
           <option key={o.value} value={o.value}>
             {o.label}
           </option>

@@ -1,5 +1,6 @@
 import { ApiError, type VisionApi } from '../api';
 import { niceInterval, SERVICE_FIELDS } from './q';
+import { GROUP_FIELD } from './variants';
 
 /** What the sidebar and the sort menu offer, learned from the dataset itself. */
 export interface Discovery {
@@ -9,6 +10,8 @@ export interface Discovery {
   numeric: Record<string, number>;
   /** Fields holding text (not only true/false): what a tile may be titled by. */
   stringFields: string[];
+  /** The field variants share (`parent`) when items have it: the catalogue groups by it. */
+  groupField?: string;
 }
 
 const MAX_CANDIDATES = 20;
@@ -22,9 +25,12 @@ const NAME_LIKE = /(^|_)(name|title)$/i;
  * throws `dataset_not_ready`.
  */
 export async function discover(vision: VisionApi): Promise<Discovery> {
-  // Name-like fields first, so a dataset with many fields still offers them as titles.
-  let candidates = (await vision.fieldNames())
-    .filter((f) => !SERVICE_FIELDS.has(f))
+  const names = await vision.fieldNames();
+  const groupField = names.includes(GROUP_FIELD) ? GROUP_FIELD : undefined;
+  // Name-like fields first, so a dataset with many fields still offers them as titles. The group
+  // field is a product id: grouping shows it, a list of its values would not help in the sidebar.
+  let candidates = names
+    .filter((f) => !SERVICE_FIELDS.has(f) && f !== GROUP_FIELD)
     .sort((a, b) => Number(NAME_LIKE.test(b)) - Number(NAME_LIKE.test(a)))
     .slice(0, MAX_CANDIDATES);
   for (let attempt = 0; attempt < 8; attempt++) {
@@ -44,7 +50,7 @@ export async function discover(vision: VisionApi): Promise<Discovery> {
         if (buckets.some((b) => b.count > 1) || (buckets.length > 0 && !r.facets[f]?.other))
           facetFields.push(f);
       }
-      return { facetFields, numeric, stringFields };
+      return { facetFields, numeric, stringFields, groupField };
     } catch (e) {
       const refused =
         e instanceof ApiError && e.status === 400
@@ -54,5 +60,5 @@ export async function discover(vision: VisionApi): Promise<Discovery> {
       candidates = candidates.filter((f) => !refused.includes(f));
     }
   }
-  return { facetFields: [], numeric: {}, stringFields: [] };
+  return { facetFields: [], numeric: {}, stringFields: [], groupField };
 }

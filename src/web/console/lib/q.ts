@@ -6,11 +6,16 @@ export interface Range {
   max?: number;
 }
 
-/** Field names the console never offers as facets or ranges (generated, time, text search). */
+/**
+ * Field names the console never offers as facets or ranges (generated, time, text search). The
+ * popularity counts (contract §14) are sorts for a shopper, not filters: the sort menu names them.
+ */
 export const SERVICE_FIELDS = new Set([
   'image_width',
   'image_height',
   'image_url',
+  'service_popularity',
+  'service_purchases',
   'service_created_at',
   'service_updated_at',
   'text',

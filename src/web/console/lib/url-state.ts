@@ -16,6 +16,11 @@ export interface View {
   limit: number;
   /** The field tiles are titled by (`id` for the id); unset: the dataset's name-like field. */
   title?: string;
+  /**
+   * Every variant as its own tile, rather than one tile per product (contract §13). Only a
+   * dataset with a `parent` field groups, so grouping is the default where it means anything.
+   */
+  allVariants: boolean;
 }
 
 export const PAGE_SIZES = [12, 24, 48];
@@ -27,6 +32,7 @@ export const DEFAULT_VIEW: View = {
   order: 'desc',
   page: 1,
   limit: 24,
+  allVariants: false,
 };
 
 const positive = (s: string | null): number | undefined => {
@@ -47,6 +53,7 @@ function readView(p: URLSearchParams): View {
     page: Math.min(positive(p.get('page')) ?? d.page, Math.floor(MAX_WINDOW / limit)),
     limit,
     ...(p.get('title') ? { title: p.get('title')! } : {}),
+    allVariants: p.get('variants') === 'all',
   };
 }
 
@@ -64,6 +71,7 @@ export function addressOf(dataset?: string, view: View = DEFAULT_VIEW): string {
     const v = view[key];
     if (v !== undefined && v !== DEFAULT_VIEW[key]) p.set(key, String(v));
   }
+  if (view.allVariants) p.set('variants', 'all');
   // Readable in the address bar: `q=group:Fruits`, not `q=group%3AFruits`.
   const s = p.toString().replace(/%3A/gi, ':').replace(/%7C/gi, '|').replace(/%2C/gi, ',');
   return location.pathname + (s ? `?${s}` : '');

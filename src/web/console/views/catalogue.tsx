@@ -7,7 +7,7 @@ import { LensPicker, useDrop } from '../components/lens';
 import { Pager } from '../components/pager';
 import { QBar, type QProblem } from '../components/q-bar';
 import { ResultGrid, type TileFigure } from '../components/result-grid';
-import { isServiceSort, SortControls, TitleControl } from '../components/view-controls';
+import { SortControls, sortFigureLabel, TitleControl } from '../components/view-controls';
 import { discover, type Discovery } from '../lib/discover';
 import { selection, withoutFields, withRange, withValues } from '../lib/filter-text';
 import { useOnChange } from '../lib/hooks';
@@ -15,6 +15,7 @@ import { photoDataUri } from '../lib/image';
 import { formatNumber } from '../lib/q';
 import { defaultTitle, rememberTitle, titleOf } from '../lib/title';
 import { useAddressView } from '../lib/use-view';
+import { counted, GROUP_FIELD, totals } from '../lib/variants';
 
 const MAX_WINDOW = 10_000; // page × limit (contract §6)
 const LENS_LIMIT = 24;
@@ -30,12 +31,14 @@ interface Lens {
  * sidebar, sort and paging over an image grid, the detail panel with similar items and explore,
  * and lens (search by a dropped or chosen photo). The filter text, sort, page and title field
  * are one view kept in the address (useAddressView); the sidebar reads and edits the filter text.
+ * A dataset with a `parent` field shows one tile per product (contract §13) unless the view asks
+ * for every variant; its counts, pages and facet numbers are then products, not items.
  */
 export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () => void }) {
   const [discovery, setDiscovery] = useState<Discovery>();
   const [notReady, setNotReady] = useState<string>();
   const [view, change] = useAddressView(vision.org, vision.dataset);
-  const { q, sort, order, page, limit } = view;
+  const { q, sort, order, page, limit, allVariants } = view;
   // The text in the bar; it becomes the view's filter when applied.
   const [typed, setTyped] = useState(q);
   useOnChange(q, () => setTyped(q));
@@ -83,6 +86,8 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   const stringFields = discovery?.stringFields ?? [];
   const title = view.title ?? defaultTitle(stringFields);
   const shown = selection(q);
+  const groupField = discovery?.groupField;
+  const group = groupField && !allVariants ? groupField : undefined;
 
   useEffect(() => {
     if (!discovery) return;
@@ -101,6 +106,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
         facet_size: 12,
         stats: numericFields.join(','),
         histogram: numericFields.map((f) => `${f}:${discovery.numeric[f]}`).join(','),
+        group,
       })
       .then((r) => {
         if (n !== seq.current) return;
@@ -118,7 +124,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
       })
       .finally(() => n === seq.current && setLoading(false));
     // facetFields/numericFields derive from discovery.
-  }, [vision, discovery, q, sort, order, page, limit]);
+  }, [vision, discovery, q, sort, order, page, limit, group]);
 
   const open = (r: ResultEntry, el?: HTMLElement) => {
     if (!detail) opener.current = el ?? (document.activeElement as HTMLElement | null);
@@ -144,12 +150,14 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
 
   // Every filter change is an edit of the text in the bar (what the user sees), then applied.
   const applyQ = (text: string) => change({ q: text, page: 1 });
-  const total = data?.total_results ?? 0;
+  const counts = data ? totals(data) : undefined;
+  const total = counts?.shown ?? 0;
   const pages = Math.max(1, Math.min(Math.ceil(total / limit), Math.floor(MAX_WINDOW / limit)));
   const itemTitle = (r: ResultEntry) => titleOf(r, title);
   // Under each tile, the value the grid is sorted by, named (not twice when it is the title).
   const sortFigure = (r: ResultEntry): TileFigure | undefined => {
-    if (isServiceSort(dataSort) || dataSort === title) return undefined;
+    const label = sortFigureLabel(dataSort);
+    if (label === undefined || dataSort === title) return undefined;
     const v = r.metadata[dataSort];
     const value =
       v === undefined || v === null
@@ -159,8 +167,12 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
           : Array.isArray(v)
             ? v.join(', ')
             : String(v);
-    return { label: dataSort, value };
+    return { label, value };
   };
+  // A product's count opens its variants: its items, filtered by the group field, ungrouped.
+  const showVariants = (value: string | number | boolean) =>
+    change({ q: withValues(typed, GROUP_FIELD, [String(value)]), allVariants: true, page: 1 });
+  const productFiltered = groupField !== undefined && shown.values[GROUP_FIELD] !== undefined;
 
   return (
     <div class="catalogue">
@@ -207,7 +219,15 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
           selection={shown}
           onValues={(field, values) => applyQ(withValues(typed, field, values))}
           onRange={(field, r) => applyQ(withRange(typed, field, r))}
-          onClear={() => applyQ(withoutFields(typed, [...facetFields, ...numericFields]))}
+          onClear={() =>
+            applyQ(
+              withoutFields(typed, [
+                ...facetFields,
+                ...numericFields,
+                ...(groupField ? [groupField] : []),
+              ]),
+            )
+          }
         />
 
         {lens ? (
@@ -242,7 +262,18 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
           <section class="results" aria-labelledby="results-title" aria-busy={loading}>
             <div class="results-head">
               <h2 id="results-title" aria-live="polite">
-                {data ? (
+                {counts?.grouped ? (
+                  <>
+                    {counts.exact ? '' : 'about '}
+                    <span class="total" data-total={total}>
+                      {total}
+                    </span>{' '}
+                    {total === 1 ? 'product' : 'products'}{' '}
+                    <span class="muted total-items" data-total={counts.items}>
+                      ({counted(counts.items, 'item', 'items')})
+                    </span>
+                  </>
+                ) : counts ? (
                   <>
                     <span class="total" data-total={total}>
                       {total}
@@ -256,6 +287,32 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
                 )}
               </h2>
               <div class="sort">
+                {productFiltered ? (
+                  <button
+                    type="button"
+                    class="secondary small"
+                    onClick={() =>
+                      change({
+                        q: withoutFields(typed, [GROUP_FIELD]),
+                        allVariants: false,
+                        page: 1,
+                      })
+                    }
+                  >
+                    ← All products
+                  </button>
+                ) : null}
+                {groupField ? (
+                  <label class="variants-switch">
+                    <input
+                      type="checkbox"
+                      role="switch"
+                      checked={allVariants}
+                      onChange={(e) => change({ allVariants: e.currentTarget.checked, page: 1 })}
+                    />
+                    Show all variants
+                  </label>
+                ) : null}
                 <SortControls
                   fields={[...numericFields, ...facetFields]}
                   sort={sort}
@@ -288,6 +345,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
                 onOpen={open}
                 title={itemTitle}
                 figure={sortFigure}
+                onGroup={showVariants}
               />
             ) : null}
             {data && total > 0 ? (
