@@ -5,11 +5,11 @@
  * brute-force count over the items and against the REST API; the "Show all variants" switch and
  * the whole grouped view survive a reload; a product's count opens its variants; and the
  * "most popular" and "best-selling" sorts ask for service_popularity / service_purchases
- * (contract §14) and put the most clicked and most bought first.
+ * (contract §14) and put the most clicked and most bought first. Search by photo shows products too.
  */
 import type { Browser, Page } from 'playwright-core';
 import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
-import { startImageServer, type ImageServer } from '../helpers/image-server';
+import { makeImage, startImageServer, type ImageServer } from '../helpers/image-server';
 import { launchChromium, openWatched } from './console-page';
 
 // The page functions below run in Chromium; this project's types are Node's.
@@ -375,6 +375,38 @@ test('a product count the service estimated (more than 10,000 groups) says "abou
   await page.goto(`${t.url}/?dataset=chairs#token=${ds.dsToken}`);
   await waitTotal(page, GROUPS);
   expect(await heading(page)).toBe(`about ${GROUPS} products (${docs.length} items)`);
+  expect(errors).toEqual([]);
+  await page.close();
+}, 60_000);
+
+test('search by photo shows one tile per product; its count opens the variants', async () => {
+  const { page, errors } = await open(`/?dataset=chairs#token=${ds.dsToken}`);
+  await waitTotal(page, GROUPS);
+  // P04-v2's own picture: it comes first, standing for its product of 5.
+  await page.locator('[data-testid="lens-input"]').setInputFiles({
+    name: 'photo.png',
+    mimeType: 'image/png',
+    buffer: await makeImage(docs.findIndex((d) => d.id === 'P04-v2')),
+  });
+  const results = page.locator('ul[aria-label="Items similar to the photo"] > li');
+  await results.first().waitFor();
+  const found = await results.evaluateAll((lis) =>
+    lis.map((li) => ({
+      id: li.querySelector('.tile').getAttribute('data-id') as string,
+      variants: (li.querySelector('.tile-variants')?.textContent ?? null) as string | null,
+    })),
+  );
+  expect(found[0]).toEqual({ id: 'P04-v2', variants: '5 variants' });
+  const products = found.map((f) => byId.get(f.id)!.parent ?? f.id);
+  expect(new Set(products).size).toBe(found.length);
+  expect(await page.locator('.lens-query [role="status"]').innerText()).toBe(
+    `${found.length} most similar products`,
+  );
+
+  await results.first().locator('.tile-variants').click();
+  await waitTotal(page, variantsOf('P04'));
+  expect(await page.locator('#q-input').inputValue()).toBe('parent:P04');
+  expect(await variantsSwitch(page).isChecked()).toBe(true);
   expect(errors).toEqual([]);
   await page.close();
 }, 60_000);

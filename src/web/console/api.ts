@@ -238,7 +238,7 @@ export class VisionApi {
     this.api.request<SearchPage>('GET', `${this.base}/search${queryString({ ...p })}`);
   similar = (id: string, p: { limit?: number; fields?: string; q?: string } = {}) =>
     this.api.request<SearchPage>('GET', `${this.base}/similar${queryString({ id, ...p })}`);
-  lens = (image: string, p: { limit?: number; fields?: string; q?: string } = {}) =>
+  lens = (image: string, p: { limit?: number; fields?: string; q?: string; group?: string } = {}) =>
     this.api.request<SearchPage>('POST', `${this.base}/search${queryString(p)}`, { image });
   /**
    * Follows a result's `explore_url` (it carries the journey so far in `path`). Only its path

@@ -22,6 +22,8 @@ const LENS_LIMIT = 24;
 
 interface Lens {
   preview?: string;
+  /** One result per product (asked with the catalogue's group field). */
+  grouped?: boolean;
   results?: ResultEntry[];
   error?: unknown;
 }
@@ -140,8 +142,13 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
     try {
       const preview = await photoDataUri(file);
       setLens({ preview });
-      const r = await vision.lens(preview, { limit: LENS_LIMIT, fields: '*', q: q || undefined });
-      setLens({ preview, results: r.results });
+      const r = await vision.lens(preview, {
+        limit: LENS_LIMIT,
+        fields: '*',
+        q: q || undefined,
+        group,
+      });
+      setLens({ preview, results: r.results, grouped: group !== undefined });
     } catch (e) {
       setLens((l) => ({ ...l, error: e }));
     }
@@ -242,7 +249,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
               {lens.preview ? <img src={lens.preview} alt="the photo searched for" /> : null}
               <p class="muted" role="status">
                 {lens.results
-                  ? `${lens.results.length} most similar items${q ? ' matching the filters' : ''}`
+                  ? `${lens.results.length} most similar ${lens.grouped ? 'products' : 'items'}${q ? ' matching the filters' : ''}`
                   : lens.error
                     ? ''
                     : 'Searching…'}
@@ -255,6 +262,10 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
                 results={lens.results}
                 onOpen={open}
                 title={itemTitle}
+                onGroup={(value) => {
+                  setLens(undefined);
+                  showVariants(value);
+                }}
               />
             ) : null}
           </section>
