@@ -4,7 +4,7 @@ import type { ItemCountsRollup, RollupPass } from '../../ports/item-counts';
 import { CAS_RETRIES, backoff, casUpdate } from './cas';
 import { fromDoc, toDoc, type ItemDoc } from './document';
 import type { EsIndices } from './indices';
-import { ItemIndex, isIndexMissing } from './item-index';
+import { ItemIndex, isIndexMissing, orEmpty } from './item-index';
 import { unavailable } from './outage';
 
 /** Counts with the time they were computed at (a roll-up never replaces newer ones). */
@@ -56,11 +56,18 @@ export async function storedCounts(
 ): Promise<Map<string, StoredCounts>> {
   const out = new Map<string, StoredCounts>();
   for (const part of chunks(ids, PAGE)) {
-    const r = await indices.client.mget<CountsDoc>({
-      index: indices.shared('item_counts'),
-      ids: part.map((id) => countsId(datasetId, id)),
-    });
-    for (const d of r.docs) {
+    // no index (the shared indices not made yet): nothing rolled up
+    const docs = await orEmpty(
+      async () =>
+        (
+          await indices.client.mget<CountsDoc>({
+            index: indices.shared('item_counts'),
+            ids: part.map((id) => countsId(datasetId, id)),
+          })
+        ).docs,
+      [],
+    );
+    for (const d of docs) {
       if (!('found' in d) || !d.found || !d._source) continue;
       const s = d._source;
       out.set(s.item_id, { popularity: s.popularity, purchases: s.purchases, at: s.at });

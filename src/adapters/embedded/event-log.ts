@@ -17,13 +17,44 @@ interface EventRow {
   shown: string | null;
 }
 
-/** The event log in the embedded SQLite file. */
+/** How long an append waits for others to share its transaction (and its fsync). */
+const LINGER_MS = 100;
+
+/**
+ * The event log in the embedded SQLite file. Appends within LINGER_MS of each other share one
+ * transaction: a commit costs an fsync (2 ms typical, 8 ms at p95 on the bench machine) that
+ * blocks the event loop every search shares, and at 100 tracked events per second one commit
+ * per event took a fifth of the process's time. A promise settles once its events are on disk.
+ */
 export class SqliteEventLog implements EventLog {
+  private queue: Array<{ events: LoggedEvent[]; done: (e?: unknown) => void }> = [];
+  private timer: NodeJS.Timeout | undefined;
+
   constructor(private readonly db: Db) {}
 
-  async append(events: LoggedEvent[]): Promise<void> {
-    if (!events.length) return;
-    return this.db.transaction(() => {
+  append(events: LoggedEvent[]): Promise<void> {
+    if (!events.length) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.queue.push({ events, done: (e) => (e === undefined ? resolve() : reject(e)) });
+      this.timer ??= setTimeout(() => this.flush(), LINGER_MS);
+    });
+  }
+
+  private flush(): void {
+    this.timer = undefined;
+    const batch = this.queue;
+    this.queue = [];
+    try {
+      this.write(batch.flatMap((b) => b.events));
+    } catch (e) {
+      batch.forEach((b) => b.done(e));
+      return;
+    }
+    batch.forEach((b) => b.done());
+  }
+
+  private write(events: LoggedEvent[]): void {
+    this.db.transaction(() => {
       const insert = stmt(
         this.db,
         `INSERT INTO events (org, dataset_id, kind, type, at, vars, total, filters, sort, shown,
