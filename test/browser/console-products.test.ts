@@ -6,6 +6,9 @@
  * the whole grouped view survive a reload; a product's count opens its variants; and the
  * "most popular" and "best-selling" sorts ask for service_popularity / service_purchases
  * (contract §14) and put the most clicked and most bought first. Search by photo shows products too.
+ * The detail panel's similar items (and explore journey) are one per other product, its own
+ * variants a link, unless every variant is shown; the tile title field (`name`, shared by
+ * variants) is not a facet.
  */
 import type { Browser, Page } from 'playwright-core';
 import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
@@ -407,6 +410,135 @@ test('search by photo shows one tile per product; its count opens the variants',
   await waitTotal(page, variantsOf('P04'));
   expect(await page.locator('#q-input').inputValue()).toBe('parent:P04');
   expect(await variantsSwitch(page).isChecked()).toBe(true);
+  expect(errors).toEqual([]);
+  await page.close();
+}, 60_000);
+
+/** The product an item stands for (an item of no product is one of its own). */
+const productOf = (id: string) => byId.get(id)!.parent ?? id;
+/** The REST `similar` answer's ids for `id` (itself first), grouped by parent or not. */
+async function restSimilar(id: string, grouped: boolean): Promise<string[]> {
+  const r = await t.call(
+    'GET',
+    `${ds.base}/similar?id=${encodeURIComponent(id)}&limit=13${grouped ? '&group=parent' : ''}`,
+    { token: ds.dsToken },
+  );
+  expect(r.status).toBe(200);
+  return (r.body.results as Array<{ id: string }>).map((x) => x.id);
+}
+/** Whether a list of ids shows `self`'s own product again, or some product twice. */
+const repeatsProducts = (self: string, ids: string[]) =>
+  ids.some((id) => productOf(id) === productOf(self)) ||
+  new Set(ids.map(productOf)).size < ids.length;
+
+test('on a grouped catalogue an item’s similar items are one per other product; its variants are a link', async () => {
+  // A product whose tile's item has, ungrouped, a variant of its own product or two items of one
+  // product among its similar items: what grouping must change (else this test could not fail).
+  let chosen: { parent: string; id: string; ungrouped: string[] } | undefined;
+  for (let i = 0; i < 60 && !chosen; i++) {
+    const parent = `P${pad(i)}`;
+    if (variantsOf(parent) < 2) continue;
+    const tile = await rest(`group=parent&sort=price&order=asc&q=parent:${parent}&limit=2`);
+    const id = tile.body.results[0].id as string;
+    const ungrouped = (await restSimilar(id, false)).slice(1);
+    if (repeatsProducts(id, ungrouped)) chosen = { parent, id, ungrouped };
+  }
+  if (!chosen) throw new Error('no item whose similar items repeat a product: change the data');
+  const { parent, id } = chosen;
+  const grouped = await restSimilar(id, true);
+  expect(grouped[0]).toBe(id);
+
+  const { page, errors } = await open(
+    `/?dataset=chairs&sort=price&order=asc&q=parent:${parent}#token=${ds.dsToken}`,
+  );
+  await waitTotal(page, 1);
+  const [similarRequest] = await Promise.all([
+    page.waitForRequest((r) => new URL(r.url()).pathname.endsWith('/similar')),
+    firstTile(page).click(),
+  ]);
+  expect(new URL(similarRequest.url()).searchParams.get('group')).toBe('parent');
+  await expect(page.locator('.detail-id .mono').innerText()).resolves.toBe(id);
+  const list = page.locator('ul[aria-label^="Items similar to"] .tile');
+  await list.first().waitFor();
+  const similar = await list.evaluateAll((ts) => ts.map((x) => x.getAttribute('data-id')));
+  expect(await page.locator('#similar-title').innerText()).toBe('Similar products');
+  expect(similar.length).toBeGreaterThan(1);
+  // Never the item's own product, never two items of one product: REST's grouped answer.
+  expect(similar.filter((s) => productOf(s!) === parent)).toEqual([]);
+  expect(new Set(similar.map((s) => productOf(s!))).size).toBe(similar.length);
+  expect(similar).toEqual(grouped.slice(1));
+
+  // An explore journey from it goes on through products too.
+  const [exploreRequest] = await Promise.all([
+    page.waitForRequest((r) => new URL(r.url()).pathname.endsWith('/explore')),
+    page.getByRole('button', { name: 'Explore from here' }).click(),
+  ]);
+  expect(new URL(exploreRequest.url()).searchParams.get('group')).toBe('parent');
+  const step = page.locator('ul[aria-label="Next step of the journey"] .tile');
+  await step.first().waitFor();
+  const next = await step.evaluateAll((ts) => ts.map((x) => x.getAttribute('data-id')));
+  expect(new Set(next.map((s) => productOf(s!))).size).toBe(next.length);
+
+  // Its own variants: a link to them, all of them, each a tile.
+  const others = variantsOf(parent) - 1;
+  const link = page.locator('.detail-variants button');
+  expect(await page.locator('.detail-variants').innerText()).toBe(
+    `Other variants of this product: ${others}`,
+  );
+  await link.click();
+  await waitTotal(page, variantsOf(parent));
+  expect(await page.locator('#q-input').inputValue()).toBe(`parent:${parent}`);
+  expect(await variantsSwitch(page).isChecked()).toBe(true);
+  expect(await page.locator('.detail').count()).toBe(0);
+  expect(errors).toEqual([]);
+  await page.close();
+}, 90_000);
+
+test('with "Show all variants" similar items are asked ungrouped, and may be variants of it', async () => {
+  const parent = 'P04';
+  const tile = await rest(`group=parent&sort=price&order=asc&q=parent:${parent}&limit=2`);
+  const id = tile.body.results[0].id as string;
+  const { page, errors } = await open(
+    `/?dataset=chairs&sort=price&order=asc&q=parent:${parent}&variants=all#token=${ds.dsToken}`,
+  );
+  await waitTotal(page, variantsOf(parent));
+  const [similarRequest] = await Promise.all([
+    page.waitForRequest((r) => new URL(r.url()).pathname.endsWith('/similar')),
+    page.locator(`ul[aria-label="Catalogue"] .tile[data-id="${id}"]`).click(),
+  ]);
+  expect(new URL(similarRequest.url()).searchParams.has('group')).toBe(false);
+  const list = page.locator('ul[aria-label^="Items similar to"] .tile');
+  await list.first().waitFor();
+  const similar = await list.evaluateAll((ts) => ts.map((x) => x.getAttribute('data-id')));
+  expect(await page.locator('#similar-title').innerText()).toBe('Similar items');
+  expect(similar).toEqual((await restSimilar(id, false)).slice(1));
+  expect(await page.locator('.detail-variants').count()).toBe(0);
+  expect(errors).toEqual([]);
+  await page.close();
+}, 60_000);
+
+test('the tile title field is no facet in the sidebar; with the id as title it is', async () => {
+  // Variants share their name, so as a facet it would list names counted mostly once.
+  const names = await rest('group=parent&facets=name&limit=2');
+  expect(names.status).toBe(200);
+  expect(names.body.facets.name.buckets.length).toBeGreaterThan(0);
+
+  const { page, errors } = await open('/');
+  const [request] = await Promise.all([
+    page.waitForRequest(
+      (r) => new URL(r.url()).pathname.endsWith('/search') && r.method() === 'GET',
+    ),
+    page.goto(`${t.url}/?dataset=chairs#token=${ds.dsToken}`),
+  ]);
+  await waitTotal(page, GROUPS);
+  expect(await page.locator('#title-field').inputValue()).toBe('name');
+  await page.locator('fieldset[data-field="colour"]').waitFor();
+  expect(await page.locator('fieldset[data-field="material"]').count()).toBe(1);
+  expect(await page.locator('fieldset[data-field="name"]').count()).toBe(0);
+  expect(new URL(request.url()).searchParams.get('facets')?.split(',')).not.toContain('name');
+  // Titled by id, the name is a field like any other again.
+  await page.selectOption('#title-field', 'id');
+  await page.locator('fieldset[data-field="name"]').waitFor();
   expect(errors).toEqual([]);
   await page.close();
 }, 60_000);

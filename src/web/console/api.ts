@@ -236,7 +236,7 @@ export class VisionApi {
       .then((r) => r.fields);
   search = (p: SearchParams) =>
     this.api.request<SearchPage>('GET', `${this.base}/search${queryString({ ...p })}`);
-  similar = (id: string, p: { limit?: number; fields?: string; q?: string } = {}) =>
+  similar = (id: string, p: { limit?: number; fields?: string; q?: string; group?: string } = {}) =>
     this.api.request<SearchPage>('GET', `${this.base}/similar${queryString({ id, ...p })}`);
   lens = (image: string, p: { limit?: number; fields?: string; q?: string; group?: string } = {}) =>
     this.api.request<SearchPage>('POST', `${this.base}/search${queryString(p)}`, { image });
@@ -244,7 +244,7 @@ export class VisionApi {
    * Follows a result's `explore_url` (it carries the journey so far in `path`). Only its path
    * and query are used: the page talks to its own origin whatever PUBLIC_BASE_URL says.
    */
-  explore = (exploreUrl: string, set: { limit?: number; fields?: string } = {}) => {
+  explore = (exploreUrl: string, set: { limit?: number; fields?: string; group?: string } = {}) => {
     const u = new URL(exploreUrl, location.origin);
     if (u.pathname !== `${this.base}/explore`)
       return Promise.reject(new ApiError(0, 'client', 'not an explore link of this dataset'));

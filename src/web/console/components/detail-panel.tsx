@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ResultEntry, VisionApi } from '../api';
 import { useEscape } from '../lib/hooks';
+import { counted, groupOf } from '../lib/variants';
 import { ErrorBanner } from './error-banner';
 import { ItemImage } from './item-image';
 import { ResultGrid } from './result-grid';
@@ -17,19 +18,29 @@ interface Journey {
  * One item: its picture and metadata, the items most similar to it (GET …/similar?id=), and an
  * explore journey that starts from it and goes on through each result's `explore_url` (which
  * carries the selections so far). Escape or the close button closes it.
+ *
+ * On a grouped catalogue (`group`, contract §13) similar and explore are asked with the group
+ * field: the similar items are one per other product (the service leaves the item's own product
+ * out and gives the item itself first with its group), and the item's own variants are a link.
  */
 export function DetailPanel({
   vision,
   item,
   title,
+  group,
   onOpen,
+  onVariants,
   onClose,
 }: {
   vision: VisionApi;
   item: ResultEntry;
   /** An item's title (the catalogue's title field). */
   title: (r: ResultEntry) => string;
+  /** The field the catalogue groups by, when it shows one tile per product. */
+  group?: string;
   onOpen: (r: ResultEntry) => void;
+  /** Shows a product's variants (the value of its group field). */
+  onVariants?: (value: string | number | boolean) => void;
   onClose: () => void;
 }) {
   const [shown, setShown] = useState<ResultEntry>(item);
@@ -48,25 +59,27 @@ export function DetailPanel({
     setError(undefined);
     heading.current?.focus();
     vision
-      .similar(item.id, { limit: SIMILAR + 1, fields: '*' })
+      .similar(item.id, { limit: SIMILAR + 1, fields: '*', group })
       .then((r) => {
         if (!live) return;
-        // The item itself comes first (contract §7), with its metadata.
+        // The item itself comes first (contract §7), with its metadata (and, grouped, its own
+        // product's group, §13: the grid's tile may have stood for a product under a filter).
         const [self, ...rest] = r.results;
-        if (self?.id === item.id) setShown({ ...item, ...self, score: undefined });
+        if (self?.id === item.id)
+          setShown({ ...item, ...self, group: self.group ?? item.group, score: undefined });
         setSimilar(rest.filter((x) => x.id !== item.id).slice(0, SIMILAR));
       })
       .catch((e: unknown) => live && setError(e));
     return () => {
       live = false;
     };
-  }, [vision, item]);
+  }, [vision, item, group]);
 
   const explore = async (from: ResultEntry, steps: ResultEntry[]) => {
     setBusy(true);
     setError(undefined);
     try {
-      const r = await vision.explore(from.explore_url, { limit: SIMILAR, fields: '*' });
+      const r = await vision.explore(from.explore_url, { limit: SIMILAR, fields: '*', group });
       setJourney({ steps, results: r.results });
     } catch (e) {
       setError(e);
@@ -77,6 +90,9 @@ export function DetailPanel({
 
   const meta = Object.entries(shown.metadata).filter(([k]) => k !== 'image_url');
   const name = title(shown);
+  // The item's product, once the grouped similar request has said how many variants it has.
+  const product = group && similar ? groupOf(shown) : undefined;
+  const others = product ? product.count - 1 : 0;
   return (
     <div class="detail" role="dialog" aria-modal="false" aria-labelledby="detail-title">
       <div class="detail-head">
@@ -103,6 +119,24 @@ export function DetailPanel({
           </a>
         </p>
       ) : null}
+      {product && others > 0 ? (
+        <p class="detail-variants">
+          Other variants of this product:{' '}
+          {onVariants ? (
+            <button
+              type="button"
+              class="link"
+              data-count={others}
+              aria-label={`${counted(others, 'other variant', 'other variants')} of this product: show them`}
+              onClick={() => onVariants(product.value)}
+            >
+              {others}
+            </button>
+          ) : (
+            <span data-count={others}>{others}</span>
+          )}
+        </p>
+      ) : null}
       {meta.length ? (
         <table class="meta">
           <tbody>
@@ -119,7 +153,7 @@ export function DetailPanel({
 
       <section aria-labelledby="similar-title">
         <div class="section-head">
-          <h3 id="similar-title">Similar items</h3>
+          <h3 id="similar-title">{group ? 'Similar products' : 'Similar items'}</h3>
           <button
             type="button"
             disabled={busy}
@@ -138,6 +172,7 @@ export function DetailPanel({
               results={similar}
               title={title}
               onOpen={(r) => onOpen(r)}
+              onGroup={onVariants}
             />
           ) : (
             <p class="muted">No similar items.</p>
@@ -164,6 +199,7 @@ export function DetailPanel({
             results={journey.results}
             title={title}
             onOpen={(r) => void explore(r, [...journey.steps, r])}
+            onGroup={onVariants}
           />
         </section>
       ) : null}

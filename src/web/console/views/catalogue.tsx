@@ -87,6 +87,8 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   const numericFields = Object.keys(discovery?.numeric ?? {});
   const stringFields = discovery?.stringFields ?? [];
   const title = view.title ?? defaultTitle(stringFields);
+  // The tile title (`name`) is no filter: variants share it, so its list would be mostly 1s.
+  const sideFacets = facetFields.filter((f) => f !== title);
   const shown = selection(q);
   const groupField = discovery?.groupField;
   const group = groupField && !allVariants ? groupField : undefined;
@@ -103,8 +105,8 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
         order,
         q,
         fields: '*',
-        facets: facetFields.join(','),
-        disjunctive: facetFields.join(','),
+        facets: sideFacets.join(','),
+        disjunctive: sideFacets.join(','),
         facet_size: 12,
         stats: numericFields.join(','),
         histogram: numericFields.map((f) => `${f}:${discovery.numeric[f]}`).join(','),
@@ -125,8 +127,8 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
         else setError(e);
       })
       .finally(() => n === seq.current && setLoading(false));
-    // facetFields/numericFields derive from discovery.
-  }, [vision, discovery, q, sort, order, page, limit, group]);
+    // sideFacets/numericFields derive from discovery and the title field.
+  }, [vision, discovery, q, sort, order, page, limit, group, title]);
 
   const open = (r: ResultEntry, el?: HTMLElement) => {
     if (!detail) opener.current = el ?? (document.activeElement as HTMLElement | null);
@@ -180,6 +182,13 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   const showVariants = (value: string | number | boolean) =>
     change({ q: withValues(typed, GROUP_FIELD, [String(value)]), allVariants: true, page: 1 });
   const productFiltered = groupField !== undefined && shown.values[GROUP_FIELD] !== undefined;
+  // From the detail panel, whose variant counts are over the whole dataset: all of the product's
+  // variants, whatever the filter, so the number matches the tiles it opens.
+  const showProduct = (value: string | number | boolean) => {
+    setDetail(undefined);
+    setLens(undefined);
+    change({ q: withValues('', GROUP_FIELD, [String(value)]), allVariants: true, page: 1 });
+  };
 
   return (
     <div class="catalogue">
@@ -218,7 +227,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
 
       <div class="catalogue-body">
         <FacetSidebar
-          facetFields={facetFields}
+          facetFields={sideFacets}
           numericFields={numericFields}
           facets={data?.facets ?? {}}
           stats={data?.stats ?? {}}
@@ -377,7 +386,9 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
           vision={vision}
           item={detail}
           title={itemTitle}
+          group={group}
           onOpen={(r) => open(r)}
+          onVariants={showProduct}
           onClose={close}
         />
       ) : null}
