@@ -31,8 +31,10 @@ const { chromium } = require('playwright-core');
 const out = path.join(root, 'docs');
 const OPERATOR = 'screenshots-operator-token-0123456789';
 
-// ---- a small catalogue: 4 kinds of product × 6 colours × 9 variants = 216 items (≥ 200, so
-// the Vision API answers), drawn as simple SVG pictures.
+// ---- a small catalogue of products in several colours: 4 kinds × 12 models, each model (a
+// product, its `parent`) in 2 to 6 colours, the common colours in more products: 206 items
+// (≥ 200, so the Vision API answers), drawn as simple SVG pictures. The console shows one tile
+// per product, its variant count over it.
 const COLOURS = {
   red: '#d93025',
   green: '#188038',
@@ -42,6 +44,7 @@ const COLOURS = {
   pink: '#e3528f',
 };
 const KINDS = ['bag', 'shoe', 'hat', 'lamp'];
+const MODELS = 'Alto Brio Cara Dune Echo Fjord Gala Halo Iris Jade Kite Luna'.split(' ');
 const BRANDS = ['Acme', 'Northwind', 'Globex'];
 
 function shape(kind, fill, v) {
@@ -75,25 +78,38 @@ async function picture(kind, colour, v) {
 }
 
 const items = [];
-for (const kind of KINDS)
-  for (const colour of Object.keys(COLOURS))
-    for (let v = 0; v < 9; v++) {
-      const n = items.length;
+const colourNames = Object.keys(COLOURS);
+// How common each colour is (a share of the products), in the order of COLOURS.
+const COMMON = [0.85, 0.65, 0.75, 0.95, 0.55, 0.55];
+KINDS.forEach((kind, k) =>
+  MODELS.forEach((model, v) => {
+    const product = k * MODELS.length + v;
+    const colours = colourNames.filter(
+      (_, c) => ((product * 53 + c * 29 + product * c * 17) % 97) / 97 < COMMON[c],
+    );
+    for (const colour of colours) {
+      const i = items.length;
       items.push({
+        // The image server draws `kind-colour-<model number>`: one shape per model.
         id: `${kind}-${colour}-${v + 1}`,
-        kind,
-        colour,
-        v,
         metadata: {
+          parent: `${kind}-${v + 1}`,
+          title: `${kind[0].toUpperCase()}${kind.slice(1)} ${model}`,
           category: kind,
           colour,
-          brand: BRANDS[(n * 7) % 3],
-          price: 15 + ((n * 37) % 40) * 5,
-          instock: n % 5 !== 0,
-          title: `${colour} ${kind} no. ${v + 1}`,
+          brand: BRANDS[product % 3],
+          price: 15 + ((product * 37) % 40) * 5,
+          instock: i % 5 !== 0,
         },
       });
     }
+  }),
+);
+const blueOrGreen = new Set(
+  items
+    .filter((it) => ['blue', 'green'].includes(it.metadata.colour))
+    .map((it) => it.metadata.parent),
+).size;
 
 function imageServer() {
   const cache = new Map();
@@ -229,8 +245,13 @@ async function main() {
     const detail = async (page) => {
       await catalogue(page);
       await page.locator('ul[aria-label="Catalogue"] .tile').nth(1).click();
-      await page.locator('ul[aria-label^="Items similar to"] .tile').first().waitFor();
+      const similar = page.locator('ul[aria-label^="Items similar to"] .tile');
+      await similar.first().waitFor();
       await page.waitForLoadState('networkidle');
+      // On a wide screen the panel is scrolled to show the first row of similar products (one
+      // per other product), under the link to this product's other variants.
+      if (page.viewportSize().width > 600)
+        await similar.first().evaluate((el) => el.scrollIntoView({ block: 'end' }));
     };
     const organisation = async (page) => {
       await page.goto(`${api}/#token=${orgToken}`);
@@ -252,7 +273,10 @@ async function main() {
             .locator('fieldset[data-field="colour"] .facet-row', { hasText: 'green' })
             .locator('input')
             .check();
-          await page.waitForFunction(() => document.querySelector('.total')?.textContent === '72');
+          await page.waitForFunction(
+            (n) => document.querySelector('.total')?.textContent === String(n),
+            blueOrGreen,
+          );
           await page.waitForLoadState('networkidle');
         }
       });
