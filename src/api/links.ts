@@ -17,6 +17,9 @@ export interface Carry {
   limit?: number;
   /** An explore journey's selections so far (the next step is steered by them). */
   path?: string[];
+  /** A grouped request's group and group_size (contract §13): the journey stays grouped. */
+  group?: string;
+  groupSize?: number;
 }
 
 export function exploreUrl(
@@ -31,6 +34,9 @@ export function exploreUrl(
   if (carry.q) params.set('q', carry.q);
   if (carry.limit !== undefined) params.set('limit', String(carry.limit));
   if (carry.path?.length) params.set('path', carry.path.map(encodeURIComponent).join(','));
+  if (carry.group) params.set('group', carry.group);
+  if (carry.group && carry.groupSize !== undefined)
+    params.set('group_size', String(carry.groupSize));
   // URLSearchParams writes spaces as '+'; %20 reads the same everywhere.
   return `${baseUrl}${datasetPath(org, dataset)}/explore?${params.toString().replace(/\+/g, '%20')}`;
 }

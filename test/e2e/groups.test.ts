@@ -958,4 +958,23 @@ describe(`grouped similarity requests (contract §13; catalogue seed ${SEED})`, 
       expect([qs2, rest2.length]).toEqual([qs2, 10]);
     }
   });
+
+  test('explore_url carries group and group_size: a journey stays grouped', async () => {
+    const target = targets()[0]!;
+    const r = await get('similar', `id=${target.id}&group=parent&group_size=2&limit=5`);
+    const next = new URL(r.body.results[1].explore_url as string);
+    expect(next.searchParams.get('group')).toBe('parent');
+    expect(next.searchParams.get('group_size')).toBe('2');
+    const followed = await t.call('GET', `${next.pathname}${next.search}`, { token: ds.dsToken });
+    expect(followed.status).toBe(200);
+    checkGroups(next.search, followed.body.results, {
+      cs: [],
+      size: 2,
+      excludeIds: [next.searchParams.get('id')!],
+      ordered: false,
+    });
+    const plain = await get('search', 'group=parent&limit=3');
+    for (const e of plain.body.results as Array<{ explore_url: string }>)
+      expect(new URL(e.explore_url).searchParams.get('group')).toBe('parent');
+  });
 });

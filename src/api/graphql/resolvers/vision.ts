@@ -42,7 +42,7 @@ function scored(
   baseUrl: string,
   vis: Vision,
   r: SimilarityResult,
-  carry: { q?: string; limit: number; path?: string[] },
+  carry: { q?: string; limit: number; path?: string[]; group?: string; groupSize?: number },
 ): VisionItem[] {
   const link = { baseUrl, org: vis.org, dataset: vis.dataset, carry };
   const one = (h: SimilarityResult['hits'][number]) => toVisionItem(h.item, link, h.score);
@@ -136,7 +136,11 @@ const similarity = (a: SimilarityArgs) => ({
 });
 
 /** What a similarity result's explore_url carries over. */
-const carried = (a: SimilarityArgs) => ({ q: a.q ?? undefined, limit: a.limit });
+const carried = (a: SimilarityArgs) => ({
+  q: a.q ?? undefined,
+  limit: a.limit,
+  ...(a.group ? { group: a.group.field, groupSize: a.group.size } : {}),
+});
 
 @Resolver(() => Vision)
 export class VisionResolver {
@@ -172,7 +176,11 @@ export class VisionResolver {
       baseUrl: ctx.baseUrl,
       org: vis.org,
       dataset: vis.dataset,
-      carry: { q: a.q ?? undefined, limit: a.limit },
+      carry: {
+        q: a.q ?? undefined,
+        limit: a.limit,
+        ...(a.group ? { group: a.group.field, groupSize: a.group.size } : {}),
+      },
     };
     const size = a.group?.size ?? 1;
     const pages = r.totalGroups ?? r.total;

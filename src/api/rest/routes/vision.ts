@@ -50,7 +50,14 @@ function shape(
     baseUrl,
     org: params.organisation,
     dataset: params.dataset,
-    carry: { fields: q.fields, q: q.q, limit: q.limit, path: r.path },
+    carry: {
+      fields: q.fields,
+      q: q.q,
+      limit: q.limit,
+      path: r.path,
+      group: q.group,
+      groupSize: q.group_size,
+    },
   };
   const entry = (h: SimilarityResult['hits'][number]) => resultEntry(h.item, sel, link, h.score);
   return {
@@ -145,7 +152,13 @@ export const visionRoutes =
         baseUrl: req.ctx.baseUrl,
         org: params.organisation,
         dataset: params.dataset,
-        carry: { fields: query.fields, q: query.q, limit: query.limit },
+        carry: {
+          fields: query.fields,
+          q: query.q,
+          limit: query.limit,
+          group: query.group,
+          groupSize: query.group_size,
+        },
       };
       const sel = parseFieldSelection(query.fields);
       return {
