@@ -305,6 +305,8 @@ export class EsItemCounts extends ItemIndex implements ItemCountsRollup {
         index,
         ids: [...counted.keys()],
         _source_includes: ['counts'],
+        // not realtime: the rewrite below reads each item realtime and compares again
+        realtime: false,
       });
       pending = r.docs
         .filter(
