@@ -71,6 +71,9 @@ describe('writing content', () => {
         image_url: `${img.url}/img/1.png`,
         service_created_at: expect.any(String),
         service_updated_at: expect.any(String),
+        // contract §14: no events yet
+        service_popularity: 0,
+        service_purchases: 0,
       },
     });
     expect((await listed()).find((e) => e.id === 'p1')!.processed).toBe(true);

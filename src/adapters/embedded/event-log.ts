@@ -22,7 +22,7 @@ const LINGER_MS = 100;
 
 /**
  * The event log in the embedded SQLite file. Appends within LINGER_MS of each other share one
- * transaction: a commit costs an fsync (2 ms typical, 8 ms at p95 on the bench machine) that
+ * transaction: a commit costs an fsync (2 ms typical, 8 ms at p95 on a dev machine) that
  * blocks the event loop every search shares, and at 100 tracked events per second one commit
  * per event took a fifth of the process's time. A promise settles once its events are on disk.
  */
