@@ -2,7 +2,7 @@ import { groupKey, type GroupedPage } from '../../domain/group';
 import type { Scalar } from '../../domain/metadata';
 import type { GroupedSearchRequest } from '../../ports/search-engine';
 import { type Bits, count, has, set, slotsOf } from './bitset';
-import { orderedMatches } from './index-sort';
+import { orderedMatches, sortedSmall } from './index-sort';
 import type { DatasetIndex, FieldIndex, FieldValue } from './memory-index';
 
 /**
@@ -104,10 +104,7 @@ export function groupPage(
     const g = gs.of[best]!;
     if (g < 0) return { value: null, count: 1, slots: [best] };
     const all = slotsOfGroup(gs, g, m);
-    const slots =
-      req.group.size === 1
-        ? [best]
-        : take(orderedMatches(ix, bitsOf(ix, all), all.length, req.sort), req.group.size);
+    const slots = req.group.size === 1 ? [best] : firstOf(ix, all, req);
     const v = gs.field!.values[gs.members[g]![0]!]!;
     return { value: valueOf(v), count: all.length, slots };
   });
@@ -130,17 +127,22 @@ export function groupCountsOf(
   });
 }
 
-function bitsOf(ix: DatasetIndex, slots: number[]): Bits {
-  const b = new Uint32Array(ix.words);
-  for (const s of slots) set(b, s);
-  return b;
-}
-
-function take(it: Iterable<number>, n: number): number[] {
+/**
+ * The first items of a group in the request's order. A group of a few items is sorted on its
+ * own: walking the sort's full order for each group of a page would pass over every slot.
+ */
+function firstOf(ix: DatasetIndex, slots: number[], req: GroupedSearchRequest): number[] {
+  if (slots.length <= FEW) return sortedSmall(ix, slots, req.sort).slice(0, req.group.size);
+  const bits = new Uint32Array(ix.words);
+  for (const s of slots) set(bits, s);
   const out: number[] = [];
-  for (const s of it) if (out.push(s) >= n) break;
+  for (const s of orderedMatches(ix, bits, slots.length, req.sort))
+    if (out.push(s) >= req.group.size) break;
   return out;
 }
+
+/** Up to this many items, a group is sorted on its own rather than read off the full order. */
+const FEW = 1024;
 
 /**
  * Facet counts of groups (contract §13): per value key of `f`, the matching groups with at least

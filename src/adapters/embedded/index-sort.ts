@@ -158,7 +158,11 @@ export function* orderedMatches(
 }
 
 /** A few slots sorted by `sort` directly (ties by id), as the full order would place them. */
-function sortedSmall(ix: DatasetIndex, slots: number[], sort: SearchRequest['sort']): number[] {
+export function sortedSmall(
+  ix: DatasetIndex,
+  slots: number[],
+  sort: SearchRequest['sort'],
+): number[] {
   const time = isServiceTimeField(sort.field);
   const f = time ? undefined : ix.field(sort.field);
   const cls = (s: number) => {
