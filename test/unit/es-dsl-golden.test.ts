@@ -15,6 +15,7 @@ import {
 } from '../../src/adapters/elasticsearch/report';
 import {
   groupCountsBody,
+  groupEstimateBody,
   groupFacetBody,
   groupFacetEstimateBody,
   groupItemsBody,
@@ -130,9 +131,10 @@ const cases: Record<string, () => unknown> = {
       3,
     ),
   'group-totals': () => groupTotalsBody(conditions('instock:true'), 'parent', 10_000),
+  'group-estimate': () => groupEstimateBody(conditions('instock:true'), 'parent'),
   'group-counts': () => groupCountsBody(conditions('instock:true'), 'parent', ['t:p-1', 'n:7']),
   'group-facet-partition': () =>
-    groupFacetBody(conditions('category:boots|flats'), 'parent', 'color', 0, 4),
+    groupFacetBody(conditions('category:boots|flats'), 'parent', ['color', 'sizes'], 0, 4),
   'group-facet-estimate': () =>
     groupFacetEstimateBody(conditions('category:boots|flats'), 'parent', 'color', 1000),
   'figures-histograms': () =>

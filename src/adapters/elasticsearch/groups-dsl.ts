@@ -70,24 +70,45 @@ function groupTerms(field: string, terms: Dsl, sub?: Dsl): Dsl {
   };
 }
 
-/**
- * How many groups match: the distinct scalar values (exact while there are at most `exactUpTo`
- * of them: a terms aggregation one larger shows when there are more, counted by a bucket
- * pipeline so the buckets themselves need not travel) plus the items without one.
- */
-export function groupTotalsBody(conditions: Condition[], field: string, exactUpTo: number): Dsl {
-  const count = { count: { stats_bucket: { buckets_path: 'v>_count' } } };
-  const card = (on: string): Dsl => ({ cardinality: { field: on, precision_threshold: 40_000 } });
-  const body = groupTerms(field, { size: exactUpTo + 1 });
-  const aggs = body.aggs as Record<string, { aggs: Dsl }>;
-  aggs.s!.aggs = { ...aggs.s!.aggs, ...count, est: card('attrs.s') };
-  aggs.n!.aggs = { ...aggs.n!.aggs, ...count, est: card('attrs.n') };
+/** Distinct groups among the items in scope, estimated (HyperLogLog++), plus those alone. */
+const groupEstimate = (field: string): Dsl => ({
+  g: {
+    nested: { path: 'attrs' },
+    aggs: {
+      sel: {
+        filter: scalarOf(field),
+        aggs: {
+          s: { cardinality: { field: 'attrs.s', precision_threshold: 40_000 } },
+          n: { cardinality: { field: 'attrs.n', precision_threshold: 40_000 } },
+        },
+      },
+    },
+  },
+  single: { filter: single(field) },
+});
+
+/** Matching items, those without a group value, and the distinct groups, estimated. */
+export function groupEstimateBody(conditions: Condition[], field: string): Dsl {
   return {
     size: 0,
     track_total_hits: true,
     query: whereDsl(conditions),
-    aggs: { g: body, single: { filter: single(field) } },
+    aggs: groupEstimate(field),
   };
+}
+
+/**
+ * The distinct scalar values exactly, while there are at most `exactUpTo` of them: a terms
+ * aggregation one larger shows when there are more, counted by a bucket pipeline so the buckets
+ * themselves need not travel.
+ */
+export function groupTotalsBody(conditions: Condition[], field: string, exactUpTo: number): Dsl {
+  const count = { count: { stats_bucket: { buckets_path: 'v>_count' } } };
+  const body = groupTerms(field, { size: exactUpTo + 1 });
+  const aggs = body.aggs as Record<string, { aggs: Dsl }>;
+  aggs.s!.aggs = { ...aggs.s!.aggs, ...count };
+  aggs.n!.aggs = { ...aggs.n!.aggs, ...count };
+  return { size: 0, query: whereDsl(conditions), aggs: { g: body } };
 }
 
 /** Item counts of the given groups (values as keys). */
@@ -117,26 +138,22 @@ const valuesOf = (field: string): Dsl => ({
 });
 
 /**
- * Group facets of `facet`, exactly: per group (one partition of them), the facet values its
- * matching items hold and whether one lacks the facet; and the same for the items without a
- * group value, each a group of its own. The adapter adds them up.
+ * Group facets of `facets`, exactly: per group (one partition of them), the facet values its
+ * matching items hold and whether one lacks each facet (`values<i>`, `lacking<i>`); the same for
+ * the items without a group value, each a group of its own. The adapter adds them up.
  */
 export function groupFacetBody(
   conditions: Condition[],
   field: string,
-  facet: string,
+  facets: string[],
   partition: number,
   partitions: number,
 ): Dsl {
-  const perGroup: Dsl = {
-    items: {
-      reverse_nested: {},
-      aggs: {
-        values: valuesOf(facet),
-        lacking: { filter: lacking(facet) },
-      },
-    },
-  };
+  const perFacet: Dsl = {};
+  facets.forEach((f, i) => {
+    perFacet[`values${i}`] = valuesOf(f);
+    perFacet[`lacking${i}`] = { filter: lacking(f) };
+  });
   return {
     size: 0,
     query: whereDsl(conditions),
@@ -144,39 +161,12 @@ export function groupFacetBody(
       g: groupTerms(
         field,
         { size: 65_536, include: { partition, num_partitions: partitions } },
-        perGroup,
+        { items: { reverse_nested: {}, aggs: perFacet } },
       ),
-      ...(partition === 0
-        ? {
-            single: {
-              filter: single(field),
-              aggs: {
-                values: valuesOf(facet),
-                lacking: { filter: lacking(facet) },
-              },
-            },
-          }
-        : {}),
+      ...(partition === 0 ? { single: { filter: single(field), aggs: perFacet } } : {}),
     },
   };
 }
-
-/** Distinct groups among the items in scope, estimated (HyperLogLog++), plus those alone. */
-const groupEstimate = (field: string): Dsl => ({
-  g: {
-    nested: { path: 'attrs' },
-    aggs: {
-      sel: {
-        filter: scalarOf(field),
-        aggs: {
-          s: { cardinality: { field: 'attrs.s', precision_threshold: 40_000 } },
-          n: { cardinality: { field: 'attrs.n', precision_threshold: 40_000 } },
-        },
-      },
-    },
-  },
-  single: { filter: single(field) },
-});
 
 /**
  * Group facets when more groups match than are counted exactly: per value of `facet`, the

@@ -16,6 +16,7 @@ import { fromDoc, type ItemDoc } from './document';
 import { NO_VECTOR, type Dsl } from './dsl';
 import {
   groupCountsBody,
+  groupEstimateBody,
   groupFacetBody,
   groupFacetEstimateBody,
   groupItemsBody,
@@ -146,30 +147,42 @@ export async function groupCounts(
 
 type KindTotals = {
   count?: { count: number };
-  est?: { value: number };
   v?: { sum_other_doc_count: number };
 };
 
-/** total_results, total_groups and whether that is exact. */
+/**
+ * An estimate this far above the exact bound is taken as it is: below its precision threshold
+ * HyperLogLog++ errs by far less, so the exact count could not be within the bound.
+ */
+const ESTIMATE_MARGIN = 1.2;
+
+/**
+ * total_results, total_groups and whether that is exact: first an estimate (cheap), then, only
+ * when the groups may number at most `exactUpTo`, the exact count (a terms aggregation).
+ */
 export async function groupTotals(
   search: Search,
   conditions: Condition[],
   field: string,
   exactUpTo: number,
 ): Promise<Omit<GroupedPage, 'groups'>> {
+  const first = await search(groupEstimateBody(conditions, field));
+  const total =
+    typeof first.hits.total === 'number' ? first.hits.total : (first.hits.total?.value ?? 0);
+  const single = (first.aggregations?.single as { doc_count: number } | undefined)?.doc_count ?? 0;
+  const estimated = estimatedGroups(first.aggregations as Estimate | undefined) - single;
+  if (estimated > exactUpTo * ESTIMATE_MARGIN)
+    return { total, totalGroups: estimated + single, totalGroupsExact: false };
   const r = await search(groupTotalsBody(conditions, field, exactUpTo), [
     '-aggregations.g.s.v.buckets',
     '-aggregations.g.n.v.buckets',
   ]);
   const g = (r.aggregations?.g ?? {}) as { s?: KindTotals; n?: KindTotals };
-  const single = (r.aggregations?.single as { doc_count: number } | undefined)?.doc_count ?? 0;
-  const total = typeof r.hits.total === 'number' ? r.hits.total : (r.hits.total?.value ?? 0);
   const listed = (g.s?.count?.count ?? 0) + (g.n?.count?.count ?? 0);
   const exact =
     (g.s?.v?.sum_other_doc_count ?? 0) === 0 &&
     (g.n?.v?.sum_other_doc_count ?? 0) === 0 &&
     listed <= exactUpTo;
-  const estimated = (g.s?.est?.value ?? 0) + (g.n?.est?.value ?? 0);
   return {
     total,
     totalGroups: (exact ? listed : Math.max(estimated, exactUpTo + 1)) + single,
@@ -181,7 +194,7 @@ export async function groupTotals(
 const GROUPS_PER_PARTITION = 2_000;
 
 type ValueAggs = { sel?: { s?: { buckets: Bucket[] }; n?: { buckets: Bucket[] } } };
-type GroupBucket = Bucket & { items: { values: ValueAggs; lacking: { doc_count: number } } };
+type GroupBucket = Bucket & { items: Record<string, ValueAggs | { doc_count: number }> };
 
 /**
  * Group facets (contract §13), exact: the groups' facet values are read per group in partitions
@@ -196,20 +209,35 @@ export async function groupFacets(
 ): Promise<Record<string, FacetFigure>> {
   const out: Record<string, FacetFigure> = {};
   const exactUpTo = spec.exactUpTo ?? Number.MAX_SAFE_INTEGER;
+  // Facets counted under the same conditions (all but the disjunctive ones) share each request.
+  const sets = new Map<string, { conds: Condition[]; fields: string[] }>();
+  for (const { field, disjunctive } of spec.facets) {
+    const conds = disjunctive ? conditions.filter((c) => !onField(c, field)) : conditions;
+    const key = JSON.stringify(conds);
+    const set = sets.get(key) ?? { conds, fields: [] };
+    set.fields.push(field);
+    sets.set(key, set);
+  }
   await Promise.all(
-    spec.facets.map(async ({ field, disjunctive }) => {
-      const conds = disjunctive ? conditions.filter((c) => !onField(c, field)) : conditions;
+    [...sets.values()].map(async ({ conds, fields }) => {
       const totals = await groupTotals(search, conds, spec.groupBy, exactUpTo);
       if (!totals.totalGroupsExact) {
-        const est = await estimatedCounts(search, conds, spec.groupBy, field);
-        out[field] = { ...facetFigure(est.values, spec.facetSize, est.missing), exact: false };
+        await Promise.all(
+          fields.map(async (field) => {
+            const est = await estimatedCounts(search, conds, spec.groupBy, field);
+            out[field] = { ...facetFigure(est.values, spec.facetSize, est.missing), exact: false };
+          }),
+        );
         return;
       }
-      let partitions = Math.max(1, Math.ceil(totals.totalGroups / perPartition));
+      const groups = totals.totalGroups * fields.length;
+      let partitions = Math.max(1, Math.ceil(groups / perPartition));
       for (;;) {
         try {
-          const counts = await facetCounts(search, conds, spec.groupBy, field, partitions);
-          out[field] = facetFigure(counts.values, spec.facetSize, counts.missing);
+          const counts = await facetCounts(search, conds, spec.groupBy, fields, partitions);
+          fields.forEach((field, i) => {
+            out[field] = facetFigure(counts[i]!.values, spec.facetSize, counts[i]!.missing);
+          });
           return;
         } catch (e) {
           if (!tooManyBuckets(e) || partitions >= 1024) throw e;
@@ -224,50 +252,51 @@ export async function groupFacets(
 const tooManyBuckets = (e: unknown): boolean =>
   e instanceof errors.ResponseError && JSON.stringify(e.body ?? '').includes('too_many_buckets');
 
+type FacetAggs = Record<string, ValueAggs | { doc_count: number }>;
+
+/** Per facet, its values' group counts and the groups lacking it, over every partition. */
 async function facetCounts(
   search: Search,
   conditions: Condition[],
   groupBy: string,
-  facet: string,
+  facets: string[],
   partitions: number,
-): Promise<{ values: ValueCount[]; missing: number }> {
-  const counts = new Map<string, ValueCount>();
-  const add = (kind: 's' | 'n', key: string | number, n: number) => {
+): Promise<Array<{ values: ValueCount[]; missing: number }>> {
+  const out = facets.map(() => ({ counts: new Map<string, ValueCount>(), missing: 0 }));
+  const add = (i: number, kind: 's' | 'n', key: string | number, n: number) => {
     const id = `${kind === 'n' ? 'n' : 't'}:${String(key)}`;
-    const had = counts.get(id);
+    const had = out[i]!.counts.get(id);
     if (had) had.count += n;
     else
-      counts.set(
+      out[i]!.counts.set(
         id,
         kind === 'n'
           ? { num: Number(key), text: numberText(Number(key)), count: n }
           : { text: String(key), count: n },
       );
   };
-  let missing = 0;
+  // one group per bucket: each value it holds counts 1; items alone count one each
+  const tally = (aggs: FacetAggs, perItem: boolean) =>
+    facets.forEach((_, i) => {
+      const sel = (aggs[`values${i}`] as ValueAggs).sel;
+      for (const vk of ['s', 'n'] as const)
+        for (const vb of sel?.[vk]?.buckets ?? []) add(i, vk, vb.key, perItem ? vb.doc_count : 1);
+      const lacking = (aggs[`lacking${i}`] as { doc_count: number }).doc_count;
+      out[i]!.missing += perItem ? lacking : lacking > 0 ? 1 : 0;
+    });
   const answers = await Promise.all(
     Array.from({ length: partitions }, (_, p) =>
-      search(groupFacetBody(conditions, groupBy, facet, p, partitions)),
+      search(groupFacetBody(conditions, groupBy, facets, p, partitions)),
     ),
   );
   for (const r of answers) {
     const aggs = r.aggregations ?? {};
     const g = aggs.g as Record<'s' | 'n', { v: { buckets: GroupBucket[] } }> | undefined;
     for (const kind of ['s', 'n'] as const)
-      for (const b of g?.[kind]?.v.buckets ?? []) {
-        const sel = b.items.values.sel;
-        for (const vk of ['s', 'n'] as const)
-          for (const vb of sel?.[vk]?.buckets ?? []) add(vk, vb.key, 1);
-        if (b.items.lacking.doc_count > 0) missing++;
-      }
-    const single = aggs.single as { values: ValueAggs; lacking: { doc_count: number } } | undefined;
-    if (single) {
-      for (const vk of ['s', 'n'] as const)
-        for (const vb of single.values.sel?.[vk]?.buckets ?? []) add(vk, vb.key, vb.doc_count);
-      missing += single.lacking.doc_count;
-    }
+      for (const b of g?.[kind]?.v.buckets ?? []) tally(b.items, false);
+    if (aggs.single) tally(aggs.single as FacetAggs, true);
   }
-  return { values: [...counts.values()], missing };
+  return out.map((o) => ({ values: [...o.counts.values()], missing: o.missing }));
 }
 
 /** Values listed by an estimated group facet (their `other` counts only these). */
@@ -277,7 +306,7 @@ type Estimate = {
   g?: { sel?: { s?: { value: number }; n?: { value: number } } };
   single?: { doc_count: number };
 };
-const estimated = (e: Estimate | undefined): number =>
+const estimatedGroups = (e: Estimate | undefined): number =>
   (e?.g?.sel?.s?.value ?? 0) + (e?.g?.sel?.n?.value ?? 0) + (e?.single?.doc_count ?? 0);
 
 /** Group facet counts estimated per value (contract §13 allows it above the exact bound). */
@@ -295,12 +324,12 @@ async function estimatedCounts(
   const values: ValueCount[] = [];
   for (const kind of ['s', 'n'] as const)
     for (const b of sel?.[kind]?.buckets ?? []) {
-      const count = estimated(b.items);
+      const count = estimatedGroups(b.items);
       values.push(
         kind === 'n'
           ? { num: Number(b.key), text: numberText(Number(b.key)), count }
           : { text: String(b.key), count },
       );
     }
-  return { values, missing: estimated(aggs.lacking as Estimate) };
+  return { values, missing: estimatedGroups(aggs.lacking as Estimate) };
 }

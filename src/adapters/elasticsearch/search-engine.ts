@@ -64,14 +64,28 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
     );
   }
 
-  /** Reads of the dataset's index for the grouping module. */
+  /** Identical reads under way: a grouped search's totals and its facets' ask the same. */
+  private readonly inFlight = new Map<string, Promise<never>>();
+
+  /**
+   * Reads of the dataset's index for the grouping module. A read identical to one still under
+   * way shares its answer (read-only, same index, same moment), nothing is kept afterwards.
+   */
   private searcher(datasetId: string): Search {
-    return (body, filterPath) =>
-      this.client.search<ItemDoc>({
-        index: this.index(datasetId),
-        ...body,
-        ...(filterPath ? { filter_path: filterPath } : {}),
-      } as never) as never;
+    return (body, filterPath) => {
+      const key = JSON.stringify([datasetId, body, filterPath]);
+      const had = this.inFlight.get(key);
+      if (had) return had;
+      const read = (
+        this.client.search<ItemDoc>({
+          index: this.index(datasetId),
+          ...body,
+          ...(filterPath ? { filter_path: filterPath } : {}),
+        } as never) as Promise<never>
+      ).finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, read);
+      return read;
+    };
   }
 
   async similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
