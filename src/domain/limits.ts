@@ -105,7 +105,7 @@ export const LIMIT_TABLE = {
     what: 'events counted by `service_popularity` and `service_purchases`: the trailing 30 days by event time (contract §14)',
   },
   popularityPassMs: {
-    value: 10_000,
+    value: 30_000,
     unit: 'ms',
     what: 'the popularity roll-up runs at most this often across the installation (one pass per interval, whichever process takes it)',
   },

@@ -63,8 +63,9 @@ async function everyItem(): Promise<Map<string, Counts & { updated: string }>> {
   return out;
 }
 
-/** True once every item shows the model's counts. */
+/** True once every item shows the model's counts (asked once a second: four searches each). */
 async function allMatch(): Promise<boolean> {
+  await new Promise((r) => setTimeout(r, 1000));
   const items = await everyItem();
   return (
     items.size >= N &&
@@ -294,6 +295,7 @@ test('counts survive the item being pushed again (metadata, or a new url) and st
   await waitFor(
     'the pushed items to show their counts',
     async () => {
+      await new Promise((r) => setTimeout(r, 500));
       const details = await t.call(
         'GET',
         `${ds.base}/content/details?ids=${a},${b},late-1&fields=service_popularity,service_purchases`,
@@ -319,6 +321,7 @@ test('an event stops counting once it is 30 days old', async () => {
   await waitFor(
     'p-052 to lose its aged click',
     async () => {
+      await new Promise((r) => setTimeout(r, 500));
       const r = await search('q=n:52&fields=service_popularity&limit=2');
       return r.body.results[0]?.metadata.service_popularity === expected('p-052').popularity;
     },

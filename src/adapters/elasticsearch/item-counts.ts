@@ -33,7 +33,7 @@ const NEVER: StateDoc = { watermark: 0, edge: 0, ran_at: 0, claim_until: 0 };
  * Events received this long before the last pass are looked at again: a host's clock may lag
  * another's, a bulk of events stamped before the pass may be indexed after it, and an item may
  * be created just after a pass found it absent. Recounting is idempotent, so looking twice only
- * costs work: with a 10 s interval each event's item is recounted in about four passes.
+ * costs work: with a 30 s interval each event's item is recounted in about two passes.
  */
 const OVERLAP_MS = 30_000;
 /** A claimed pass that did not finish in this time (its process died) is taken by another. */
