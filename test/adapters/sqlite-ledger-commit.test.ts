@@ -50,7 +50,10 @@ test('images counted before per-processing keys keep counting once after the mig
   old.exec(
     `DROP TABLE image_counts; DROP TABLE events; ALTER TABLE items DROP COLUMN image_processed_at;
      DROP TABLE item_changes; DROP TABLE change_heads;
-     DROP INDEX it_item_term; CREATE INDEX it_item ON item_terms(item_pk);`,
+     DROP INDEX it_item_term; CREATE INDEX it_item ON item_terms(item_pk);
+     DROP TABLE item_counts; ALTER TABLE items DROP COLUMN popularity;
+     ALTER TABLE items DROP COLUMN purchases;
+     DELETE FROM item_values WHERE field IN ('service_popularity', 'service_purchases');`,
   );
   old
     .prepare(
