@@ -242,12 +242,21 @@ test('grouped, a filter narrows products and counts them; page and filter surviv
 
   // Paging counts products: page 2 of ⌈products / 24⌉, kept over a reload.
   const pages = Math.ceil(redProducts.size / 24);
+  const page1 = await tiles(page);
   await page.getByRole('button', { name: 'Next →' }).click();
   await page.waitForFunction(
     (x) => document.querySelector('.pager span')?.textContent === x,
     `Page 2 of ${pages}`,
   );
+  // The pager may say page 2 before the grid shows it: wait for page 1's first tile to go.
+  await page.waitForFunction(
+    (first) =>
+      document.querySelector('ul[aria-label="Catalogue"] > li .tile')?.getAttribute('data-id') !==
+      first,
+    page1[0]!.id,
+  );
   const page2 = await tiles(page);
+  expect(page2.map((s) => s.id)).not.toContain(page1[0]!.id);
   expect(new URL(page.url()).searchParams.get('page')).toBe('2');
   await page.reload();
   await page.waitForFunction(
