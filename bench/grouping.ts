@@ -13,9 +13,6 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { openDb } from 'visual-search-service/dist/adapters/embedded/db';
-import { EmbeddedItemProcessing } from 'visual-search-service/dist/adapters/embedded/item-processing';
-import { EmbeddedItemWriter } from 'visual-search-service/dist/adapters/embedded/item-writer';
 import { esClient } from 'visual-search-service/dist/adapters/elasticsearch/client';
 import { toDoc } from 'visual-search-service/dist/adapters/elasticsearch/document';
 import { esPorts } from 'visual-search-service/dist/adapters/elasticsearch/es-ports';
@@ -45,7 +42,7 @@ import {
   writeResult,
   type Engine,
 } from './common';
-import { DESCRIPTOR_VECTORS, vectorOf } from './seed-items';
+import { DESCRIPTOR_VECTORS, vectorOf, seedEmbedded } from './seed-items';
 
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
 const GROUPS = Number(process.env.BENCH_GROUPS ?? Math.round(ITEMS / 4));
@@ -112,47 +109,6 @@ function* groupedCatalogue(n: number, groups: number): Generator<StoredItem> {
       },
     };
   }
-}
-
-/** Direct SQLite writes on a second connection, in one transaction, as search-latency.ts does. */
-function seedEmbedded(app: RunningApp, datasetId: string): void {
-  const db = openDb(path.join(app.container.config.dataDir, 'store.db'));
-  const writer = new EmbeddedItemWriter(db);
-  const processing = new EmbeddedItemProcessing(db);
-  db.exec('BEGIN');
-  let batch: StoredItem[] = [];
-  const flush = (): void => {
-    void writer.applyWrites(
-      datasetId,
-      batch.map((it) => ({
-        id: it.id,
-        url: it.url,
-        metadata: it.metadata,
-        privateMetadata: it.privateMetadata,
-      })),
-      'post',
-      batch[0]!.createdAt,
-    );
-    for (const it of batch)
-      void processing.markProcessed(
-        { datasetId, itemId: it.id, url: it.url, attempt: 1 },
-        {
-          width: it.image!.width,
-          height: it.image!.height,
-          format: 'jpeg',
-          ...vectorOf(DESCRIPTOR_VECTORS, it.id),
-        },
-        it.updatedAt,
-      );
-    batch = [];
-  };
-  for (const it of groupedCatalogue(ITEMS, GROUPS)) {
-    batch.push(it);
-    if (batch.length === 1000) flush();
-  }
-  if (batch.length) flush();
-  db.exec('COMMIT');
-  db.close();
 }
 
 /** Bulk into the dataset's index, as seedElasticsearch (seed-items.ts) does, then one segment. */
@@ -497,7 +453,13 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
     const t0 = Date.now();
     const indices = writer ? new EsIndices(writer, prefix, { shards: 1, replicas: 0 }) : undefined;
     if (indices) await seedEs(indices, datasetId);
-    else seedEmbedded(app, datasetId);
+    else
+      seedEmbedded(
+        app.container.config.dataDir,
+        datasetId,
+        groupedCatalogue(ITEMS, GROUPS),
+        DESCRIPTOR_VECTORS,
+      );
     const loadS = (Date.now() - t0) / 1000;
     process.stderr.write(`[${engine}] loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`);
     // the seeding blocked the event loop: let overdue keep-alive timers close idle sockets

@@ -16,14 +16,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Pool } from 'undici';
-import { openDb } from 'visual-search-service/dist/adapters/embedded/db';
-import { EmbeddedItemProcessing } from 'visual-search-service/dist/adapters/embedded/item-processing';
-import { EmbeddedItemWriter } from 'visual-search-service/dist/adapters/embedded/item-writer';
 import { esClient } from 'visual-search-service/dist/adapters/elasticsearch/client';
 import { EsIndices } from 'visual-search-service/dist/adapters/elasticsearch/indices';
-import type { RunningApp } from 'visual-search-service/dist/app/start';
 import { LIMITS } from 'visual-search-service/dist/domain/limits';
-import type { StoredItem } from 'visual-search-service/dist/domain/item';
 import { catalogue } from './catalogue';
 import {
   ES_URL,
@@ -40,7 +35,7 @@ import {
   writeResult,
   type Engine,
 } from './common';
-import { DESCRIPTOR_VECTORS, seedElasticsearch, vectorOf } from './seed-items';
+import { DESCRIPTOR_VECTORS, seedElasticsearch, seedEmbedded } from './seed-items';
 
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 10_000);
 /** Track events per second in a loaded round. */
@@ -71,42 +66,6 @@ function query(i: number): string {
     limit: '24',
     fields: 'price,service_popularity,service_purchases',
   }).toString();
-}
-
-/** Direct SQLite writes on a second connection, as search-latency.ts seeds the embedded engine. */
-function seedEmbedded(app: RunningApp, datasetId: string): void {
-  const db = openDb(path.join(app.container.config.dataDir, 'store.db'));
-  const writer = new EmbeddedItemWriter(db);
-  const processing = new EmbeddedItemProcessing(db);
-  db.exec('BEGIN');
-  let batch: StoredItem[] = [];
-  const flush = (): void => {
-    void writer.applyWrites(
-      datasetId,
-      batch.map((it) => ({ id: it.id, url: it.url, metadata: it.metadata })),
-      'post',
-      batch[0]!.createdAt,
-    );
-    for (const it of batch)
-      void processing.markProcessed(
-        { datasetId, itemId: it.id, url: it.url, attempt: 1 },
-        {
-          width: it.image!.width,
-          height: it.image!.height,
-          format: 'jpeg',
-          ...vectorOf(DESCRIPTOR_VECTORS, it.id),
-        },
-        it.updatedAt,
-      );
-    batch = [];
-  };
-  for (const it of catalogue(ITEMS)) {
-    batch.push(it);
-    if (batch.length === 1000) flush();
-  }
-  if (batch.length) flush();
-  db.exec('COMMIT');
-  db.close();
 }
 
 /**
@@ -199,7 +158,8 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
         ITEMS,
         DESCRIPTOR_VECTORS,
       );
-    else seedEmbedded(app, datasetId);
+    else
+      seedEmbedded(app.container.config.dataDir, datasetId, catalogue(ITEMS), DESCRIPTOR_VECTORS);
     process.stderr.write(`[${engine}] loaded ${ITEMS} items in ${(Date.now() - t0) / 1000} s\n`);
     await new Promise((r) => setTimeout(r, 500));
 

@@ -11,8 +11,6 @@
 import { Client } from '@elastic/elasticsearch';
 import fs from 'node:fs';
 import path from 'node:path';
-import { EmbeddedItemProcessing } from 'visual-search-service/dist/adapters/embedded/item-processing';
-import { EmbeddedItemWriter } from 'visual-search-service/dist/adapters/embedded/item-writer';
 import { openDb } from 'visual-search-service/dist/adapters/embedded/db';
 import { EmbeddedSearchEngine } from 'visual-search-service/dist/adapters/embedded/search-engine';
 import v8 from 'node:v8';
@@ -21,7 +19,6 @@ import { searchBody } from 'visual-search-service/dist/adapters/elasticsearch/ds
 import { esClient } from 'visual-search-service/dist/adapters/elasticsearch/client';
 import { EsIndices } from 'visual-search-service/dist/adapters/elasticsearch/indices';
 import type { RunningApp } from 'visual-search-service/dist/app/start';
-import type { StoredItem } from 'visual-search-service/dist/domain/item';
 import { parseQ } from 'visual-search-service/dist/query/parse';
 import { resolveFilters } from 'visual-search-service/dist/query/resolve';
 import { catalogue } from './catalogue';
@@ -32,6 +29,7 @@ import {
   vectorOf,
   withRealVectors,
   type BenchVectors,
+  seedEmbedded,
 } from './seed-items';
 import {
   ES_URL,
@@ -69,48 +67,6 @@ function query(i: number): { q: string; sort: string; order: string; page: numbe
     page: 1 + (i % 5),
     limit: 24,
   };
-}
-
-function seedEmbedded(app: RunningApp, datasetId: string, vectors: BenchVectors): void {
-  // A second connection to the same file, in one transaction: the measured path is search,
-  // not 100,000 separate fsyncs.
-  const db = openDb(path.join(app.container.config.dataDir, 'store.db'));
-  const writer = new EmbeddedItemWriter(db);
-  const processing = new EmbeddedItemProcessing(db);
-  db.exec('BEGIN');
-  let batch: StoredItem[] = [];
-  const flush = (): void => {
-    void writer.applyWrites(
-      datasetId,
-      batch.map((it) => ({
-        id: it.id,
-        url: it.url,
-        metadata: it.metadata,
-        privateMetadata: it.privateMetadata,
-      })),
-      'post',
-      batch[0]!.createdAt,
-    );
-    for (const it of batch)
-      void processing.markProcessed(
-        { datasetId, itemId: it.id, url: it.url, attempt: 1 },
-        {
-          width: it.image!.width,
-          height: it.image!.height,
-          format: 'jpeg',
-          ...vectorOf(vectors, it.id),
-        },
-        it.updatedAt,
-      );
-    batch = [];
-  };
-  for (const it of catalogue(ITEMS)) {
-    batch.push(it);
-    if (batch.length === 1000) flush();
-  }
-  if (batch.length) flush();
-  db.exec('COMMIT');
-  db.close();
 }
 
 /**
@@ -326,7 +282,7 @@ async function benchEngine(engine: Engine, stand: BenchVectors): Promise<Record<
         ITEMS,
         vectors,
       );
-    else seedEmbedded(app, datasetId, vectors);
+    else seedEmbedded(app.container.config.dataDir, datasetId, catalogue(ITEMS), vectors);
     const loadS = (Date.now() - t0) / 1000;
     process.stderr.write(
       `[${engine}, ${vectors.kind}] loaded ${ITEMS} items in ${loadS.toFixed(1)} s\n`,
