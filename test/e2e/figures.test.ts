@@ -7,10 +7,8 @@ import fc from 'fast-check';
 import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
 import { gql, onlyError } from '../helpers/graphql';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
+import { cmpText, holds, qOf, valuesOf, type Cond, type Md } from '../helpers/q-model';
 import { SearchFiguresDocument } from '../graphql/generated';
-
-type Value = string | number | boolean;
-type Md = Record<string, Value | Value[]>;
 
 const COLORS = ['red', 'blue', 'green', 'black', 'white', 'Ärger', 'zeta'];
 const N = 210;
@@ -55,40 +53,6 @@ afterAll(async () => {
 });
 
 const search = (qs: string) => t.call('GET', `${ds.base}/search?${qs}`, { token: ds.dsToken });
-
-/** The q conditions the model understands: equality / any-of, exclusion, numeric range. */
-type Cond =
-  | { kind: 'eq'; field: string; values: string[] }
-  | { kind: 'not'; field: string; values: string[] }
-  | { kind: 'range'; field: string; gte: number; lte: number };
-
-const qOf = (cs: Cond[]) =>
-  cs
-    .map((c) =>
-      c.kind === 'range'
-        ? `${c.field}:${c.gte}:${c.lte}`
-        : `${c.field}:${c.kind === 'not' ? '!' : ''}${c.values.map(encodeURIComponent).join('|')}`,
-    )
-    .join(',');
-
-const valuesOf = (md: Md, f: string): Value[] =>
-  md[f] === undefined ? [] : Array.isArray(md[f]) ? (md[f] as Value[]) : [md[f] as Value];
-const matchesValue = (v: Value, s: string) =>
-  typeof v === 'number' ? Number(s) === v && s.trim() !== '' : String(v) === s;
-
-function holds(md: Md, c: Cond): boolean {
-  const vs = valuesOf(md, c.field);
-  if (c.kind === 'range') return vs.some((v) => typeof v === 'number' && v >= c.gte && v <= c.lte);
-  const any = vs.some((v) => c.values.some((s) => matchesValue(v, s)));
-  return c.kind === 'eq' ? any : !any;
-}
-
-const cmpText = (a: string, b: string) => {
-  const x = [...a].map((ch) => ch.codePointAt(0)!);
-  const y = [...b].map((ch) => ch.codePointAt(0)!);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
-  return x.length - y.length;
-};
 
 function modelFacet(cs: Cond[], field: string, size: number, disjunctive: boolean) {
   const used = disjunctive ? cs.filter((c) => c.field !== field) : cs;

@@ -10,9 +10,8 @@
 import fc from 'fast-check';
 import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
 import { makeImage, startImageServer, type ImageServer } from '../helpers/image-server';
+import { cmpText, holds, qOf, valuesOf, type Cond, type Md, type Value } from '../helpers/q-model';
 
-type Value = string | number | boolean;
-type Md = Record<string, Value | Value[]>;
 interface Doc {
   id: string;
   md: Md;
@@ -141,31 +140,6 @@ afterAll(async () => {
 
 // ---- the model -------------------------------------------------------------------------------
 
-type Cond =
-  | { kind: 'eq'; field: string; values: string[] }
-  | { kind: 'not'; field: string; values: string[] }
-  | { kind: 'range'; field: string; gte: number; lte: number };
-
-const qOf = (cs: Cond[]) =>
-  cs
-    .map((c) =>
-      c.kind === 'range'
-        ? `${c.field}:${c.gte}:${c.lte}`
-        : `${c.field}:${c.kind === 'not' ? '!' : ''}${c.values.map(encodeURIComponent).join('|')}`,
-    )
-    .join(',');
-
-const valuesOf = (md: Md, f: string): Value[] =>
-  md[f] === undefined ? [] : Array.isArray(md[f]) ? (md[f] as Value[]) : [md[f] as Value];
-const matchesValue = (v: Value, s: string) =>
-  typeof v === 'number' ? Number(s) === v && s.trim() !== '' : String(v) === s;
-
-function holds(md: Md, c: Cond): boolean {
-  const vs = valuesOf(md, c.field);
-  if (c.kind === 'range') return vs.some((v) => typeof v === 'number' && v >= c.gte && v <= c.lte);
-  const any = vs.some((v) => c.values.some((s) => matchesValue(v, s)));
-  return c.kind === 'eq' ? any : !any;
-}
 const matches = (d: Doc, cs: Cond[]) => cs.every((c) => holds(d.md, c));
 
 /** A scalar's group key (numbers by value, strings and booleans by text); undefined: no group. */
@@ -181,12 +155,6 @@ const gidOf = (d: Doc, field = 'parent') => keyOfValue(d.md[field]) ?? `own:${d.
 const shownKey = (d: Doc, field = 'parent') => keyOfValue(d.md[field]) ?? null;
 const keyOfShown = (v: unknown) => (v === null ? null : (keyOfValue(v) ?? `bad value ${v}`));
 
-const cmpText = (a: string, b: string) => {
-  const x = [...a].map((ch) => ch.codePointAt(0)!);
-  const y = [...b].map((ch) => ch.codePointAt(0)!);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
-  return x.length - y.length;
-};
 const byId = (a: Doc, b: Doc) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 type Sort = 'price' | 'label' | undefined;
