@@ -11,7 +11,8 @@
 import Fastify from 'fastify';
 import { ChildProcess } from 'node:child_process';
 import { Socket, type AddressInfo } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { launchChromium } from './console-page';
 import { consolePages } from '../../src/api/console/plugin';
 import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
 import { makeImage, startImageServer, type ImageServer } from '../helpers/image-server';
@@ -52,18 +53,7 @@ beforeAll(async () => {
   const w = await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
   expect(w.status).toBe(202);
   await waitProcessed(t, ds.base, ds.orgToken, content.length, 90_000);
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 150_000);
 
 /** How long each teardown step may take; each takes well under a second when nothing is wrong. */

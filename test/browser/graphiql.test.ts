@@ -2,7 +2,8 @@
  * GET /graphql in a real (headless) Chromium: the bundled GraphiQL page loads with no request
  * leaving this server, runs a query with a token header, and shows the result.
  */
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
+import { launchChromium } from './console-page';
 import { setupDataset, startTestApp, type TestApp } from '../helpers/app';
 
 let t: TestApp;
@@ -10,18 +11,7 @@ let browser: Browser;
 
 beforeAll(async () => {
   t = await startTestApp({ APP_ROLES: 'api' });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 }, 60_000);
 
 afterAll(async () => {
