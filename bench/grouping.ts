@@ -14,8 +14,6 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { esClient } from 'visual-search-service/dist/adapters/elasticsearch/client';
-import { toDoc } from 'visual-search-service/dist/adapters/elasticsearch/document';
-import { esPorts } from 'visual-search-service/dist/adapters/elasticsearch/es-ports';
 import {
   groupFacets,
   searchGroups,
@@ -42,7 +40,7 @@ import {
   writeResult,
   type Engine,
 } from './common';
-import { DESCRIPTOR_VECTORS, vectorOf, seedEmbedded } from './seed-items';
+import { DESCRIPTOR_VECTORS, seedEmbedded, seedElasticsearch } from './seed-items';
 
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
 const GROUPS = Number(process.env.BENCH_GROUPS ?? Math.round(ITEMS / 4));
@@ -108,41 +106,6 @@ function* groupedCatalogue(n: number, groups: number): Generator<StoredItem> {
         [FIELD]: `p-${String(p).padStart(6, '0')}`,
       },
     };
-  }
-}
-
-/** Bulk into the dataset's index, as seedElasticsearch (seed-items.ts) does, then one segment. */
-async function seedEs(indices: EsIndices, datasetId: string): Promise<void> {
-  const es = indices.client;
-  const { content: store } = esPorts(indices, { vectorDims: DESCRIPTOR_VECTORS.dimensions });
-  const first = catalogue(1).next().value as StoredItem;
-  await store.applyWrites(datasetId, [{ id: first.id, url: first.url }], 'post', Date.now());
-  const index = indices.items(datasetId);
-  let ops: object[] = [];
-  const flush = async (): Promise<void> => {
-    const r = await es.bulk({ operations: ops, refresh: false });
-    if (r.errors)
-      throw new Error(`bulk load failed: ${JSON.stringify(r.items.find((x) => x.index?.error))}`);
-    ops = [];
-  };
-  for (const it of groupedCatalogue(ITEMS, GROUPS)) {
-    ops.push(
-      { index: { _index: index, _id: it.id } },
-      toDoc(datasetId, it, null, vectorOf(DESCRIPTOR_VECTORS, it.id)),
-    );
-    if (ops.length >= 4000) await flush();
-  }
-  if (ops.length) await flush();
-  await es.indices.refresh({ index });
-  const { task } = await es.indices.forcemerge({
-    index,
-    max_num_segments: 1,
-    wait_for_completion: false,
-  });
-  for (;;) {
-    const t = await es.tasks.get({ task_id: String(task) });
-    if (t.completed) break;
-    await new Promise((res) => setTimeout(res, 2000));
   }
 }
 
@@ -452,7 +415,14 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
     const { dsToken, datasetId } = await createDataset(app, 'shoes');
     const t0 = Date.now();
     const indices = writer ? new EsIndices(writer, prefix, { shards: 1, replicas: 0 }) : undefined;
-    if (indices) await seedEs(indices, datasetId);
+    if (indices)
+      await seedElasticsearch(
+        indices,
+        datasetId,
+        ITEMS,
+        DESCRIPTOR_VECTORS,
+        groupedCatalogue(ITEMS, GROUPS),
+      );
     else
       seedEmbedded(
         app.container.config.dataDir,

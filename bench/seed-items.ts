@@ -72,7 +72,7 @@ export const vectorOf = (v: BenchVectors, id: string) => {
 };
 
 /**
- * `items` processed catalogue items straight into a dataset's index (bulk, no refresh per
+ * `items` processed catalogue items (or those of `source`) straight into a dataset's index (bulk, no refresh per
  * batch): the benchmarks measure queries, not ingestion. The first item goes through the store
  * port so the index is created as the service creates it.
  */
@@ -81,6 +81,7 @@ export async function seedElasticsearch(
   datasetId: string,
   items: number,
   vectors: BenchVectors,
+  source: Iterable<StoredItem> = catalogue(items),
 ): Promise<void> {
   const es = indices.client;
   const { content: store } = esPorts(indices, { vectorDims: vectors.dimensions });
@@ -94,7 +95,7 @@ export async function seedElasticsearch(
       throw new Error(`bulk load failed: ${JSON.stringify(r.items.find((x) => x.index?.error))}`);
     ops = [];
   };
-  for (const it of catalogue(items)) {
+  for (const it of source) {
     ops.push(
       { index: { _index: index, _id: it.id } },
       toDoc(datasetId, it, null, vectorOf(vectors, it.id)),
