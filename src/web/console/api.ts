@@ -195,6 +195,19 @@ export interface SearchParams {
   group?: string;
 }
 
+/** The parameters of a similarity request (similar, lens) the console sends. */
+type SimilarParams = {
+  limit?: number;
+  fields?: string;
+  q?: string;
+  group?: string;
+  /**
+   * 0–1: each result is chosen for its similarity to the query less its similarity to the
+   * results chosen before it (maximal marginal relevance, contract §15); absent: 0.
+   */
+  diversity?: number;
+};
+
 /** The Vision API of one dataset (its browse token). */
 export class VisionApi {
   readonly base: string;
@@ -236,9 +249,9 @@ export class VisionApi {
       .then((r) => r.fields);
   search = (p: SearchParams) =>
     this.api.request<SearchPage>('GET', `${this.base}/search${queryString({ ...p })}`);
-  similar = (id: string, p: { limit?: number; fields?: string; q?: string; group?: string } = {}) =>
+  similar = (id: string, p: SimilarParams = {}) =>
     this.api.request<SearchPage>('GET', `${this.base}/similar${queryString({ id, ...p })}`);
-  lens = (image: string, p: { limit?: number; fields?: string; q?: string; group?: string } = {}) =>
+  lens = (image: string, p: SimilarParams = {}) =>
     this.api.request<SearchPage>('POST', `${this.base}/search${queryString(p)}`, { image });
   /**
    * Follows a result's `explore_url` (it carries the journey so far in `path`). Only its path

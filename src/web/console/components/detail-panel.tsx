@@ -5,6 +5,7 @@ import { counted, groupOf } from '../lib/variants';
 import { ErrorBanner } from './error-banner';
 import { ItemImage } from './item-image';
 import { ResultGrid } from './result-grid';
+import { VARIED, VaryControl } from './view-controls';
 
 const SIMILAR = 12;
 
@@ -22,12 +23,17 @@ interface Journey {
  * On a grouped catalogue (`group`, contract §13) similar and explore are asked with the group
  * field: the similar items are one per other product (the service leaves the item's own product
  * out and gives the item itself first with its group), and the item's own variants are a link.
+ *
+ * "Vary the results" (`vary`, a choice of the view kept in the address) asks for the similar items
+ * with `diversity` (contract §15): fewer near-copies of one picture. Switching it asks again.
  */
 export function DetailPanel({
   vision,
   item,
   title,
   group,
+  vary,
+  onVary,
   onOpen,
   onVariants,
   onClose,
@@ -38,6 +44,9 @@ export function DetailPanel({
   title: (r: ResultEntry) => string;
   /** The field the catalogue groups by, when it shows one tile per product. */
   group?: string;
+  /** Similar items asked with diversity. */
+  vary: boolean;
+  onVary: (on: boolean) => void;
   onOpen: (r: ResultEntry) => void;
   /** Shows a product's variants (the value of its group field). */
   onVariants?: (value: string | number | boolean) => void;
@@ -52,14 +61,22 @@ export function DetailPanel({
   useEscape(true, onClose);
 
   useEffect(() => {
-    let live = true;
     setShown(item);
-    setSimilar(undefined);
     setJourney(undefined);
-    setError(undefined);
     heading.current?.focus();
+  }, [item]);
+
+  useEffect(() => {
+    let live = true;
+    setSimilar(undefined);
+    setError(undefined);
     vision
-      .similar(item.id, { limit: SIMILAR + 1, fields: '*', group })
+      .similar(item.id, {
+        limit: SIMILAR + 1,
+        fields: '*',
+        group,
+        diversity: vary ? VARIED : undefined,
+      })
       .then((r) => {
         if (!live) return;
         // The item itself comes first (contract §7), with its metadata (and, grouped, its own
@@ -73,7 +90,7 @@ export function DetailPanel({
     return () => {
       live = false;
     };
-  }, [vision, item, group]);
+  }, [vision, item, group, vary]);
 
   const explore = async (from: ResultEntry, steps: ResultEntry[]) => {
     setBusy(true);
@@ -154,14 +171,17 @@ export function DetailPanel({
       <section aria-labelledby="similar-title">
         <div class="section-head">
           <h3 id="similar-title">{group ? 'Similar products' : 'Similar items'}</h3>
-          <button
-            type="button"
-            disabled={busy}
-            onClick={() => void explore(shown, [shown])}
-            title="Start a visual-discovery journey from this item"
-          >
-            Explore from here
-          </button>
+          <div class="section-actions">
+            <VaryControl vary={vary} onChange={onVary} />
+            <button
+              type="button"
+              disabled={busy}
+              onClick={() => void explore(shown, [shown])}
+              title="Start a visual-discovery journey from this item"
+            >
+              Explore from here
+            </button>
+          </div>
         </div>
         {similar === undefined && !error ? <p class="muted">Looking for similar items…</p> : null}
         {similar ? (

@@ -100,3 +100,33 @@ export function TitleControl({
     </>
   );
 }
+
+/** The `diversity` (contract §15) similar items are asked with while the results are varied. */
+export const VARIED = 0.5;
+
+/**
+ * "Vary the results": similar items asked with diversity, so a row of near-copies of one picture
+ * gives way to other pictures that are still close to the query (their score is unchanged).
+ */
+export function VaryControl({
+  vary,
+  onChange,
+}: {
+  vary: boolean;
+  onChange: (on: boolean) => void;
+}) {
+  return (
+    <label
+      class="variants-switch"
+      title="Fewer near-copies: each result is picked for its similarity less its likeness to those before it"
+    >
+      <input
+        type="checkbox"
+        role="switch"
+        checked={vary}
+        onChange={(e) => onChange(e.currentTarget.checked)}
+      />
+      Vary the results
+    </label>
+  );
+}

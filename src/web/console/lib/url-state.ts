@@ -21,6 +21,11 @@ export interface View {
    * dataset with a `parent` field groups, so grouping is the default where it means anything.
    */
   allVariants: boolean;
+  /**
+   * Similar items (the detail panel's, and search by photo's) asked with `diversity` (contract
+   * §15), so that a page is not a row of near-copies of one picture.
+   */
+  vary: boolean;
 }
 
 export const PAGE_SIZES = [12, 24, 48];
@@ -33,6 +38,7 @@ export const DEFAULT_VIEW: View = {
   page: 1,
   limit: 24,
   allVariants: false,
+  vary: false,
 };
 
 const positive = (s: string | null): number | undefined => {
@@ -54,6 +60,7 @@ function readView(p: URLSearchParams): View {
     limit,
     ...(p.get('title') ? { title: p.get('title')! } : {}),
     allVariants: p.get('variants') === 'all',
+    vary: p.get('similar') === 'varied',
   };
 }
 
@@ -72,6 +79,7 @@ export function addressOf(dataset?: string, view: View = DEFAULT_VIEW): string {
     if (v !== undefined && v !== DEFAULT_VIEW[key]) p.set(key, String(v));
   }
   if (view.allVariants) p.set('variants', 'all');
+  if (view.vary) p.set('similar', 'varied');
   // Readable in the address bar: `q=group:Fruits`, not `q=group%3AFruits`.
   const s = p.toString().replace(/%3A/gi, ':').replace(/%7C/gi, '|').replace(/%2C/gi, ',');
   return location.pathname + (s ? `?${s}` : '');

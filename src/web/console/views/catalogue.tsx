@@ -7,7 +7,13 @@ import { LensPicker, useDrop } from '../components/lens';
 import { Pager } from '../components/pager';
 import { QBar, type QProblem } from '../components/q-bar';
 import { ResultGrid, type TileFigure } from '../components/result-grid';
-import { SortControls, sortFigureLabel, TitleControl } from '../components/view-controls';
+import {
+  SortControls,
+  sortFigureLabel,
+  TitleControl,
+  VARIED,
+  VaryControl,
+} from '../components/view-controls';
 import { discover, type Discovery } from '../lib/discover';
 import { selection, withoutFields, withRange, withValues } from '../lib/filter-text';
 import { useOnChange } from '../lib/hooks';
@@ -35,12 +41,14 @@ interface Lens {
  * are one view kept in the address (useAddressView); the sidebar reads and edits the filter text.
  * A dataset with a `parent` field shows one tile per product (contract §13) unless the view asks
  * for every variant; its counts, pages and facet numbers are then products, not items.
+ * "Vary the results", also in the view, asks for similar items (of an item, of a photo) with
+ * diversity (contract §15).
  */
 export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () => void }) {
   const [discovery, setDiscovery] = useState<Discovery>();
   const [notReady, setNotReady] = useState<string>();
   const [view, change] = useAddressView(vision.org, vision.dataset);
-  const { q, sort, order, page, limit, allVariants } = view;
+  const { q, sort, order, page, limit, allVariants, vary } = view;
   // The text in the bar; it becomes the view's filter when applied.
   const [typed, setTyped] = useState(q);
   useOnChange(q, () => setTyped(q));
@@ -54,6 +62,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
   const [lens, setLens] = useState<Lens>();
   const opener = useRef<HTMLElement | null>(null);
   const seq = useRef(0);
+  const lensSeq = useRef(0);
 
   // What to offer in the sidebar; a dataset below 200 processed items is asked again later.
   useEffect(() => {
@@ -139,21 +148,40 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
     opener.current?.focus();
   };
 
-  const runLens = async (file: File) => {
-    setLens({});
+  /** The items most similar to a photo (a data URI); only the latest request's answer shows. */
+  const askLens = async (preview: string, varied: boolean) => {
+    const n = ++lensSeq.current;
+    setLens({ preview });
     try {
-      const preview = await photoDataUri(file);
-      setLens({ preview });
       const r = await vision.lens(preview, {
         limit: LENS_LIMIT,
         fields: '*',
         q: q || undefined,
         group,
+        diversity: varied ? VARIED : undefined,
       });
-      setLens({ preview, results: r.results, grouped: group !== undefined });
+      if (n === lensSeq.current)
+        setLens({ preview, results: r.results, grouped: group !== undefined });
     } catch (e) {
-      setLens((l) => ({ ...l, error: e }));
+      if (n === lensSeq.current) setLens({ preview, error: e });
     }
+  };
+  const runLens = async (file: File) => {
+    const n = ++lensSeq.current;
+    setLens({});
+    let preview: string;
+    try {
+      preview = await photoDataUri(file);
+    } catch (e) {
+      if (n === lensSeq.current) setLens({ error: e });
+      return;
+    }
+    if (n === lensSeq.current) await askLens(preview, vary);
+  };
+  // Similar items, of an item or of a photo, asked again with or without diversity.
+  const setVary = (on: boolean) => {
+    change({ vary: on });
+    if (lens?.preview) void askLens(lens.preview, on);
   };
   const dragging = useDrop((f) => void runLens(f));
 
@@ -250,9 +278,12 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
           <section class="results" aria-labelledby="lens-title">
             <div class="results-head">
               <h2 id="lens-title">Search by photo</h2>
-              <button type="button" class="secondary" onClick={() => setLens(undefined)}>
-                Back to the catalogue
-              </button>
+              <div class="section-actions">
+                <VaryControl vary={vary} onChange={setVary} />
+                <button type="button" class="secondary" onClick={() => setLens(undefined)}>
+                  Back to the catalogue
+                </button>
+              </div>
             </div>
             <div class="lens-query">
               {lens.preview ? <img src={lens.preview} alt="the photo searched for" /> : null}
@@ -387,6 +418,8 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
           item={detail}
           title={itemTitle}
           group={group}
+          vary={vary}
+          onVary={setVary}
           onOpen={(r) => open(r)}
           onVariants={showProduct}
           onClose={close}
