@@ -185,15 +185,19 @@ async function measure(
     const ms: number[] = [];
     let hits = 0;
     for (const [n, i] of queries.entries()) {
-      const body = knnBody({
-        vector: Array.from(set.vectors[i]!),
-        embedder: set.embedder,
-        conditions: [],
-        limit: K,
-        excludeIds: [],
-      }) as { knn: { num_candidates: number; rescore_vector?: { oversample: number } } };
-      body.knn.num_candidates = numCandidates;
-      if (opts.oversample) body.knn.rescore_vector = { oversample: opts.oversample };
+      const body = knnBody(
+        {
+          vector: Array.from(set.vectors[i]!),
+          embedder: set.embedder,
+          conditions: [],
+          limit: K,
+          excludeIds: [],
+        },
+        { candidates: numCandidates, size: K },
+      ) as {
+        query: { knn: { rescore_vector?: { oversample: number } } };
+      };
+      if (opts.oversample) body.query.knn.rescore_vector = { oversample: opts.oversample };
       const t0 = performance.now();
       const r = await es.search({ index, ...(body as object), _source: false });
       ms.push(performance.now() - t0);

@@ -88,6 +88,21 @@ export const LIMIT_TABLE = {
     what: 'matching groups counted exactly (contract §13); above it `total_groups_exact` and group facets say they estimate',
   },
   collectionMaxIds: { value: 50, unit: 'items', what: 'ids of one collection request (400 above)' },
+  collectionMaxNegativeIds: {
+    value: 50,
+    unit: 'items',
+    what: '`negative_ids` of one collection request (contract §15; 400 above)',
+  },
+  diversityCandidatesMax: {
+    value: 500,
+    unit: 'items',
+    what: '`candidates` a diversified similarity request chooses from (contract §15; default 4 × limit; 400 above)',
+  },
+  similarDepthMax: {
+    value: 1000,
+    unit: 'items',
+    what: 'how deep similarity results page: `page` × `limit` (contract §15; 400 above)',
+  },
   trackMaxEvents: { value: 1000, unit: 'items', what: 'events of one track request (400 above)' },
   trackFutureMs: {
     value: 5 * 60_000,

@@ -23,6 +23,23 @@ export interface SimilarRequest {
   excludeIds: string[];
   /** Return each hit's vector too (explore diversifies with them). */
   includeVectors?: boolean;
+  /**
+   * Rank every matching item exactly (contract §15 `exhaustive`); otherwise an engine may use an
+   * approximate index.
+   */
+  exact?: boolean;
+  /**
+   * The page size a caller pages this ranking with (contract §15 `page`): the first `limit` hits
+   * must be the first `limit` of one ranking, the same for every `limit` asked with this page size.
+   */
+  pageSize?: number;
+}
+
+/** The items a similarity request ranks: processed, with a vector of `embedder`, matching. */
+export interface RankedSet {
+  embedder: string;
+  conditions: Condition[];
+  excludeIds: string[];
 }
 
 /** A similarity hit; `score` is 0–1 ((1 + cosine) / 2), higher is more similar. */
@@ -71,6 +88,8 @@ export interface SearchEngine {
    * applied inside the nearest-neighbour search, so a page is never short while matches exist.
    */
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]>;
+  /** How many items `similar` ranks under these conditions (contract §15 `total_results`). */
+  rankedCount(datasetId: string, set: RankedSet): Promise<number>;
   /** A random selection of processed items matching `conditions` (explore without an id). */
   sample(
     datasetId: string,

@@ -5,20 +5,22 @@ import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
 import { filterTerms, type RequestFacts } from '../domain/report';
 import { groupKey, groupValue, type GroupSpec } from '../domain/group';
+import { checkDiscovery, type Discovery, type DiscoveryParams } from '../domain/discovery';
 import { checkJourney, diversify, steer } from '../domain/journey';
 import { LIMITS } from '../domain/limits';
 import type { Scalar } from '../domain/metadata';
 import { ImageError } from '../domain/processing';
 import type { ItemReader } from '../ports/item-reader';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
-import type { ScoredItem, SearchEngine } from '../ports/search-engine';
+import type { SearchEngine } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import type { Principal } from './principal';
-import { nearestGroups, withinGroup, type Nearest, type ScoredGroup } from './similar-groups';
+import { Ranking, centroidQuery, type RankingScope } from './ranking';
+import { withinGroup, type ScoredGroup } from './similar-groups';
 import type { Bill, VisionService } from './vision';
 
-/** What every similarity request takes besides its target (contract §7). */
-interface SimilarityParams {
+/** What every similarity request takes besides its target (contract §7, §15). */
+interface SimilarityParams extends DiscoveryParams {
   limit?: number;
   q?: string;
   v?: string;
@@ -41,6 +43,9 @@ export interface ExploreRequest extends SimilarityParams {
 
 export interface CollectionRequest extends SimilarityParams {
   ids: readonly string[];
+  /** Items to steer away from (contract §15). */
+  negativeIds?: readonly string[];
+  strategy?: 'centroid' | 'best_score';
 }
 
 export interface LensRequest extends SimilarityParams {
@@ -64,6 +69,9 @@ export interface SimilarityResult {
   path?: string[];
   /** With group: items shown per group. */
   groupSize?: number;
+  page: number;
+  /** With exhaustive: how many items were ranked (contract §15). */
+  total?: number;
 }
 
 const DATA_URI = /^data:image\/(png|jpeg|jpg);base64,([A-Za-z0-9+/=\s]+)$/;
@@ -128,7 +136,25 @@ export class SimilarityService {
     return { item, vector: e.vector };
   }
 
-  /** The target first (score 1), then the `limit − 1` most similar items matching q. */
+  /** The checked §15 controls and the ranking scope of one request. */
+  private ranking(
+    ds: Dataset,
+    d: Discovery,
+    limit: number,
+    scope: Omit<RankingScope, 'datasetId' | 'embedder'>,
+  ): Ranking {
+    return new Ranking(
+      this.engine,
+      { ...scope, datasetId: ds.id, embedder: this.embedderId },
+      d,
+      limit,
+    );
+  }
+
+  /**
+   * The target first (score 1, page 1 only), then the most similar items matching q, in pages
+   * of `limit` entries cut from one ranking (contract §15).
+   */
   async similar(
     who: Principal,
     org: string,
@@ -137,6 +163,7 @@ export class SimilarityService {
   ): Promise<SimilarityResult> {
     return this.vision.request(who, org, name, 'similar', async (ds, bill) => {
       const limit = limitOf(p);
+      const d = checkDiscovery(p, limit, true);
       const vars = parseActionVars(p.v);
       const catalogue = await this.store.catalogue(ds.id);
       const conditions = await this.vision.conditions(ds, p.q, catalogue);
@@ -144,101 +171,83 @@ export class SimilarityService {
       this.requireId(p.id);
       await this.vision.requireReady(ds);
       const { item, vector } = await this.target(ds.id, p.id);
-      if (group) {
-        const hits = await this.similarGroups(bill, ds, vars, item, vector, conditions, {
-          limit,
-          group,
-          excludeParent: p.excludeParent,
-        });
-        return { hits, limit, groupSize: group.size };
-      }
       const parent = item.metadata.parent;
       const extra: Condition[] =
         p.excludeParent && parent !== undefined && !Array.isArray(parent)
           ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
           : [];
-      const hits = await this.nearest(bill, ds, vars, [vector], conditions, {
-        limit: limit - 1,
-        excludeIds: [item.id],
+      const ranking = this.ranking(ds, d, limit, {
+        vectors: [vector],
+        conditions,
         extra,
+        excludeIds: [item.id],
       });
-      return { hits: [{ item, score: 1 }, ...hits], limit };
+      const first = d.page === 1;
+      if (group) {
+        const own = groupValue(item, group.field);
+        const [head, rest, total] = await bill(
+          vars,
+          () =>
+            Promise.all([
+              first ? this.ownGroup(ranking, ds, conditions, item, own, group) : undefined,
+              ranking.groups(group, 1, groupKey(own)),
+              ranking.total(),
+            ]),
+          ([, r]) =>
+            shownFacts(
+              conditions,
+              r.map((g) => g.hits[0]!.item),
+            ),
+        );
+        const hits = tidyGroups(rest);
+        return {
+          hits: head ? [{ item, score: 1, group: head }, ...hits] : hits,
+          limit,
+          groupSize: group.size,
+          page: d.page,
+          ...(total !== undefined ? { total } : {}),
+        };
+      }
+      const [hits, total] = await bill(
+        vars,
+        () => Promise.all([ranking.page(1), ranking.total()]),
+        // the report counts the client's filters, not the service's own (exclude_parent)
+        ([r]) =>
+          shownFacts(
+            conditions,
+            r.map((h) => h.item),
+          ),
+      );
+      return {
+        hits: first ? [{ item, score: 1 }, ...tidy(hits)] : tidy(hits),
+        limit,
+        page: d.page,
+        ...(total !== undefined ? { total } : {}),
+      };
     });
   }
 
-  /**
-   * similar with group: the target first with its own group (its nearest group mates), then the
-   * best items of other groups; exclude_parent still leaves out the target's parent.
-   */
-  private async similarGroups(
-    bill: Bill,
+  /** similar's target with its own group: its count and its nearest group mates. */
+  private async ownGroup(
+    ranking: Ranking,
     ds: Dataset,
-    vars: Record<string, string>,
+    conditions: Condition[],
     item: StoredItem,
-    vector: number[],
-    conditions: Condition[],
-    p: { limit: number; group: GroupSpec; excludeParent?: boolean },
-  ): Promise<SimilarityHit[]> {
-    const { field, size } = p.group;
-    const own = groupValue(item, field);
-    const parent = item.metadata.parent;
-    const extra: Condition[] =
-      p.excludeParent && parent !== undefined && !Array.isArray(parent)
-        ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
-        : [];
-    const nearest = this.nearestFn(ds, [vector], [...conditions, ...extra]);
-    const [first, rest] = await bill(
-      vars,
-      () =>
-        Promise.all([
-          own === undefined
-            ? { value: null, count: 1, more: [] as SimilarityHit[] }
-            : Promise.all([
-                this.engine.groupCounts(ds.id, conditions, field, [own]),
-                withinGroup(nearest, field, own, size - 1, [item.id]),
-              ]).then(([[count], more]) => ({ value: own, count: count!, more: tidy(more) })),
-          nearestGroups(this.engine, ds.id, nearest, conditions, {
-            want: p.limit - 1,
-            group: p.group,
-            excludeIds: [item.id],
-            excludeKey: groupKey(own),
-          }),
-        ]),
-      ([, r]) =>
-        shownFacts(
-          conditions,
-          r.map((g) => g.hits[0]!.item),
-        ),
-    );
-    return [{ item, score: 1, group: first }, ...tidyGroups(rest)];
-  }
-
-  /** Nearest items to the vectors (each item at its best score over them) under `conditions`. */
-  private nearestFn(
-    ds: Dataset,
-    vectors: number[][],
-    conditions: Condition[],
-    includeVectors = false,
-  ): Nearest {
-    const one = (vector: number[], limit: number, extra: Condition[], excludeIds: string[]) =>
-      this.engine.similar(ds.id, {
-        vector,
-        embedder: this.embedderId,
-        conditions: [...conditions, ...extra],
-        limit,
-        excludeIds,
-        includeVectors,
-      });
-    return async (limit, extra, excludeIds) =>
-      vectors.length === 1
-        ? one(vectors[0]!, limit, extra, excludeIds)
-        : bestOf(await Promise.all(vectors.map((v) => one(v, limit, extra, excludeIds))), limit);
+    own: Scalar | undefined,
+    group: GroupSpec,
+  ): Promise<NonNullable<SimilarityHit['group']>> {
+    if (own === undefined) return { value: null, count: 1, more: [] };
+    const [[count], more] = await Promise.all([
+      this.engine.groupCounts(ds.id, conditions, group.field, [own]),
+      withinGroup(ranking.nearest(), group.field, own, group.size - 1, [item.id]),
+    ]);
+    return { value: own, count: count!, more: tidy(more) };
   }
 
   /**
    * Without id: a random selection matching q. With id: the next step of a journey — items
-   * near the selection (steered by the earlier selections in `path`), diversified by maximal
-   * marginal relevance, never repeating a selection.
+   * near the selection (steered by the earlier selections in `path`), diversified (by the
+   * journey's own rule unless `diversity` is given), never repeating a selection.
    */
   async explore(
     who: Principal,
@@ -248,50 +257,65 @@ export class SimilarityService {
   ): Promise<SimilarityResult> {
     return this.vision.request(who, org, name, 'explore', async (ds, bill) => {
       const limit = limitOf(p);
+      const asked = checkDiscovery(p, limit, false);
       const vars = parseActionVars(p.v);
       const earlierIds = checkJourney(p.path ?? []);
       const catalogue = await this.store.catalogue(ds.id);
       const conditions = await this.vision.conditions(ds, p.q, catalogue);
       const group = this.vision.group(p.group, catalogue);
-      if (group && (p.id === undefined || p.id === ''))
+      const random = p.id === undefined || p.id === '';
+      if (group && random)
         throw invalid('group on explore needs id: a random start has no groups to rank', [
           { param: 'group', message: 'only with id' },
         ]);
+      if (random && (asked.diversity !== undefined || asked.exhaustive))
+        throw invalid('diversity and exhaustive on explore need id: a random start ranks nothing', [
+          { param: asked.exhaustive ? 'exhaustive' : 'diversity', message: 'only with id' },
+        ]);
       await this.vision.requireReady(ds);
-      if (p.id === undefined || p.id === '') {
+      if (random) {
         const seed = crypto.randomInt(0, 2 ** 31);
         const items = await bill(
           vars,
           () => this.engine.sample(ds.id, conditions, limit, seed),
           (r) => shownFacts(conditions, r),
         );
-        return { hits: items.map((item) => ({ item })), limit, path: [] };
+        return { hits: items.map((item) => ({ item })), limit, path: [], page: 1 };
       }
-      const { item, vector } = await this.target(ds.id, p.id);
+      const { item, vector } = await this.target(ds.id, p.id!);
       const earlier = (
         await Promise.all(earlierIds.map((id) => this.store.getEmbedding(ds.id, id)))
       )
         .filter((e) => e?.embedder === this.embedderId && e.vector)
         .map((e) => e!.vector!);
-      const query = steer(vector, earlier);
+      // Without `diversity` the journey keeps its own rule: a pool of 4 × limit (at most 200),
+      // relevance weighed 0.7, pictures identical to the selection or a pick used last.
+      const own = asked.diversity === undefined;
+      const d: Discovery = own
+        ? { ...asked, diversity: 0, candidates: Math.min(limit * EXPLORE_POOL, 200) }
+        : asked;
+      const ranking = this.ranking(ds, d, limit, {
+        vectors: [steer(vector, earlier)],
+        conditions,
+        extra: [],
+        excludeIds: [item.id, ...earlierIds],
+      });
+      const path = [...earlierIds, item.id];
       if (group) {
-        const nearest = this.nearestFn(ds, [query], conditions, true);
-        const groups = await bill(
+        const excludeKey = groupKey(groupValue(item, group.field));
+        const [groups, total] = await bill(
           vars,
-          async () => {
-            const pool = await nearestGroups(this.engine, ds.id, nearest, conditions, {
-              want: Math.min(limit * EXPLORE_POOL, 200),
-              group,
-              excludeIds: [item.id, ...earlierIds],
-              excludeKey: groupKey(groupValue(item, group.field)),
-            });
-            const heads = pool.flatMap((g) => {
-              const v = g.hits[0]!.vector;
-              return v ? [{ score: g.hits[0]!.score, vector: v, g }] : [];
-            });
-            return diversify(heads, limit, 0.7, [vector]).map((h) => h.g);
-          },
-          (r) =>
+          async () =>
+            Promise.all([
+              own
+                ? ranking
+                    .groupPool(group, d.candidates, excludeKey)
+                    .then((pool) => journeyOrder(pool, (g) => g.hits[0]!, limit, vector))
+                    .then((g) => ranking.floorGroups(g))
+                : ranking.groups(group, 0, excludeKey),
+              ranking.total(),
+            ]),
+          ([r]) =>
             shownFacts(
               conditions,
               r.map((g) => g.hits[0]!.item),
@@ -300,39 +324,30 @@ export class SimilarityService {
         return {
           hits: tidyGroups(groups),
           limit,
-          path: [...earlierIds, item.id],
+          path,
           groupSize: group.size,
+          page: 1,
+          ...(total !== undefined ? { total } : {}),
         };
       }
-      const hits = await bill(
+      const [hits, total] = await bill(
         vars,
-        async () => {
-          const pool = await this.engine.similar(ds.id, {
-            vector: query,
-            embedder: this.embedderId,
-            conditions,
-            limit: Math.min(limit * EXPLORE_POOL, 200),
-            excludeIds: [item.id, ...earlierIds],
-            includeVectors: true,
-          });
-          return diversify(
-            pool.filter((h): h is typeof h & { vector: number[] } => !!h.vector),
-            limit,
-            0.7,
-            [vector],
-          );
-        },
-        (r) =>
+        () =>
+          Promise.all([
+            own
+              ? ranking
+                  .pool(true)
+                  .then((pool) => ranking.floor(journeyOrder(pool, (h) => h, limit, vector)))
+              : ranking.page(),
+            ranking.total(),
+          ]),
+        ([r]) =>
           shownFacts(
             conditions,
             r.map((h) => h.item),
           ),
       );
-      return {
-        hits: tidy(hits),
-        limit,
-        path: [...earlierIds, item.id],
-      };
+      return { hits: tidy(hits), limit, path, page: 1, ...(total !== undefined ? { total } : {}) };
     });
   }
 
@@ -340,6 +355,7 @@ export class SimilarityService {
   async lens(who: Principal, org: string, name: string, p: LensRequest): Promise<SimilarityResult> {
     return this.vision.request(who, org, name, 'lens', async (ds, bill) => {
       const limit = limitOf(p);
+      const d = checkDiscovery(p, limit, true);
       const vars = parseActionVars(p.v);
       const { image } = p;
       // REST refuses a larger body before parsing; GraphQL bodies may be larger, so check here too.
@@ -368,18 +384,20 @@ export class SimilarityService {
         const reason = e.message;
         throw invalid(`image cannot be used: ${reason}`, [{ field: 'image', message: reason }]);
       }
-      const hits = await this.nearest(bill, ds, vars, vectors, conditions, {
-        limit,
+      const ranking = this.ranking(ds, d, limit, {
+        vectors,
+        conditions,
+        extra: [],
         excludeIds: [],
-        group,
       });
-      return { hits, limit, ...(group ? { groupSize: group.size } : {}) };
+      return this.ranked(bill, vars, ranking, conditions, limit, d, group);
     });
   }
 
   /**
-   * Items in the style of a curated group (contract §11): ranked against the group as a whole
-   * (the mean of its members' unit vectors, normalised again), the group itself excluded.
+   * Items in the style of a curated group (contract §11, §15): ranked against the group as a
+   * whole (centroid: the mean of its members' unit vectors, pushed away from the negatives') or
+   * each item by its best positive (best_score); inputs never returned.
    */
   async collection(
     who: Principal,
@@ -389,128 +407,137 @@ export class SimilarityService {
   ): Promise<SimilarityResult> {
     return this.vision.request(who, org, name, 'collection', async (ds, bill) => {
       const limit = limitOf(p);
+      const d = checkDiscovery(p, limit, true);
       const vars = parseActionVars(p.v);
-      const ids = [...new Set(p.ids.map((s) => s.trim()).filter(Boolean))];
+      const ids = idSet(p.ids);
       if (ids.length < 1 || ids.length > LIMITS.collectionMaxIds)
         throw invalid(`ids: between 1 and ${LIMITS.collectionMaxIds} item ids; got ${ids.length}`, [
           { param: 'ids', message: `1 to ${LIMITS.collectionMaxIds} comma-separated item ids` },
         ]);
+      const negativeIds = idSet(p.negativeIds ?? []);
+      if (negativeIds.length > LIMITS.collectionMaxNegativeIds)
+        throw invalid(
+          `negative_ids: at most ${LIMITS.collectionMaxNegativeIds} item ids; got ${negativeIds.length}`,
+          [{ param: 'negative_ids', message: `0 to ${LIMITS.collectionMaxNegativeIds} item ids` }],
+        );
+      const both = negativeIds.filter((id) => ids.includes(id));
+      if (both.length)
+        throw invalid(`negative_ids: ${both.slice(0, 10).join(', ')} also in ids`, [
+          { param: 'negative_ids', message: 'an item is either a positive or a negative' },
+        ]);
+      const strategy = p.strategy ?? 'centroid';
+      if (strategy !== 'centroid' && strategy !== 'best_score')
+        throw invalid("strategy must be 'centroid' or 'best_score'", [
+          { param: 'strategy', message: "expected 'centroid' or 'best_score'" },
+        ]);
       const catalogue = await this.store.catalogue(ds.id);
       const conditions = await this.vision.conditions(ds, p.q, catalogue);
       const group = this.vision.group(p.group, catalogue);
+      if (group && strategy === 'best_score' && negativeIds.length)
+        throw invalid('strategy=best_score with negative_ids cannot be grouped', [
+          { param: 'group', message: 'not with best_score and negative_ids' },
+        ]);
       await this.vision.requireReady(ds);
-      const members = await Promise.all(
-        ids.map((id) =>
-          this.target(ds.id, id).then(
-            (t) => t.vector,
-            (e: unknown) => {
-              if (e instanceof AppError && e.code === 'not_found') return id;
-              throw e;
-            },
-          ),
-        ),
-      );
-      const unknown = members.filter((m): m is string => typeof m === 'string');
-      if (unknown.length)
-        throw new AppError(
-          'not_found',
-          `${unknown.length} of the ids are not processed items of this dataset: ${unknown.slice(0, 10).join(', ')}`,
-          unknown.slice(0, 50).map((id) => ({ param: 'ids', id, message: 'not found' })),
-        );
-      const vector = centroid(members as number[][]);
-      const hits = await this.nearest(bill, ds, vars, [vector], conditions, {
-        limit,
-        excludeIds: ids,
-        group,
+      const [positives, negatives] = await Promise.all([
+        this.members(ds.id, ids, 'ids'),
+        this.members(ds.id, negativeIds, 'negative_ids'),
+      ]);
+      const steered = strategy === 'best_score';
+      const ranking = this.ranking(ds, d, limit, {
+        vectors: steered ? positives : [centroidQuery(positives, negatives)],
+        conditions,
+        extra: [],
+        excludeIds: [...ids, ...negativeIds],
+        ...(steered && negatives.length ? { negatives } : {}),
       });
-      return { hits, limit, ...(group ? { groupSize: group.size } : {}) };
+      return this.ranked(bill, vars, ranking, conditions, limit, d, group);
     });
   }
 
-  /**
-   * One billed nearest-neighbour search with this service's embedder, scores as clients see
-   * them: with several query vectors, each item scores its best over them. `extra` conditions
-   * are the service's own, applied but not logged as filters.
-   */
-  private async nearest(
+  /** The vectors of a collection's items; 404 naming those that are not processed items. */
+  private async members(datasetId: string, ids: string[], param: string): Promise<number[][]> {
+    const found = await Promise.all(
+      ids.map((id) =>
+        this.target(datasetId, id).then(
+          (t) => t.vector,
+          (e: unknown) => {
+            if (e instanceof AppError && e.code === 'not_found') return id;
+            throw e;
+          },
+        ),
+      ),
+    );
+    const unknown = found.filter((m): m is string => typeof m === 'string');
+    if (unknown.length)
+      throw new AppError(
+        'not_found',
+        `${unknown.length} of the ${param} are not processed items of this dataset: ${unknown.slice(0, 10).join(', ')}`,
+        unknown.slice(0, 50).map((id) => ({ param, id, message: 'not found' })),
+      );
+    return found as number[][];
+  }
+
+  /** One billed ranked page (lens, collection), grouped when asked. */
+  private async ranked(
     bill: Bill,
-    ds: Dataset,
     vars: Record<string, string>,
-    vectors: number[][],
+    ranking: Ranking,
     conditions: Condition[],
-    page: { limit: number; excludeIds: string[]; extra?: Condition[]; group?: GroupSpec },
-  ): Promise<SimilarityHit[]> {
-    const { limit, excludeIds, extra = [], group } = page;
+    limit: number,
+    d: Discovery,
+    group: GroupSpec | undefined,
+  ): Promise<SimilarityResult> {
+    const common = { limit, page: d.page };
     if (group) {
-      const nearest = this.nearestFn(ds, vectors, [...conditions, ...extra]);
-      const groups = await bill(
+      const [groups, total] = await bill(
         vars,
-        () =>
-          nearestGroups(this.engine, ds.id, nearest, conditions, {
-            want: limit,
-            group,
-            excludeIds,
-          }),
-        (r) =>
+        () => Promise.all([ranking.groups(group), ranking.total()]),
+        ([r]) =>
           shownFacts(
             conditions,
             r.map((g) => g.hits[0]!.item),
           ),
       );
-      return tidyGroups(groups);
+      return {
+        ...common,
+        hits: tidyGroups(groups),
+        groupSize: group.size,
+        ...(total !== undefined ? { total } : {}),
+      };
     }
-    const one = (vector: number[]) =>
-      this.engine.similar(ds.id, {
-        vector,
-        embedder: this.embedderId,
-        conditions: [...conditions, ...extra],
-        limit,
-        excludeIds,
-      });
-    const hits = await bill(
+    const [hits, total] = await bill(
       vars,
-      async () =>
-        vectors.length === 1
-          ? one(vectors[0]!)
-          : bestOf(await Promise.all(vectors.map(one)), limit),
-      // the report counts the client's filters, not the service's own (exclude_parent)
-      (r) =>
+      () => Promise.all([ranking.page(), ranking.total()]),
+      ([r]) =>
         shownFacts(
           conditions,
           r.map((h) => h.item),
         ),
     );
-    return tidy(hits);
+    return { ...common, hits: tidy(hits), ...(total !== undefined ? { total } : {}) };
   }
 }
+
+/** Explore's own diversification of a pool (when `diversity` is not given). */
+function journeyOrder<T>(
+  pool: T[],
+  head: (t: T) => { score: number; vector?: number[] },
+  limit: number,
+  selected: number[],
+): T[] {
+  const heads = pool.flatMap((t) => {
+    const h = head(t);
+    return h.vector ? [{ score: h.score, vector: h.vector, t }] : [];
+  });
+  return diversify(heads, limit, 0.7, [selected]).map((h) => h.t);
+}
+
+/** Ids as a request lists them: trimmed, blanks and repeats dropped. */
+const idSet = (ids: readonly string[]): string[] => [
+  ...new Set(ids.map((s) => s.trim()).filter(Boolean)),
+];
 
 /** What the analytics report keeps of a similarity request: its filters and the ids it showed. */
 function shownFacts(conditions: Condition[], shown: StoredItem[]): RequestFacts {
   return { total: shown.length, filters: filterTerms(conditions), shown: shown.map((i) => i.id) };
-}
-
-/** The direction the group points to: the normalised mean of its unit vectors. */
-function centroid(vectors: number[][]): number[] {
-  const sum = new Array<number>(vectors[0]!.length).fill(0);
-  for (const v of vectors) {
-    const n = Math.hypot(...v) || 1;
-    v.forEach((x, i) => (sum[i]! += x / n));
-  }
-  const n = Math.hypot(...sum) || 1;
-  return sum.map((x) => x / n);
-}
-
-/**
- * The `limit` best items over several searches, each item at its best score (first seen wins a
- * tie). Each list is that vector's own top `limit`, which holds every item of the fused top
- * `limit` that scores best with that vector, so the union holds the whole fused top.
- */
-export function bestOf(lists: ScoredItem[][], limit: number): ScoredItem[] {
-  const best = new Map<string, ScoredItem>();
-  for (const list of lists)
-    for (const h of list) {
-      const seen = best.get(h.item.id);
-      if (!seen || h.score > seen.score) best.set(h.item.id, h);
-    }
-  return [...best.values()].sort((a, b) => b.score - a.score).slice(0, limit);
 }

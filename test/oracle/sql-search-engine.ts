@@ -6,6 +6,7 @@ import type {
   ScoredItem,
   SearchEngine,
   SearchRequest,
+  RankedSet,
   SimilarRequest,
 } from '../../src/ports/search-engine';
 import { VectorCache, topK } from '../../src/adapters/embedded/vector-cache';
@@ -87,6 +88,20 @@ export class SqlSearchEngine implements SearchEngine {
     }
     const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
     return scoredHits(this.db, m, top, req.includeVectors);
+  }
+
+  async rankedCount(datasetId: string, set: RankedSet): Promise<number> {
+    const m = this.vectors.get(datasetId, set.embedder);
+    const skip = excludedRows(this.db, datasetId, m, set.excludeIds);
+    const where = whereClause(datasetId, set.conditions);
+    let n = 0;
+    for (const pk of stmt(this.db, `SELECT i.pk FROM items i WHERE ${where.sql}`)
+      .pluck()
+      .iterate(...where.params) as Iterable<number>) {
+      const row = m.rowOf.get(pk);
+      if (row !== undefined && !skip.has(row)) n++;
+    }
+    return n;
   }
 
   async sample(

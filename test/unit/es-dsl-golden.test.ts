@@ -5,6 +5,8 @@ import {
   facetsBody,
   histogramsBody,
   knnBody,
+  rangeEndBody,
+  rankedCountBody,
   sampleBody,
   searchBody,
 } from '../../src/adapters/elasticsearch/dsl';
@@ -75,7 +77,11 @@ const cases: Record<string, () => unknown> = {
       conditions: conditions('category:boots,colour:!red,price::50'),
       limit: 9,
       excludeIds: ['sku-1'],
-    }),
+    }, { candidates: 200, size: 9 }),
+  'ranked-count': () =>
+    rankedCountBody({ embedder: 'descriptor-v1', conditions: conditions('category:boots'), excludeIds: ['sku-1'] }),
+  'exact-range-end': () =>
+    rangeEndBody({ embedder: 'descriptor-v1', conditions: conditions('category:boots'), excludeIds: [] }, 'sku-0999', 10_000),
   'explore-sample': () => sampleBody(conditions('category:boots'), 10, 12345),
   'figures-facets-stats-ranges': () =>
     figuresBody(conditions('category:boots|flats,price:10:,sizes:s'), {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { ScoredItem } from '../../src/ports/search-engine';
-import { bestOf } from '../../src/services/similarity';
+import { bestOf } from '../../src/services/ranking';
 
 const item = (id: string) => ({ id }) as ScoredItem['item'];
 

@@ -1,7 +1,7 @@
 import { onField, type FiguresSpec, type HistogramSpec } from '../../domain/figures';
 import { isServiceTimeField } from '../../domain/limits';
 import { literalForms, type Condition } from '../../query/ast';
-import type { SearchRequest, SimilarRequest } from '../../ports/search-engine';
+import type { RankedSet, SearchRequest, SimilarRequest } from '../../ports/search-engine';
 import { QUERYABLE_SCOPES } from '../value-index';
 import { EMBEDDING_SOURCE, vectorField } from './document';
 
@@ -128,32 +128,82 @@ export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
 export const NO_VECTOR = { excludes: ['vector_*', EMBEDDING_SOURCE] };
 
 /** Elasticsearch's largest k and num_candidates. */
-const MAX_KNN = 10_000;
+export const MAX_KNN = 10_000;
+
+/** The items a similarity request ranks (port RankedSet) as one bool filter, plus `extra`. */
+function rankedFilter(set: RankedSet, extra: Dsl[] = []): Dsl {
+  const where = whereDsl(set.conditions) as { bool: { filter: Dsl[]; must_not?: Dsl[] } };
+  const filter = [...where.bool.filter, { term: { embedder: set.embedder } }, ...extra];
+  const mustNot = [...(where.bool.must_not ?? [])];
+  if (set.excludeIds.length) mustNot.push({ terms: { id: set.excludeIds } });
+  return { bool: { filter, ...(mustNot.length ? { must_not: mustNot } : {}) } };
+}
 
 /**
- * Filtered kNN: the q filter runs inside the HNSW search, so k results come back whenever k
- * items match (post-filtering would return short pages).
+ * The HNSW candidates one approximate ranking reads. Wider than Elasticsearch's usual 1.5 × k:
+ * recall matters more than the few ms it costs (docs/engines.md). Paged requests derive it from
+ * the page size alone, so every page cuts the same candidate list.
  */
-export function knnBody(req: SimilarRequest): Dsl {
-  const where = whereDsl(req.conditions) as { bool: { filter: Dsl[]; must_not?: Dsl[] } };
-  const filter = [...where.bool.filter, { term: { embedder: req.embedder } }];
-  const mustNot = [...(where.bool.must_not ?? [])];
-  if (req.excludeIds.length) mustNot.push({ terms: { id: req.excludeIds } });
+export function knnCandidates(req: SimilarRequest): number {
+  return Math.min(MAX_KNN, Math.max(200, 20 * (req.pageSize ?? req.limit)));
+}
+
+/**
+ * Filtered kNN as a query: the q filter runs inside the HNSW search, so `size` results come back
+ * whenever that many items match (post-filtering would return short pages). All `candidates`
+ * come back from each shard and are sorted by score, then id, so equal scores have one order and
+ * a smaller `size` cuts a prefix of a larger one. Lucene compares every vector exactly when a
+ * segment holds no more matching documents than `candidates`.
+ */
+export function knnBody(
+  req: SimilarRequest,
+  p: { candidates: number; size: number; extra?: Dsl[]; source?: boolean },
+): Dsl {
   return {
-    knn: {
-      field: vectorField(req.vector.length),
-      query_vector: req.vector,
-      k: Math.min(MAX_KNN, req.limit),
-      // Wider than Elasticsearch's usual 1.5 × k: recall matters more than the few ms it costs
-      // (docs/engines.md).
-      // Elasticsearch takes at most 10,000 (grouped similarity asks for up to that many).
-      num_candidates: Math.min(MAX_KNN, Math.max(200, req.limit * 20)),
-      filter: { bool: { filter, ...(mustNot.length ? { must_not: mustNot } : {}) } },
+    query: {
+      knn: {
+        field: vectorField(req.vector.length),
+        query_vector: req.vector,
+        k: p.candidates,
+        num_candidates: p.candidates,
+        filter: rankedFilter(req, p.extra),
+      },
     },
-    size: Math.min(MAX_KNN, req.limit),
-    ...(req.includeVectors ? {} : { _source: NO_VECTOR }),
+    size: p.size,
+    sort: [{ _score: 'desc' }, { id: 'asc' }],
+    track_scores: true,
+    track_total_hits: false,
+    ...(p.source === false ? { _source: false } : req.includeVectors ? {} : { _source: NO_VECTOR }),
   };
 }
+
+/** How many items a similarity request ranks. */
+export const rankedCountBody = (set: RankedSet): Dsl => ({
+  query: rankedFilter(set),
+  size: 0,
+  track_total_hits: true,
+});
+
+/**
+ * The id ending the next `span` ranked items after `after` in id order: exact similarity over
+ * more items than one exact kNN takes is done in id ranges of at most `span` items.
+ */
+export const rangeEndBody = (set: RankedSet, after: string | undefined, span: number): Dsl => ({
+  query: rankedFilter(set, after === undefined ? [] : [{ range: { id: { gt: after } } }]),
+  sort: [{ id: 'asc' }],
+  from: span - 1,
+  size: 1,
+  _source: false,
+  track_total_hits: false,
+});
+
+/** Items by id, for the hits of a ranking read without their documents. */
+export const byIdsBody = (ids: string[], includeVectors: boolean | undefined): Dsl => ({
+  query: { terms: { id: ids } },
+  size: ids.length,
+  track_total_hits: false,
+  ...(includeVectors ? {} : { _source: NO_VECTOR }),
+});
 
 /** A seeded random selection of matching items (explore without an id). */
 export function sampleBody(conditions: Condition[], limit: number, seed: number): Dsl {

@@ -5,6 +5,7 @@ import type { StoredItem } from '../../domain/item';
 import type {
   Facets,
   GroupedSearchRequest,
+  RankedSet,
   ScoredItem,
   SearchEngine,
   SearchRequest,
@@ -13,8 +14,9 @@ import type {
 import type { Condition } from '../../query/ast';
 import { esFigures } from './figures';
 import { groupCounts, groupFacets, searchGroups, type Search } from './groups';
-import { docVector, fromDoc, type ItemDoc } from './document';
-import { facetsBody, knnBody, sampleBody, searchBody, type Dsl } from './dsl';
+import { fromDoc, type ItemDoc } from './document';
+import { facetsBody, sampleBody, searchBody, type Dsl } from './dsl';
+import { approximate, exact, rankedCount } from './similar';
 import { ItemIndex, orEmpty } from './item-index';
 import { keyed } from '../../domain/keyed';
 
@@ -88,18 +90,13 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
     };
   }
 
-  async similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
-    return orEmpty(async () => {
-      const r = await this.query(datasetId, knnBody(req));
-      return r.hits.hits.map((h) => {
-        const vector = req.includeVectors ? docVector(h._source!) : undefined;
-        return {
-          item: fromDoc(h._source!),
-          score: h._score ?? 0,
-          ...(vector ? { vector } : {}),
-        };
-      });
-    }, []);
+  similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
+    const search = this.searcher(datasetId);
+    return orEmpty(() => (req.exact ? exact(search, req) : approximate(search, req)), []);
+  }
+
+  rankedCount(datasetId: string, set: RankedSet): Promise<number> {
+    return orEmpty(() => rankedCount(this.searcher(datasetId), set), 0);
   }
 
   async sample(

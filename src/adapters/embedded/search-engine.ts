@@ -9,6 +9,7 @@ import type {
   ScoredItem,
   SearchEngine,
   SearchRequest,
+  RankedSet,
   SimilarRequest,
 } from '../../ports/search-engine';
 import { count, has, slotsOf } from './bitset';
@@ -21,6 +22,9 @@ import { MemoryIndexes } from './index-sync';
 import type { DatasetIndex } from './memory-index';
 import { VectorCache, topK, type Matrix } from './vector-cache';
 import { excludedRows, itemsByPk, scoredHits } from './vector-hits';
+
+/** No rows to skip: exclusions are left out of the row list already. */
+const NO_ROWS: Set<number> = new Set();
 
 /**
  * The embedded engine: SQLite keeps the data, and queries are answered from an in-memory index
@@ -99,26 +103,37 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return slots;
   }
 
+  /** The matrix rows a similarity request ranks: matching items' vectors, exclusions skipped. */
+  private rankedRows(ix: DatasetIndex, datasetId: string, set: RankedSet) {
+    const m = this.vectors.get(datasetId, set.embedder);
+    const slots = this.slotsOfRows(ix, m);
+    const filter = matching(ix, set.conditions);
+    const skip = excludedRows(this.db, datasetId, m, set.excludeIds);
+    const rows: number[] = [];
+    for (let r = 0; r < slots.length; r++) {
+      const s = slots[r]!;
+      if (s >= 0 && has(filter, s) && !skip.has(r)) rows.push(r);
+    }
+    return { m, rows };
+  }
+
   /**
-   * Exact search: every vector of a matching item is compared. The filter is a set of slots,
-   * tested row by row while scanning the contiguous matrix (vector-cache.ts).
+   * Always exact (so `exact` and `pageSize` change nothing): every vector of a matching item is
+   * compared, the filter a set of slots tested row by row over the contiguous matrix
+   * (vector-cache.ts). Equal scores keep row order, so every `limit` cuts one ranking.
    */
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
     return this.withIndex(datasetId, (ix) => {
       if (req.limit <= 0) return [];
-      const m = this.vectors.get(datasetId, req.embedder);
-      if (!m.pks.length) return [];
-      const slots = this.slotsOfRows(ix, m);
-      const filter = matching(ix, req.conditions);
-      const skip = excludedRows(this.db, datasetId, m, req.excludeIds);
-      const rows: number[] = [];
-      for (let r = 0; r < slots.length; r++) {
-        const s = slots[r]!;
-        if (s >= 0 && has(filter, s)) rows.push(r);
-      }
-      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
+      const { m, rows } = this.rankedRows(ix, datasetId, req);
+      if (!rows.length) return [];
+      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, NO_ROWS);
       return scoredHits(this.db, m, top, req.includeVectors);
     });
+  }
+
+  rankedCount(datasetId: string, set: RankedSet): Promise<number> {
+    return this.withIndex(datasetId, (ix) => this.rankedRows(ix, datasetId, set).rows.length);
   }
 
   sample(

@@ -16,6 +16,7 @@ import { resolveVisionItemReference, type VisionItemReference } from './federati
 import { AccountResolver, OrganisationFields } from './resolvers/accounts';
 import { ContentEntryFields, DatasetResolver } from './resolvers/datasets';
 import { EventLogResolver } from './resolvers/event-log';
+import { SimilarityResolver } from './resolvers/similarity';
 import { VisionItemFields, VisionResolver } from './resolvers/vision';
 
 let built: Promise<GraphQLSchema> | undefined;
@@ -85,6 +86,7 @@ function buildCodeFirst(): Promise<GraphQLSchema> {
       ContentEntryFields,
       EventLogResolver,
       VisionResolver,
+      SimilarityResolver,
       VisionItemFields,
     ],
     // Input rules live in the domain validators shared with REST, not in class-validator.

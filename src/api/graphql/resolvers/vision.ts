@@ -14,7 +14,6 @@ import {
 } from 'type-graphql';
 import { invalid } from '../../../domain/errors';
 import { parseFieldSelection, projectMetadata } from '../../fields';
-import type { SimilarityResult } from '../../../services/similarity';
 import type { GqlContext } from '../context';
 import { figuresSpec, figuresOut } from '../figures-map';
 import { toVisionItem } from '../map';
@@ -22,34 +21,10 @@ import { FacetInput, FilterInput, HistogramInput } from '../types/figures';
 import { SortOrder } from '../types/enums';
 import { JSONObjectScalar, JSONScalar } from '../types/scalars';
 import { Facet, FacetScope, GroupInput, ResultGroup, SearchConnection } from '../types/search';
+import { SimilarityArgs } from '../types/similarity';
 import { Vision, VisionItem } from '../types/vision';
-
-/** A result with its group, which `VisionItem.group` resolves (absent without group). */
-type Grouped = VisionItem & { groupView?: ResultGroup };
-
-const withGroup = (
-  first: VisionItem,
-  g: { value: ResultGroup['value']; count: number },
-  more: VisionItem[],
-  size: number,
-): Grouped =>
-  Object.assign(first, {
-    groupView: { value: g.value, count: g.count, ...(size > 1 ? { items: more } : {}) },
-  });
-
-/** Similarity hits as Vision items; explore_url carries q, limit (and the journey). */
-function scored(
-  baseUrl: string,
-  vis: Vision,
-  r: SimilarityResult,
-  carry: { q?: string; limit: number; path?: string[]; group?: string; groupSize?: number },
-): VisionItem[] {
-  const link = { baseUrl, org: vis.org, dataset: vis.dataset, carry };
-  const one = (h: SimilarityResult['hits'][number]) => toVisionItem(h.item, link, h.score);
-  return r.hits.map((h) =>
-    h.group ? withGroup(one(h), h.group, h.group.more.map(one), r.groupSize ?? 1) : one(h),
-  );
-}
+import { withGroup, type Grouped } from '../similarity-map';
+import { SimilarityResolver } from './similarity';
 
 @ArgsType()
 class SearchArgs {
@@ -107,40 +82,6 @@ class SearchArgs {
   })
   facetScope?: FacetScope;
 }
-
-/** What every similarity request takes besides its target (contract §7). */
-@ArgsType()
-class SimilarityArgs {
-  @Field(() => Int, { defaultValue: 10 })
-  limit!: number;
-
-  @Field(() => String, { nullable: true })
-  q?: string;
-
-  @Field(() => String, { nullable: true })
-  v?: string;
-
-  @Field(() => GroupInput, {
-    nullable: true,
-    description: 'One result per group of this field (contract §13).',
-  })
-  group?: GroupInput;
-}
-
-/** The service's view of the common similarity arguments (GraphQL gives absent ones as null). */
-const similarity = (a: SimilarityArgs) => ({
-  limit: a.limit,
-  q: a.q ?? undefined,
-  v: a.v ?? undefined,
-  ...(a.group ? { group: { field: a.group.field, size: a.group.size } } : {}),
-});
-
-/** What a similarity result's explore_url carries over. */
-const carried = (a: SimilarityArgs) => ({
-  q: a.q ?? undefined,
-  limit: a.limit,
-  ...(a.group ? { group: a.group.field, groupSize: a.group.size } : {}),
-});
 
 @Resolver(() => Vision)
 export class VisionResolver {
@@ -204,84 +145,6 @@ export class VisionResolver {
         : r.items.map((i) => toVisionItem(i, link)),
       ...figuresOut(r.figures),
     };
-  }
-
-  @FieldResolver(() => [VisionItem], {
-    description:
-      'Billable (SIMILAR). The item itself first (score 1), then the limit − 1 most similar items matching q.',
-  })
-  async similar(
-    @Root() vis: Vision,
-    @Arg('id', () => ID) id: string,
-    @Args(() => SimilarityArgs) a: SimilarityArgs,
-    @Arg('excludeParent', () => Boolean, {
-      defaultValue: false,
-      description: "Drop items sharing the item's parent metadata value.",
-    })
-    excludeParent: boolean,
-    @Ctx() ctx: GqlContext,
-  ): Promise<VisionItem[]> {
-    const r = await ctx.services.similarity.similar(await ctx.principal(), vis.org, vis.dataset, {
-      ...similarity(a),
-      id,
-      excludeParent,
-    });
-    return scored(ctx.baseUrl, vis, r, carried(a));
-  }
-
-  @FieldResolver(() => [VisionItem], {
-    description:
-      'Billable (COLLECTION). Items in the style of a group of 1 to 50 ids, ranked against the group as a whole, the group excluded.',
-  })
-  async collection(
-    @Root() vis: Vision,
-    @Arg('ids', () => [ID]) ids: string[],
-    @Args(() => SimilarityArgs) a: SimilarityArgs,
-    @Ctx() ctx: GqlContext,
-  ): Promise<VisionItem[]> {
-    const r = await ctx.services.similarity.collection(
-      await ctx.principal(),
-      vis.org,
-      vis.dataset,
-      { ...similarity(a), ids },
-    );
-    return scored(ctx.baseUrl, vis, r, carried(a));
-  }
-
-  @FieldResolver(() => [VisionItem], {
-    description:
-      'Billable (EXPLORE). Without id a random selection; with id the next step of a journey (path: the earlier selections, oldest first), diversified.',
-  })
-  async explore(
-    @Root() vis: Vision,
-    @Arg('id', () => ID, { nullable: true }) id: string | undefined,
-    @Arg('path', () => [ID], { defaultValue: [] }) path: string[],
-    @Args(() => SimilarityArgs) a: SimilarityArgs,
-    @Ctx() ctx: GqlContext,
-  ): Promise<VisionItem[]> {
-    const r = await ctx.services.similarity.explore(await ctx.principal(), vis.org, vis.dataset, {
-      ...similarity(a),
-      id: id ?? undefined,
-      path: path ?? [],
-    });
-    return scored(ctx.baseUrl, vis, r, { ...carried(a), path: r.path });
-  }
-
-  @FieldResolver(() => [VisionItem], {
-    description:
-      'Billable (LENS). Items similar to an image given as a data URI (jpeg or png, ≤ 500 KB).',
-  })
-  async lens(
-    @Root() vis: Vision,
-    @Arg('image', () => String) image: string,
-    @Args(() => SimilarityArgs) a: SimilarityArgs,
-    @Ctx() ctx: GqlContext,
-  ): Promise<VisionItem[]> {
-    const r = await ctx.services.similarity.lens(await ctx.principal(), vis.org, vis.dataset, {
-      ...similarity(a),
-      image,
-    });
-    return scored(ctx.baseUrl, vis, r, carried(a));
   }
 
   @FieldResolver(() => [VisionItem], {
@@ -393,7 +256,7 @@ export class VisionItemFields {
     @Ctx() ctx: GqlContext,
   ): Promise<VisionItem[]> {
     const vis = Object.assign(new Vision(), { org: i.organisation, dataset: i.dataset });
-    return new VisionResolver().similar(vis, i.id, a, false, ctx);
+    return new SimilarityResolver().similar(vis, i.id, a, false, ctx);
   }
 
   @FieldResolver(() => [String], {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { invalid } from '../../../domain/errors';
 import type { SearchRequest } from '../../../services/vision';
-import type { SimilarityResult } from '../../../services/similarity';
+import type { CollectionRequest, SimilarityResult } from '../../../services/similarity';
 import { parseFieldSelection } from '../../fields';
 import { figuresBody } from '../figures';
 import { parseFiguresParams } from '../figures-params';
@@ -23,6 +23,28 @@ const grouping = (q: { group?: string; group_size?: number }) => ({
       ? undefined
       : { field: q.group, size: q.group_size },
 });
+
+/** The contract §15 controls as the services take them. */
+const discovery = (q: {
+  diversity?: number;
+  candidates?: number;
+  min_score?: number;
+  page?: number;
+  exhaustive?: boolean;
+}) => ({
+  diversity: q.diversity,
+  candidates: q.candidates,
+  minScore: q.min_score,
+  page: q.page,
+  exhaustive: q.exhaustive,
+});
+
+function strategy(s: string | undefined): CollectionRequest['strategy'] {
+  if (s === undefined || s === '' || s === 'centroid' || s === 'best_score') return s || undefined;
+  throw invalid("strategy must be 'centroid' or 'best_score'", [
+    { param: 'strategy', message: "expected 'centroid' or 'best_score'" },
+  ]);
+}
 
 function facetScope(s: string | undefined): SearchRequest['facetScope'] {
   if (s === undefined || s === 'groups' || s === 'items') return s;
@@ -67,6 +89,7 @@ function shape(
         ? groupedEntry(entry(h), h.group, h.group.more.map(entry), r.groupSize ?? 1)
         : entry(h),
     ),
+    ...(r.total !== undefined ? { total_results: r.total } : {}),
   };
 }
 
@@ -94,26 +117,36 @@ export const visionRoutes =
       };
     });
     serve(app, op.similar, async ({ params, query }, req) => {
-      const { exclude_parent: excludeParent, group: _g, group_size: _s, ...rest } = query;
       const r = await s.similarity.similar(req.ctx.principal, params.organisation, params.dataset, {
-        ...rest,
+        id: query.id,
+        q: query.q,
+        limit: query.limit,
+        v: query.v,
         ...grouping(query),
-        excludeParent,
+        ...discovery(query),
+        excludeParent: query.exclude_parent,
       });
       return shape(req.ctx.baseUrl, params, query, r);
     });
     serve(app, op.explore, async ({ params, query }, req) => {
       const r = await s.similarity.explore(req.ctx.principal, params.organisation, params.dataset, {
-        ...query,
+        id: query.id,
+        q: query.q,
+        limit: query.limit,
+        v: query.v,
         ...grouping(query),
+        ...discovery(query),
         path: journeyParam(query.path),
       });
       return shape(req.ctx.baseUrl, params, query, r);
     });
     serve(app, op.lens, async ({ params, query, body }, req) => {
       const r = await s.similarity.lens(req.ctx.principal, params.organisation, params.dataset, {
-        ...query,
+        q: query.q,
+        limit: query.limit,
+        v: query.v,
         ...grouping(query),
+        ...discovery(query),
         image: body.image,
       });
       return shape(req.ctx.baseUrl, params, query, r);
@@ -130,7 +163,16 @@ export const visionRoutes =
         req.ctx.principal,
         params.organisation,
         params.dataset,
-        { ...query, ...grouping(query), ids: idList(query.ids) },
+        {
+          q: query.q,
+          limit: query.limit,
+          v: query.v,
+          ...grouping(query),
+          ...discovery(query),
+          ids: idList(query.ids),
+          negativeIds: query.negative_ids === undefined ? [] : idList(query.negative_ids),
+          strategy: strategy(query.strategy),
+        },
       );
       return shape(req.ctx.baseUrl, params, query, r);
     });

@@ -17,6 +17,17 @@ export const integer = (description: string) =>
     .meta({ description, type: 'integer' })
     .optional();
 
+const DECIMAL = /^-?(\d{1,15}(\.\d{0,15})?|\.\d{1,15})$/;
+
+/** A decimal number; empty means absent. Bounds are the service's business. */
+export const decimal = (description: string) =>
+  z
+    .string()
+    .refine((v) => v === '' || DECIMAL.test(v.trim()), { error: 'must be a number' })
+    .transform((v) => (v === '' ? undefined : Number(v)))
+    .meta({ description, type: 'number' })
+    .optional();
+
 /** `true` or `false`; empty means absent. */
 export const flag = (description: string) =>
   z

@@ -175,7 +175,14 @@ export const searchPage = ok
 
 export const results = ok.extend({ results: z.array(resultEntry) });
 
-const ranked = <K extends string>(key: K) =>
+/** Similarity results (contract §7, §15): with exhaustive, how many items were ranked. */
+export const ranked = results.extend({
+  total_results: count
+    .optional()
+    .meta({ description: 'With exhaustive=true: the items matching q that were ranked' }),
+});
+
+const rankedCounts = <K extends string>(key: K) =>
   z.array(z.object({ [key]: z.string(), count } as Record<K, z.ZodString | typeof count>));
 
 export const report = z
@@ -198,9 +205,9 @@ export const report = z
       zero_results: count,
       zero_result_share: z.number().min(0).max(1).nullable(),
     }),
-    top_filters: ranked('filter'),
-    top_sort_fields: ranked('field'),
-    top_clicked_ids: ranked('id'),
+    top_filters: rankedCounts('filter'),
+    top_sort_fields: rankedCounts('field'),
+    top_clicked_ids: rankedCounts('id'),
     click_through: z.record(
       z.string(),
       z.object({ shown: count, clicks: count, rate: z.number().nullable() }),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { LIMITS } from '../../../domain/limits';
 import { operation } from '../operation';
 import * as body from './bodies';
-import { datasetParams, fields, flag, integer, limit, q, text, v } from './params';
+import { datasetParams, decimal, fields, flag, integer, limit, q, text, v } from './params';
 import * as shape from './shapes';
 
 // The Vision API: reads of a dataset with its browse token (interface §2, §7; contract §6–§11).
@@ -13,7 +13,17 @@ const grouping = {
   group: text('One entry per value of this field (contract §13)'),
   group_size: integer('Items shown per group, 1–10 (default 1)'),
 };
-const similarityQuery = { fields, q, limit, v, ...grouping };
+/** Contract §15 controls on every similarity request. */
+const discovery = {
+  diversity: decimal('0–1: trade similarity for variety among the results (default 0)'),
+  candidates: integer(
+    'With diversity: how many nearest items to choose from (limit–500, default 4 × limit)',
+  ),
+  min_score: decimal('0–1: leave out results scoring below (a page may be short)'),
+  exhaustive: flag('Rank every item matching q exactly, and say how many (total_results)'),
+};
+const similarityQuery = { fields, q, limit, v, ...grouping, ...discovery };
+const page = integer('Page of results, from 1; page × limit ≤ 1000');
 const notReady = ['invalid_request', 'not_found', 'payment_required', 'dataset_not_ready'] as const;
 
 export const details = operation({
@@ -53,11 +63,12 @@ export const similar = operation({
   summary: 'Items visually similar to an item; the item itself first',
   query: z.object({
     ...similarityQuery,
+    page,
     id: text('The item to start from'),
     exclude_parent: flag('Leave out items sharing the item’s `parent` metadata value'),
   }),
   status: 200,
-  response: shape.results,
+  response: shape.ranked,
   errors: [...notReady],
 });
 
@@ -73,7 +84,7 @@ export const explore = operation({
     path: text('The journey’s earlier selections, as explore_url carries them'),
   }),
   status: 200,
-  response: shape.results,
+  response: shape.ranked,
   errors: [...notReady],
 });
 
@@ -83,11 +94,11 @@ export const lens = operation({
   method: 'POST',
   path: `${DS}/search`,
   summary: 'Items similar to an uploaded image ("lens")',
-  query: z.object(similarityQuery),
+  query: z.object({ ...similarityQuery, page }),
   body: body.lens,
   bodyLimit: LIMITS.lensBodyBytes,
   status: 200,
-  response: shape.results,
+  response: shape.ranked,
   errors: [...notReady, 'payload_too_large'],
 });
 
@@ -111,9 +122,15 @@ export const collection = operation({
   method: 'GET',
   path: `${DS}/collection`,
   summary: 'Items similar to a curated group of items, the group excluded',
-  query: z.object({ ...similarityQuery, ids: text('Comma-separated item ids (1–50)') }),
+  query: z.object({
+    ...similarityQuery,
+    page,
+    ids: text('Comma-separated item ids (1–50)'),
+    negative_ids: text('Comma-separated item ids to steer away from (0–50)'),
+    strategy: text('centroid (default) or best_score'),
+  }),
   status: 200,
-  response: shape.results,
+  response: shape.ranked,
   errors: [...notReady],
 });
 
@@ -124,7 +141,11 @@ export const search = operation({
   path: `${DS}/search`,
   summary: 'Paginated, sorted, filtered listing with facets, stats and histograms',
   query: z.object({
-    ...similarityQuery,
+    fields,
+    q,
+    limit,
+    v,
+    ...grouping,
     page: integer('Page number, from 1'),
     sort: text('Sort field (string or number field, or a service time field)'),
     order: text('asc or desc'),
