@@ -48,6 +48,7 @@ module.exports = {
         '**/e2e/search.test.ts',
         '**/e2e/figures.test.ts',
         '**/e2e/groups.test.ts',
+        '**/e2e/discovery.test.ts',
         '**/e2e/report.test.ts',
         '**/e2e/popularity.test.ts',
         '**/e2e/default-embedder.test.ts',
