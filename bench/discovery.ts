@@ -7,7 +7,8 @@
  * Goals: diversity and page 10 within 2 × plain's p95; exhaustive with the 1 % filter within
  * 2 × plain's p95 (also given against the filtered approximate search of the same window); an
  * unfiltered exhaustive scan under 500 ms at p95 on the embedded engine. The answers are
- * checked (sizes, the target first, total_results, the filter), and the results of the
+ * checked (sizes, the target first, total_results, the filter, and the exhaustive ranking
+ * with the filter against a brute force over the seeded vectors), and the results of the
  * approximate searches are compared with the exact ones of the same round.
  *
  *   npm run bench:discovery   (BENCH_ITEMS, BENCH_ROUNDS, BENCH_ENGINES, BENCH_EMBEDDER to change)
@@ -36,6 +37,7 @@ import {
   HYBRID_VECTORS,
   seedElasticsearch,
   seedEmbedded,
+  vectorOf,
   withRealVectors,
   type BenchVectors,
 } from './seed-items';
@@ -134,6 +136,36 @@ function overlap(approximate: Answer, exact: Answer): number {
   return want.filter((id) => got.has(id)).length / want.length;
 }
 
+/**
+ * Throws unless the exhaustive answer with the 1 % filter is the brute-force ranking of the
+ * window's items by the seeded vectors (the target left out): at each place the cosine of the
+ * item given equals the exact one's (ties may swap), and its score is (1 + cosine) / 2.
+ */
+function checkExact(vectors: BenchVectors, k: number, a: Answer): void {
+  const r = roundOf(k);
+  const q = vectorOf(vectors, r.id).vector;
+  const cos = (id: string): number => {
+    const v = vectorOf(vectors, id).vector;
+    let [d, vv, qq] = [0, 0, 0];
+    for (let j = 0; j < v.length; j++) {
+      d += v[j]! * q[j]!;
+      vv += v[j]! * v[j]!;
+      qq += q[j]! * q[j]!;
+    }
+    return d / Math.sqrt(vv * qq);
+  };
+  const exact: number[] = [];
+  for (let n = r.lo; n <= r.hi; n++) if (n !== r.index) exact.push(cos(skuOf(n)));
+  exact.sort((x, y) => y - x);
+  a.results.slice(1).forEach((e, place) => {
+    const c = cos(e.id);
+    if (Math.abs(c - exact[place]!) > 1e-4 || Math.abs((e.score ?? -1) - (1 + c) / 2) > 1e-4)
+      throw new Error(
+        `exhaustive_filter_1pct, round ${k}: place ${place + 1} is ${e.id} (cosine ${c}, score ${e.score}), the exact cosine there is ${exact[place]}`,
+      );
+  });
+}
+
 const ms = (t: bigint): number => Number(process.hrtime.bigint() - t) / 1e6;
 const ratio = (a: number, b: number): number => Math.round((a / b) * 100) / 100;
 const mean = (xs: number[]): number =>
@@ -196,6 +228,8 @@ async function benchEngine(engine: Engine): Promise<Record<string, unknown>> {
         answers[mode] = r.body;
         if (i >= 0) times[mode].push(took);
       }
+      // outside the timed requests: the client's own brute force over the window
+      checkExact(vectors, k, answers.exhaustive_filter_1pct!);
       if (i < 0) continue;
       found.unfiltered.push(overlap(answers.plain!, answers.exhaustive!));
       found.filter_1pct.push(overlap(answers.plain_filter_1pct!, answers.exhaustive_filter_1pct!));
