@@ -42,6 +42,12 @@ const CLUSTERS = 16;
 const COPIES = 6;
 const PER_CLASS = 14;
 const N = DISTINCT + CLUSTERS * COPIES + CLASS_COUNT * PER_CLASS;
+/**
+ * The property tests run fixed cases by default; DISCOVERY_SEED=<n> (and DISCOVERY_RUNS=<n>)
+ * try others.
+ */
+const SEED = Number(process.env.DISCOVERY_SEED) || 37;
+const RUNS = Number(process.env.DISCOVERY_RUNS) || 40;
 
 function mulberry32(seed: number) {
   let a = seed >>> 0;
@@ -445,7 +451,7 @@ const condArb: fc.Arbitrary<Cond[]> = fc.oneof(
   ),
 );
 
-describe('exhaustive=true', () => {
+describe(`exhaustive=true (seed ${SEED})`, () => {
   test('similar: exactly the brute-force ranking of every matching item, and their count', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -474,7 +480,7 @@ describe('exhaustive=true', () => {
           ]);
         },
       ),
-      { numRuns: 40, seed: 37, endOnFailure: true },
+      { numRuns: RUNS, seed: SEED, endOnFailure: true },
     );
   }, 60_000);
 
@@ -527,7 +533,7 @@ describe('exhaustive=true', () => {
           ]);
         },
       ),
-      { numRuns: 40, seed: 1537, endOnFailure: true },
+      { numRuns: RUNS, seed: SEED + 1500, endOnFailure: true },
     );
   }, 60_000);
 
