@@ -183,6 +183,36 @@ describe.each(installations)('%s', (_name, open) => {
     ).toEqual(ids.map((id, i) => [id, 1, i + 1]));
   });
 
+  test('a pass of many items lets other work run meanwhile; a pass claimed over stops, and the next finishes', async () => {
+    const { a, b } = inst;
+    const ids = Array.from({ length: 400 }, (_, i) => `m${i}`);
+    await a.content.applyWrites(
+      DS,
+      ids.map((id) => ({ id, url: `http://img/${id}.png` })),
+      'post',
+      T0,
+    );
+    await a.events.append(ids.map((id) => event(id, T0 - 1)));
+    now = T0 + 1000;
+    let turns = 0;
+    let done = false;
+    const spin = (): void => {
+      turns++;
+      if (!done) setImmediate(spin);
+    };
+    setImmediate(spin);
+    const first = a.counts.rollUp(now).finally(() => (done = true));
+    // another host's pass, due by its clock, claims while the first one is still at work
+    for (let k = 0; k < 4; k++) await new Promise((r) => setImmediate(r));
+    const second = await b.counts.rollUp(now + PASS);
+    expect(second).toBeDefined();
+    expect(await first).toBeDefined();
+    expect(turns).toBeGreaterThan(4);
+    expect(Object.values(await counts(a, ids)).map((c) => c[0])).toEqual(ids.map(() => 1));
+    // the watermark moved past every event: the next pass recounts nothing
+    expect(await a.counts.rollUp(now + 2 * PASS)).toEqual({ recomputed: 0, changed: 0 });
+  });
+
   if (installations[0]![0] === 'Elasticsearch')
     test('an item written before the counts existed gets its zeros from a pass', async () => {
       const { a } = inst;

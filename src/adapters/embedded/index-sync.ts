@@ -115,6 +115,18 @@ export class MemoryIndexes {
     return this.indexes.has(datasetId) ? this.get(datasetId) : undefined;
   }
 
+  /**
+   * Catches the dataset's index up with the change log if it is in memory and not being built,
+   * never building one: a background writer that changed a few items calls it between its
+   * slices, so no query pays for a whole pass's items at once. Its place among the recently
+   * used stays.
+   */
+  catchUp(datasetId: string): void {
+    if (!this.indexes.has(datasetId) || this.building.has(datasetId)) return;
+    const ix = this.db.transaction(() => this.current(datasetId, false))();
+    if (ix) this.indexes.set(datasetId, ix);
+  }
+
   /** The dataset's index as of now, built at once if need be (tests and measurements). */
   get(datasetId: string): DatasetIndex {
     return this.keep(datasetId, this.db.transaction(() => this.current(datasetId, true))()!);
