@@ -33,6 +33,8 @@ export interface SimilarRequest {
    * must be the first `limit` of one ranking, the same for every `limit` asked with this page size.
    */
   pageSize?: number;
+  /** Leave out this many leading hits of the `limit` (a deep page needs only its own). */
+  offset?: number;
 }
 
 /** The items a similarity request ranks: processed, with a vector of `embedder`, matching. */

@@ -91,6 +91,22 @@ export class Ranking {
   /** This request's page of items, best first (or in diversified order). */
   async page(skip = 0): Promise<ScoredItem[]> {
     const depth = this.d.page * this.limit - skip;
+    const s = this.scope;
+    if (!this.diversified && !s.negatives?.length && s.vectors.length === 1) {
+      // one plain ranking: the engine reads only this page's items
+      const offset = Math.max(0, depth - this.limit + (this.d.page === 1 ? skip : 0));
+      const hits = await this.engine.similar(s.datasetId, {
+        vector: s.vectors[0]!,
+        embedder: s.embedder,
+        conditions: [...s.conditions, ...s.extra],
+        limit: depth,
+        offset,
+        excludeIds: s.excludeIds,
+        exact: this.d.exhaustive,
+        pageSize: this.limit,
+      });
+      return this.floor(hits);
+    }
     const ranking = this.diversified
       ? mmr((await this.candidates(this.d.candidates, true)).filter(withVector), this.d.diversity!)
       : await this.candidates(depth, false);

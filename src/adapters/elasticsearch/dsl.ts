@@ -157,7 +157,7 @@ export function knnCandidates(req: SimilarRequest): number {
  */
 export function knnBody(
   req: SimilarRequest,
-  p: { candidates: number; size: number; extra?: Dsl[]; source?: boolean },
+  p: { candidates: number; size: number; from?: number; extra?: Dsl[]; source?: boolean },
 ): Dsl {
   return {
     query: {
@@ -169,6 +169,7 @@ export function knnBody(
         filter: rankedFilter(req, p.extra),
       },
     },
+    ...(p.from ? { from: p.from } : {}),
     size: p.size,
     sort: [{ _score: 'desc' }, { id: 'asc' }],
     track_scores: true,

@@ -37,14 +37,15 @@ export async function rankedCount(search: Search, set: RankedSet): Promise<numbe
 export async function approximate(search: Search, req: SimilarRequest): Promise<ScoredItem[]> {
   const candidates = knnCandidates(req);
   const size = Math.min(MAX_KNN, req.limit);
+  const from = Math.min(req.offset ?? 0, size);
   if (size <= candidates) {
-    const r = (await search(knnBody(req, { candidates, size }))) as Hits;
+    const r = (await search(knnBody(req, { candidates, size: size - from, from }))) as Hits;
     return r.hits.hits.map((h) => toScored(h, req.includeVectors));
   }
   const first = (await search(knnBody(req, { candidates, size: candidates }))) as Hits;
   const firstHits = first.hits.hits.map((h) => toScored(h, req.includeVectors));
   const rest = size - firstHits.length;
-  if (firstHits.length < candidates || rest <= 0) return firstHits;
+  if (firstHits.length < candidates || rest <= 0) return firstHits.slice(from);
   const next: SimilarRequest = {
     ...req,
     excludeIds: [...req.excludeIds, ...firstHits.map((h) => h.item.id)],
@@ -52,7 +53,8 @@ export async function approximate(search: Search, req: SimilarRequest): Promise<
   const second = (await search(
     knnBody(next, { candidates: Math.max(SECOND_CANDIDATES, rest), size: rest }),
   )) as Hits;
-  return [...firstHits, ...second.hits.hits.map((h) => toScored(h, req.includeVectors))];
+  const secondHits = second.hits.hits.map((h) => toScored(h, req.includeVectors));
+  return [...firstHits, ...secondHits].slice(from);
 }
 
 /**
@@ -67,9 +69,12 @@ export async function exact(
   total?: number,
 ): Promise<ScoredItem[]> {
   const size = Math.min(MAX_KNN, req.limit);
+  const from = Math.min(req.offset ?? 0, size);
   const count = total ?? (await rankedCount(search, req));
   if (count <= MAX_KNN) {
-    const r = (await search(knnBody(req, { candidates: MAX_KNN, size }))) as Hits;
+    const r = (await search(
+      knnBody(req, { candidates: MAX_KNN, size: size - from, from }),
+    )) as Hits;
     return r.hits.hits.map((h) => toScored(h, req.includeVectors));
   }
   const ranges: Dsl[][] = [];
@@ -105,7 +110,7 @@ export async function exact(
     .flat()
     .map((h) => ({ id: String(h.sort?.[1] ?? h._id), score: scoreOf(h) }))
     .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-    .slice(0, size);
+    .slice(from, size);
   if (!top.length) return [];
   const docs = (await search(
     byIdsBody(

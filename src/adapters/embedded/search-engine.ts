@@ -128,7 +128,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
       const { m, rows } = this.rankedRows(ix, datasetId, req);
       if (!rows.length) return [];
       const top = topK(m, Float32Array.from(req.vector), req.limit, rows, NO_ROWS);
-      return scoredHits(this.db, m, top, req.includeVectors);
+      return scoredHits(this.db, m, top.slice(req.offset ?? 0), req.includeVectors);
     });
   }
 
