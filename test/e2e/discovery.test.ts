@@ -537,6 +537,45 @@ describe(`exhaustive=true (seed ${SEED})`, () => {
     );
   }, 60_000);
 
+  test('with diversity: the §15 greedy order over the exact pool of matching items', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        condArb,
+        fc.nat(N - 1),
+        fc.constantFrom(0.2, 0.5, 0.75, 1),
+        fc.integer({ min: 2, max: 20 }),
+        fc.integer({ min: 0, max: 30 }),
+        fc.boolean(),
+        async (cs, ti, d, limit, extra, collection) => {
+          const target = items[ti]!;
+          const q = cs.length ? `&q=${qOf(cs)}` : '';
+          const eligible = matching(cs).filter((x) => x.id !== target.id);
+          const model = bySimilarity(eligible, target.vec);
+          // a pool size from the limit up that no tie splits (or every matching item)
+          let c = Math.min(limit + extra, model.length);
+          while (c < model.length && model[c - 1]!.score - model[c]!.score <= TOL) c++;
+          const candidates = Math.max(c, limit);
+          if (candidates > 500) return;
+          const pool = model.slice(0, candidates).map((m) => ({ ...m, vec: item(m.id).vec }));
+          const skip = collection ? 0 : 1;
+          const qs =
+            (collection ? `ids=${target.id}` : `id=${target.id}`) +
+            `&exhaustive=true&diversity=${d}&candidates=${candidates}${q}`;
+          const k = Math.ceil((pool.length + skip) / limit);
+          const got = await pages(collection ? 'collection' : 'similar', qs, limit, k);
+          if (!collection) expect(got[0]).toEqual({ id: target.id, score: 1 });
+          const chosen = got.slice(skip);
+          expect([qs, limit, chosen.length]).toEqual([qs, limit, pool.length]);
+          expect([qs, limit, mmrProblems(ids(chosen), pool, d)]).toEqual([qs, limit, []]);
+          const score = new Map(pool.map((p) => [p.id, p.score]));
+          for (const e of chosen)
+            expect(Math.abs(e.score - (score.get(e.id) ?? -1))).toBeLessThan(TOL);
+        },
+      ),
+      { numRuns: RUNS, seed: SEED + 3000, endOnFailure: true },
+    );
+  }, 60_000);
+
   test('without exhaustive there is no total_results; lens counts every matching item', async () => {
     const r = await ok('similar', get('similar', 'id=d-3&limit=5'));
     expect(r.body).not.toHaveProperty('total_results');
