@@ -21,8 +21,12 @@ export interface RankingScope {
 
 const withVector = (h: ScoredItem): h is ScoredItem & { vector: number[] } => !!h.vector;
 
-/** The most candidates a best_score collection reads to fill its pages with items it keeps. */
+/**
+ * The most candidates a best_score collection reads to fill its pages with items it keeps;
+ * exhaustive requests read up to the engines' largest exact list.
+ */
 const STEER_MAX = 2000;
+const STEER_MAX_EXACT = 10_000;
 
 /**
  * The `limit` best items over several searches, each item at its best score (equal scores in id
@@ -126,7 +130,8 @@ export class Ranking {
    */
   private async steered(n: number): Promise<Array<ScoredItem & { vector: number[] }>> {
     const negatives = this.scope.negatives!;
-    for (let k = Math.min(STEER_MAX, Math.max(n * 2, 50)); ; k = Math.min(STEER_MAX, k * 4)) {
+    const max = this.d.exhaustive ? STEER_MAX_EXACT : STEER_MAX;
+    for (let k = Math.min(max, Math.max(n * 2, 50)); ; k = Math.min(max, k * 4)) {
       const hits = (await this.nearest(true)(k, [], this.scope.excludeIds)).filter(withVector);
       const kept: typeof hits = [];
       const last: typeof hits = [];
@@ -134,7 +139,7 @@ export class Ranking {
         const away = Math.max(...negatives.map((v) => similarity(v, h.vector)));
         (h.score > away ? kept : last).push(h);
       }
-      if (kept.length >= n || hits.length < k || k >= STEER_MAX)
+      if (kept.length >= n || hits.length < k || k >= max)
         return [...kept, ...last].slice(0, n);
     }
   }
