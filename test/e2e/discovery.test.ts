@@ -63,6 +63,8 @@ let t: TestApp;
 let server: Awaited<ReturnType<typeof serveBytes>>;
 let ds: Awaited<ReturnType<typeof setupDataset>>;
 let items: Item[] = [];
+/** What the image server serves, by path. */
+const files = new Map<string, Buffer>();
 const byId = new Map<string, Item>();
 const item = (id: string): Item => {
   const x = byId.get(id);
@@ -149,7 +151,6 @@ beforeAll(async () => {
     const j = Math.floor(rnd() * (i + 1));
     [rows[i], rows[j]] = [rows[j]!, rows[i]!];
   }
-  const files = new Map<string, Buffer>();
   const vecOfPath = new Map<string, Float32Array>();
   for (const r of rows)
     if (!files.has(r.path)) {
@@ -663,6 +664,65 @@ describe('collection: negative_ids and strategy', () => {
       expect(
         Math.abs(e.score - Math.max(...posIds.map((p) => sim(item(p).vec, item(e.id).vec)))),
       ).toBeLessThan(TOL);
+  });
+});
+
+describe('best_score past the first 2,000 candidates', () => {
+  /**
+   * 2,100 copies of the negative's picture are nearer the positive than most kept items: an
+   * exhaustive best_score ranking must still find every kept item before any of them.
+   */
+  const COPIES_OF_NEGATIVE = 2100;
+  const rows: Array<{ id: string; path: string }> = [];
+  let steer: Awaited<ReturnType<typeof setupDataset>>;
+  beforeAll(async () => {
+    files.set('/img/266.png', await makeImage(266)); // 10's colour, the bar elsewhere
+    rows.push({ id: 'y', path: '/img/266.png' });
+    for (let i = 0; i < COPIES_OF_NEGATIVE; i++) rows.push({ id: `x-${i}`, path: '/img/10.png' });
+    for (let i = 0; i < 40; i++) rows.push({ id: `z-${i}`, path: `/img/${100 + i}.png` });
+    steer = await setupDataset(t, 'steerorg', 'steer');
+    for (let i = 0; i < rows.length; i += 1000) {
+      const content = rows
+        .slice(i, i + 1000)
+        .map((r) => ({ id: r.id, url: `${server.url}${r.path}?copy=${r.id}` }));
+      const w = await t.call('POST', `${steer.base}/content`, {
+        token: steer.orgToken,
+        body: { content },
+      });
+      expect(w.status).toBe(202);
+    }
+    await waitProcessed(t, steer.base, steer.orgToken, rows.length, 120_000);
+  }, 150_000);
+
+  test('exhaustive=true: every kept item before the demoted copies', async () => {
+    const vec = new Map<string, Float32Array>();
+    for (const r of rows) if (!vec.has(r.path)) vec.set(r.path, await vectorOf(files.get(r.path)!));
+    const eligible = rows
+      .filter((r) => r.id !== 'y' && r.id !== 'x-0')
+      .map((r) => ({ id: r.id, vec: vec.get(r.path)! }));
+    const model = byBestScore(eligible, [vec.get('/img/266.png')!], [vec.get('/img/10.png')!]);
+    const kept = model.filter((m) => m.demoted === false).length;
+    expect(kept).toBeGreaterThan(10);
+    const r = await ok(
+      'steer',
+      t.call(
+        'GET',
+        `${steer.base}/collection?ids=y&negative_ids=x-0&strategy=best_score&limit=10&page=2&exhaustive=true`,
+        { token: steer.dsToken },
+      ),
+    );
+    expect(r.body.total_results).toBe(eligible.length);
+    const firstPage = entries(
+      await ok(
+        'steer',
+        t.call(
+          'GET',
+          `${steer.base}/collection?ids=y&negative_ids=x-0&strategy=best_score&limit=10&exhaustive=true`,
+          { token: steer.dsToken },
+        ),
+      ),
+    );
+    expect(rankingProblems([...firstPage, ...entries(r)], model, 20)).toEqual([]);
   });
 });
 
