@@ -139,8 +139,7 @@ export class Ranking {
         const away = Math.max(...negatives.map((v) => similarity(v, h.vector)));
         (h.score > away ? kept : last).push(h);
       }
-      if (kept.length >= n || hits.length < k || k >= max)
-        return [...kept, ...last].slice(0, n);
+      if (kept.length >= n || hits.length < k || k >= max) return [...kept, ...last].slice(0, n);
     }
   }
 

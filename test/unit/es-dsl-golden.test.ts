@@ -71,17 +71,28 @@ const cases: Record<string, () => unknown> = {
     }),
   facets: () => facetsBody(conditions('instock:true'), ['category', 'price']),
   'filtered-knn': () =>
-    knnBody({
-      vector: [0.6, 0.8, 0],
-      embedder: 'descriptor-v1',
-      conditions: conditions('category:boots,colour:!red,price::50'),
-      limit: 9,
-      excludeIds: ['sku-1'],
-    }, { candidates: 200, size: 9 }),
+    knnBody(
+      {
+        vector: [0.6, 0.8, 0],
+        embedder: 'descriptor-v1',
+        conditions: conditions('category:boots,colour:!red,price::50'),
+        limit: 9,
+        excludeIds: ['sku-1'],
+      },
+      { candidates: 200, size: 9 },
+    ),
   'ranked-count': () =>
-    rankedCountBody({ embedder: 'descriptor-v1', conditions: conditions('category:boots'), excludeIds: ['sku-1'] }),
+    rankedCountBody({
+      embedder: 'descriptor-v1',
+      conditions: conditions('category:boots'),
+      excludeIds: ['sku-1'],
+    }),
   'exact-range-end': () =>
-    rangeEndBody({ embedder: 'descriptor-v1', conditions: conditions('category:boots'), excludeIds: [] }, 'sku-0999', 10_000),
+    rangeEndBody(
+      { embedder: 'descriptor-v1', conditions: conditions('category:boots'), excludeIds: [] },
+      'sku-0999',
+      10_000,
+    ),
   'explore-sample': () => sampleBody(conditions('category:boots'), 10, 12345),
   'figures-facets-stats-ranges': () =>
     figuresBody(conditions('category:boots|flats,price:10:,sizes:s'), {
