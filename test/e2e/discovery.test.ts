@@ -404,6 +404,29 @@ describe('pages', () => {
     ).toEqual([]);
   });
 
+  test('pages cut through a tie (copies of one picture) without repeat or gap', async () => {
+    // each request's first 12 hold two sets of six copies: pages of 4 cut through both
+    const cases: Array<[string, (page: string) => ReturnType<typeof get>]> = [
+      ['similar', (p) => get('similar', `id=c-3-0&${p}`)],
+      ['collection', (p) => get('collection', `ids=c-3-0&${p}`)],
+      ['best_score', (p) => get('collection', `ids=c-3-0,c-9-0&strategy=best_score&${p}`)],
+      ['lens', (p) => lens(lensCopy, p)],
+      ['lens 9', (p) => lens(lensCopy9, p)],
+    ];
+    const lensCopy = await makeImage(DISTINCT + 3);
+    const lensCopy9 = await makeImage(DISTINCT + 9);
+    const got: Array<[string, string[]]> = [];
+    const want: Array<[string, string[]]> = [];
+    for (const [label, call] of cases) {
+      const paged: Entry[] = [];
+      for (let page = 1; page <= 3; page++)
+        paged.push(...entries(await ok(label, call(`limit=4&page=${page}`))));
+      got.push([label, ids(paged)]);
+      want.push([label, ids(entries(await ok(label, call('limit=12'))))]);
+    }
+    expect(got).toEqual(want);
+  });
+
   test('collection and lens pages continue each other with no repeat or gap', async () => {
     const cq = 'ids=k-1-0,k-4-2';
     const paged = await pages('collection', cq, 10, 5);

@@ -120,15 +120,20 @@ export class EmbeddedSearchEngine implements SearchEngine {
   /**
    * Always exact (so `exact` and `pageSize` change nothing): every vector of a matching item is
    * compared, the filter a set of slots tested row by row over the contiguous matrix
-   * (vector-cache.ts). Equal scores keep row order, so every `limit` cuts one ranking.
+   * (vector-cache.ts).
    */
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
     return this.withIndex(datasetId, (ix) => {
       if (req.limit <= 0) return [];
       const { m, rows } = this.rankedRows(ix, datasetId, req);
       if (!rows.length) return [];
-      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, NO_ROWS);
-      return scoredHits(this.db, m, top.slice(req.offset ?? 0), req.includeVectors);
+      // Equal scores in id order, as on Elasticsearch: every `limit` then cuts one ranking, and
+      // several vectors' lists fuse consistently (bestOf).
+      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, NO_ROWS, true);
+      const hits = scoredHits(this.db, m, top, req.includeVectors).sort(
+        (a, b) => b.score - a.score || (a.item.id < b.item.id ? -1 : a.item.id > b.item.id ? 1 : 0),
+      );
+      return hits.slice(req.offset ?? 0, req.limit);
     });
   }
 

@@ -64,16 +64,23 @@ export class VectorCache {
   }
 }
 
-/** Dot products of `query` with the given rows (all rows when `rows` is undefined); top k. */
+/**
+ * Dot products of `query` with the given rows (all rows when `rows` is undefined); top k.
+ * With `ties`, rows scoring exactly the k-th score are returned too (after the k), so a caller
+ * can break ties by its own key and cut one order at any k.
+ */
 export function topK(
   m: Matrix,
   query: Float32Array,
   k: number,
   rows: Iterable<number> | undefined,
   skip: Set<number>,
+  ties = false,
 ): Array<{ row: number; d: number }> {
   const top: Array<{ row: number; d: number }> = [];
   let floor = -Infinity;
+  /** Rows outside the top scoring exactly `floor` (kept only with `ties`). */
+  let tied: Array<{ row: number; d: number }> = [];
   const { data, dims } = m;
   // Four running sums, so the additions do not wait on one another: a 100,000 × 1,420 scan
   // measured 2–3 times faster than with one sum (V8 has no SIMD for this).
@@ -101,12 +108,19 @@ export function topK(
         floor = top[k - 1]!.d;
       }
     } else if (d > floor) {
+      const out = top[k - 1]!;
       top[k - 1] = { row, d };
       top.sort((a, b) => b.d - a.d);
+      const was = floor;
       floor = top[k - 1]!.d;
-    }
+      if (ties) {
+        if (floor > was) tied = [];
+        if (out.d === floor) tied.push(out);
+      }
+    } else if (ties && d === floor) tied.push({ row, d });
   };
   if (rows) for (const r of rows) consider(r);
   else for (let r = 0; r < m.pks.length; r++) consider(r);
-  return top.sort((a, b) => b.d - a.d);
+  top.sort((a, b) => b.d - a.d);
+  return ties && top.length === k ? [...top, ...tied] : top;
 }

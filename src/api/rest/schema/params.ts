@@ -17,7 +17,7 @@ export const integer = (description: string) =>
     .meta({ description, type: 'integer' })
     .optional();
 
-const DECIMAL = /^-?(\d{1,15}(\.\d{0,15})?|\.\d{1,15})$/;
+const DECIMAL = /^-?(\d{1,15}(\.\d{0,30})?|\.\d{1,30})$/;
 
 /** A decimal number; empty means absent. Bounds are the service's business. */
 export const decimal = (description: string) =>
