@@ -29,16 +29,14 @@ function unit(param: string, v: number | undefined): number | undefined {
   return v;
 }
 
-/** Checks the §15 parameters against the page size; `paged` is false for explore (no `page`). */
-export function checkDiscovery(p: DiscoveryParams, limit: number, paged: boolean): Discovery {
+/** Checks the §15 parameters against the page size. */
+export function checkDiscovery(p: DiscoveryParams, limit: number): Discovery {
   const diversity = unit('diversity', p.diversity);
   const minScore = unit('min_score', p.minScore);
   const max = LIMITS.diversityCandidatesMax;
   const candidates = p.candidates ?? Math.min(max, 4 * limit);
   if (!Number.isInteger(candidates) || candidates < limit || candidates > max)
     throw bad('candidates', `an integer from the limit (${limit}) to ${max}`);
-  if (p.page !== undefined && !paged)
-    throw bad('page', 'explore has no pages: each step follows a selection');
   const page = p.page ?? 1;
   if (!Number.isInteger(page) || page < 1) throw bad('page', 'an integer from 1');
   if (page * limit > LIMITS.similarDepthMax)

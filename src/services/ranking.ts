@@ -57,20 +57,31 @@ export class Ranking {
     private readonly limit: number,
   ) {}
 
+  /** One engine search of this scope's ranking with one query vector. */
+  private ask(
+    vector: number[],
+    limit: number,
+    more: { extra?: Condition[]; excludeIds?: string[]; includeVectors?: boolean; offset?: number },
+  ): Promise<ScoredItem[]> {
+    const s = this.scope;
+    return this.engine.similar(s.datasetId, {
+      vector,
+      embedder: s.embedder,
+      conditions: [...s.conditions, ...s.extra, ...(more.extra ?? [])],
+      limit,
+      excludeIds: more.excludeIds ?? s.excludeIds,
+      includeVectors: more.includeVectors ?? false,
+      exact: this.d.exhaustive,
+      pageSize: this.limit,
+      ...(more.offset ? { offset: more.offset } : {}),
+    });
+  }
+
   /** Nearest items for `limit` candidates; the shape nearestGroups reads. */
   nearest(includeVectors = false): Nearest {
     const s = this.scope;
     const one = (vector: number[], limit: number, extra: Condition[], excludeIds: string[]) =>
-      this.engine.similar(s.datasetId, {
-        vector,
-        embedder: s.embedder,
-        conditions: [...s.conditions, ...s.extra, ...extra],
-        limit,
-        excludeIds,
-        includeVectors,
-        exact: this.d.exhaustive,
-        pageSize: this.limit,
-      });
+      this.ask(vector, limit, { extra, excludeIds, includeVectors });
     return async (limit, extra, excludeIds) =>
       s.vectors.length === 1
         ? one(s.vectors[0]!, limit, extra, excludeIds)
@@ -99,17 +110,7 @@ export class Ranking {
     if (!this.diversified && !s.negatives?.length && s.vectors.length === 1) {
       // one plain ranking: the engine reads only this page's items
       const offset = Math.max(0, depth - this.limit + (this.d.page === 1 ? skip : 0));
-      const hits = await this.engine.similar(s.datasetId, {
-        vector: s.vectors[0]!,
-        embedder: s.embedder,
-        conditions: [...s.conditions, ...s.extra],
-        limit: depth,
-        offset,
-        excludeIds: s.excludeIds,
-        exact: this.d.exhaustive,
-        pageSize: this.limit,
-      });
-      return this.floor(hits);
+      return this.floor(await this.ask(s.vectors[0]!, depth, { offset }));
     }
     const ranking = this.diversified
       ? mmr((await this.candidates(this.d.candidates, true)).filter(withVector), this.d.diversity!)

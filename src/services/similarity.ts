@@ -163,7 +163,7 @@ export class SimilarityService {
   ): Promise<SimilarityResult> {
     return this.vision.request(who, org, name, 'similar', async (ds, bill) => {
       const limit = limitOf(p);
-      const d = checkDiscovery(p, limit, true);
+      const d = checkDiscovery(p, limit);
       const vars = parseActionVars(p.v);
       const catalogue = await this.store.catalogue(ds.id);
       const conditions = await this.vision.conditions(ds, p.q, catalogue);
@@ -257,7 +257,8 @@ export class SimilarityService {
   ): Promise<SimilarityResult> {
     return this.vision.request(who, org, name, 'explore', async (ds, bill) => {
       const limit = limitOf(p);
-      const asked = checkDiscovery(p, limit, false);
+      // explore has no pages: each step follows a selection
+      const asked = checkDiscovery({ ...p, page: undefined }, limit);
       const vars = parseActionVars(p.v);
       const earlierIds = checkJourney(p.path ?? []);
       const catalogue = await this.store.catalogue(ds.id);
@@ -355,7 +356,7 @@ export class SimilarityService {
   async lens(who: Principal, org: string, name: string, p: LensRequest): Promise<SimilarityResult> {
     return this.vision.request(who, org, name, 'lens', async (ds, bill) => {
       const limit = limitOf(p);
-      const d = checkDiscovery(p, limit, true);
+      const d = checkDiscovery(p, limit);
       const vars = parseActionVars(p.v);
       const { image } = p;
       // REST refuses a larger body before parsing; GraphQL bodies may be larger, so check here too.
@@ -407,7 +408,7 @@ export class SimilarityService {
   ): Promise<SimilarityResult> {
     return this.vision.request(who, org, name, 'collection', async (ds, bill) => {
       const limit = limitOf(p);
-      const d = checkDiscovery(p, limit, true);
+      const d = checkDiscovery(p, limit);
       const vars = parseActionVars(p.v);
       const ids = idSet(p.ids);
       if (ids.length < 1 || ids.length > LIMITS.collectionMaxIds)

@@ -63,14 +63,11 @@ export async function approximate(search: Search, req: SimilarRequest): Promise<
  * so up to MAX_KNN items are one kNN query; more are cut into id ranges of MAX_KNN items, each
  * ranked exactly, and the lists merged (score, then id, as every ranking here orders).
  */
-export async function exact(
-  search: Search,
-  req: SimilarRequest,
-  total?: number,
-): Promise<ScoredItem[]> {
+export async function exact(search: Search, req: SimilarRequest): Promise<ScoredItem[]> {
   const size = Math.min(MAX_KNN, req.limit);
   const from = Math.min(req.offset ?? 0, size);
-  const count = total ?? (await rankedCount(search, req));
+  // the same body as the request's total_results count, so a count under way is shared
+  const count = await rankedCount(search, req);
   if (count <= MAX_KNN) {
     const r = (await search(
       knnBody(req, { candidates: MAX_KNN, size: size - from, from }),
