@@ -7,6 +7,7 @@
 
 import type { z } from 'zod';
 import type * as shape from '../../api/rest/schema/shapes';
+import type { ScopedPayload } from './lib/scoped';
 import {
   ConsoleFiguresDocument,
   ConsoleViewerDocument,
@@ -26,9 +27,20 @@ export class ApiError extends Error {
     message: string,
     readonly details: ErrorDetail[] = [],
     readonly requestId?: string,
+    /** Seconds to wait before asking again (429 and 503: the `Retry-After` header). */
+    readonly retryAfter?: number,
   ) {
     super(message);
   }
+}
+
+/** A `Retry-After` in seconds (a number, or an HTTP date), if there is one. */
+function retryAfterOf(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const n = Number(header);
+  if (Number.isFinite(n) && n >= 0) return Math.ceil(n);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 export type ResultEntry = Body<typeof shape.resultEntry>;
@@ -50,6 +62,15 @@ export type Dataset = Body<typeof shape.dataset>;
 export type ProcessingError = Body<typeof shape.processingError>;
 export type Usage = Body<typeof shape.usage>;
 export type AnalyticsReport = Body<typeof shape.report>;
+
+/** What the service puts in a GraphQL error's `extensions` (the REST error's fields). */
+interface GraphqlExtensions {
+  code?: string;
+  status?: number;
+  details?: ErrorDetail[];
+  request_id?: string;
+  retryAfter?: number;
+}
 
 const V2 = 'application/vnd.service.v2+json';
 const enc = encodeURIComponent;
@@ -90,14 +111,22 @@ export class Api {
       json = undefined;
     }
     if (!res.ok) {
-      const e = (json as { error?: Partial<ApiError> & { request_id?: string } } | undefined)
-        ?.error;
+      const body = json as
+        | {
+            error?: Partial<ApiError> & { request_id?: string };
+            // GraphQL answers a refused token with its errors (the same code in `extensions`).
+            errors?: { message?: string; extensions?: GraphqlExtensions }[];
+          }
+        | undefined;
+      const g = body?.errors?.[0];
+      const e = body?.error ?? (g ? { message: g.message, ...g.extensions } : undefined);
       throw new ApiError(
         res.status,
         e?.code ?? 'http_error',
         e?.message ?? `HTTP ${res.status}`,
         e?.details ?? [],
         e?.request_id ?? res.headers.get('x-request-id') ?? undefined,
+        retryAfterOf(res.headers.get('retry-after')) ?? g?.extensions?.retryAfter,
       );
     }
     return json as T;
@@ -111,10 +140,7 @@ export class Api {
   async graphql<T, V>(document: TypedDocumentString<T, V>, variables: V): Promise<T> {
     const r = await this.request<{
       data?: T | null;
-      errors?: {
-        message: string;
-        extensions?: { code?: string; status?: number; details?: ErrorDetail[] };
-      }[];
+      errors?: { message: string; extensions?: GraphqlExtensions }[];
     }>(
       'POST',
       '/graphql',
@@ -130,6 +156,8 @@ export class Api {
         x.code ?? 'graphql',
         err?.message ?? 'no data',
         x.details ?? [],
+        x.request_id,
+        x.retryAfter,
       );
     }
     return r.data;
@@ -169,6 +197,14 @@ export class OrgApi {
       'GET',
       `${this.ds(name)}/errors${queryString({ limit, offset })}`,
     );
+  /**
+   * A scoped token for one dataset (contract §16): the service signs the scope with the
+   * dataset's key, which the console never holds.
+   */
+  mintScopedToken = (name: string, scope: ScopedPayload) =>
+    this.api
+      .request<{ token: string }>('POST', `${this.ds(name)}/scoped-tokens`, scope)
+      .then((r) => r.token);
   usage = () =>
     this.api.request<{ usage: Usage }>('GET', `/orgs/${enc(this.org)}/usage`).then((r) => r.usage);
   analytics = (name: string, from: Date, interval: 'hour' | 'day') =>

@@ -1,14 +1,18 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Api, ApiError, OrgApi, VisionApi, type Dataset } from './api';
+import { allowedBy, decodeScoped, expiryOf, isScopedToken, type ScopedPayload } from './lib/scoped';
 import { addressOf, navigate, readLocation } from './lib/url-state';
 import { clearSession, loadSession, saveSession, takeFragment, type Session } from './session';
 import { Catalogue } from './views/catalogue';
+import { ScopeNotice, expiredMessage } from './views/scope-notice';
 import { OrgView } from './views/org-view';
 import { SignIn } from './views/sign-in';
 
 type Who =
   | { kind: 'org'; org: string }
   | { kind: 'dataset'; org: string; dataset: string }
+  /** A scoped token (contract §16): its dataset's catalogue only, within its scope. */
+  | { kind: 'scoped'; org: string; dataset: string; scope: ScopedPayload }
   | { kind: 'operator' };
 
 /**
@@ -17,6 +21,7 @@ type Who =
  * API cannot answer that question.
  */
 async function identify(s: Session): Promise<Who> {
+  if (isScopedToken(s.token)) return identifyScoped(s);
   try {
     const v = await new Api(s.token).viewer();
     if (v.kind === 'ORGANISATION' && v.organisation) return { kind: 'org', org: v.organisation };
@@ -30,6 +35,31 @@ async function identify(s: Session): Promise<Who> {
     if (!refused && s.org) return { kind: 'org', org: s.org };
     throw e;
   }
+}
+
+/**
+ * A scoped token names no dataset (GraphQL `viewer` says only `SCOPED`): the link's hints do.
+ * `viewer` still checks it, so a forged, expired or revoked token is refused before any page.
+ */
+async function identifyScoped(s: Session): Promise<Who> {
+  const scope = decodeScoped(s.token);
+  if (!scope) throw new Error('This is not a valid scoped token.');
+  const expires = expiryOf(scope);
+  if (expires && expires.getTime() <= Date.now()) throw new Error(expiredMessage(expires));
+  try {
+    await new Api(s.token).viewer();
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 'token_expired')
+      throw new Error(expiredMessage(expires), { cause: e });
+    // Refused: forged, or signed with a key rotated since. Anything else (the service cannot
+    // say who the token is): the catalogue's own requests will tell.
+    if (e instanceof ApiError && (e.status === 401 || e.code === 'unauthorized')) throw e;
+  }
+  if (!s.org || !s.dataset)
+    throw new Error(
+      'A scoped token works only from the link it was shared with (…#token=…&org=…&dataset=…): the token itself names no dataset.',
+    );
+  return { kind: 'scoped', org: s.org, dataset: s.dataset, scope };
 }
 
 export function App() {
@@ -76,7 +106,11 @@ export function App() {
         setSession(undefined);
         setError(
           e instanceof ApiError && e.status === 401
-            ? new Error('This token is not accepted (unknown or revoked).')
+            ? new Error(
+                isScopedToken(session.token)
+                  ? 'This link is not accepted (it was changed, or the dataset’s browse token was rotated since it was made).'
+                  : 'This token is not accepted (unknown or revoked).',
+              )
             : e,
         );
       })
@@ -94,7 +128,8 @@ export function App() {
   const vision = useMemo(() => {
     if (browsing && orgApi)
       return new VisionApi(new Api(browsing.browse_token), orgApi.org, browsing.name);
-    if (api && who?.kind === 'dataset') return new VisionApi(api, who.org, who.dataset);
+    if (api && (who?.kind === 'dataset' || who?.kind === 'scoped'))
+      return new VisionApi(api, who.org, who.dataset);
     return undefined;
   }, [api, who, orgApi, browsing]);
 
@@ -152,6 +187,17 @@ export function App() {
         }}
       />
     );
+  else if (vision && who.kind === 'scoped')
+    body = (
+      <>
+        <ScopeNotice scope={who.scope} />
+        <Catalogue
+          key={`${vision.org}/${vision.dataset}/${vision.api.token}`}
+          vision={vision}
+          allowed={allowedBy(who.scope)}
+        />
+      </>
+    );
   else if (vision)
     body = (
       <Catalogue
@@ -185,7 +231,9 @@ export function App() {
               ? `organisation ${who.org}`
               : who.kind === 'dataset'
                 ? `dataset ${who.org}/${who.dataset}`
-                : 'operator'}
+                : who.kind === 'scoped'
+                  ? `shared link ${who.org}/${who.dataset}`
+                  : 'operator'}
           </span>
         ) : null}
         <nav class="topnav" aria-label="Service">

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ResultEntry, VisionApi } from '../api';
 import { useEscape } from '../lib/hooks';
+import { allowAll, type Allowed } from '../lib/scoped';
 import { counted, groupOf } from '../lib/variants';
 import { ErrorBanner } from './error-banner';
 import { ItemImage } from './item-image';
@@ -26,6 +27,9 @@ interface Journey {
  *
  * "Vary the results" (`vary`, a choice of the view kept in the address) asks for the similar items
  * with `diversity` (contract §15): fewer near-copies of one picture. Switching it asks again.
+ *
+ * A token that may not ask for similar items or explore (a scoped token's `types`, §16) is not
+ * offered them: the panel shows the item alone.
  */
 export function DetailPanel({
   vision,
@@ -34,6 +38,7 @@ export function DetailPanel({
   group,
   vary,
   onVary,
+  allowed = allowAll,
   onOpen,
   onVariants,
   onClose,
@@ -47,6 +52,8 @@ export function DetailPanel({
   /** Similar items asked with diversity. */
   vary: boolean;
   onVary: (on: boolean) => void;
+  /** The request types the token may make. */
+  allowed?: Allowed;
   onOpen: (r: ResultEntry) => void;
   /** Shows a product's variants (the value of its group field). */
   onVariants?: (value: string | number | boolean) => void;
@@ -58,6 +65,8 @@ export function DetailPanel({
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
   const heading = useRef<HTMLHeadingElement>(null);
+  const canSimilar = allowed('similar');
+  const canExplore = allowed('explore');
   useEscape(true, onClose);
 
   useEffect(() => {
@@ -70,6 +79,7 @@ export function DetailPanel({
     let live = true;
     setSimilar(undefined);
     setError(undefined);
+    if (!canSimilar) return;
     vision
       .similar(item.id, {
         limit: SIMILAR + 1,
@@ -90,7 +100,7 @@ export function DetailPanel({
     return () => {
       live = false;
     };
-  }, [vision, item, group, vary]);
+  }, [vision, item, group, vary, canSimilar]);
 
   const explore = async (from: ResultEntry, steps: ResultEntry[]) => {
     setBusy(true);
@@ -104,6 +114,17 @@ export function DetailPanel({
       setBusy(false);
     }
   };
+
+  const exploreButton = (
+    <button
+      type="button"
+      disabled={busy}
+      onClick={() => void explore(shown, [shown])}
+      title="Start a visual-discovery journey from this item"
+    >
+      Explore from here
+    </button>
+  );
 
   const meta = Object.entries(shown.metadata).filter(([k]) => k !== 'image_url');
   const name = title(shown);
@@ -168,37 +189,34 @@ export function DetailPanel({
       ) : null}
       <ErrorBanner error={error} />
 
-      <section aria-labelledby="similar-title">
-        <div class="section-head">
-          <h3 id="similar-title">{group ? 'Similar products' : 'Similar items'}</h3>
-          <div class="section-actions">
-            <VaryControl vary={vary} onChange={onVary} />
-            <button
-              type="button"
-              disabled={busy}
-              onClick={() => void explore(shown, [shown])}
-              title="Start a visual-discovery journey from this item"
-            >
-              Explore from here
-            </button>
+      {canSimilar ? (
+        <section aria-labelledby="similar-title">
+          <div class="section-head">
+            <h3 id="similar-title">{group ? 'Similar products' : 'Similar items'}</h3>
+            <div class="section-actions">
+              <VaryControl vary={vary} onChange={onVary} />
+              {canExplore ? exploreButton : null}
+            </div>
           </div>
-        </div>
-        {similar === undefined && !error ? <p class="muted">Looking for similar items…</p> : null}
-        {similar ? (
-          similar.length ? (
-            <ResultGrid
-              small
-              label={`Items similar to ${name}`}
-              results={similar}
-              title={title}
-              onOpen={(r) => onOpen(r)}
-              onGroup={onVariants}
-            />
-          ) : (
-            <p class="muted">No similar items.</p>
-          )
-        ) : null}
-      </section>
+          {similar === undefined && !error ? <p class="muted">Looking for similar items…</p> : null}
+          {similar ? (
+            similar.length ? (
+              <ResultGrid
+                small
+                label={`Items similar to ${name}`}
+                results={similar}
+                title={title}
+                onOpen={(r) => onOpen(r)}
+                onGroup={onVariants}
+              />
+            ) : (
+              <p class="muted">No similar items.</p>
+            )
+          ) : null}
+        </section>
+      ) : canExplore ? (
+        <div class="section-actions">{exploreButton}</div>
+      ) : null}
 
       {journey ? (
         <section aria-labelledby="journey-title" class="journey">

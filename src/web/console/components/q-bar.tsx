@@ -19,13 +19,22 @@ export function QBar({
   problem,
   onInput,
   onSubmit,
+  id = 'q',
+  label = 'Filter',
+  embedded = false,
 }: {
   value: string;
   /** The text of the request that failed. */
   sent: string;
   problem?: QProblem;
   onInput: (v: string) => void;
-  onSubmit: (v: string) => void;
+  /** Apply (a bar of its own); unused when embedded, where the enclosing form submits. */
+  onSubmit?: (v: string) => void;
+  /** Prefix of the element ids (`<id>-input`, `<id>-error`, `<id>-help`). */
+  id?: string;
+  label?: string;
+  /** A field of an enclosing form (no form, no Apply button of its own). */
+  embedded?: boolean;
 }) {
   const input = useRef<HTMLInputElement>(null);
   const positions = (problem?.details ?? [])
@@ -40,19 +49,15 @@ export function QBar({
     input.current.setSelectionRange(first, Math.min(first + 1, sent.length));
   }, [problem, first, sent]);
 
-  return (
-    <form
-      class="q-bar"
-      role="search"
-      onSubmit={(e) => {
-        e.preventDefault();
-        onSubmit(value);
-      }}
-    >
-      <label for="q-input">Filter</label>
+  const inputId = `${id}-input`;
+  const errorId = `${id}-error`;
+  const helpId = `${id}-help`;
+  const fields = (
+    <>
+      <label for={inputId}>{label}</label>
       <div class="q-row">
         <input
-          id="q-input"
+          id={inputId}
           ref={input}
           class="mono"
           type="text"
@@ -61,17 +66,17 @@ export function QBar({
           spellcheck={false}
           autocomplete="off"
           aria-invalid={problem ? 'true' : undefined}
-          aria-describedby={problem ? 'q-error' : 'q-help'}
+          aria-describedby={problem ? errorId : helpId}
           onInput={(e) => onInput(e.currentTarget.value)}
         />
-        <button type="submit">Apply</button>
-        {value || sent ? (
+        {embedded ? null : <button type="submit">Apply</button>}
+        {!embedded && (value || sent) ? (
           <button
             type="button"
             class="secondary"
             onClick={() => {
               onInput('');
-              onSubmit('');
+              onSubmit?.('');
             }}
           >
             Clear
@@ -79,7 +84,7 @@ export function QBar({
         ) : null}
       </div>
       {problem ? (
-        <div id="q-error" class="q-error" role="alert">
+        <div id={errorId} class="q-error" role="alert">
           {first !== undefined ? (
             <div class="q-echo-wrap" aria-hidden="true">
               <pre class="q-echo mono">
@@ -104,11 +109,29 @@ export function QBar({
           </ul>
         </div>
       ) : (
-        <p id="q-help" class="hint">
+        <p id={helpId} class="hint">
           <code>key:value</code>, <code>key:a|b</code>, <code>key:!a</code>,{' '}
           <code>key:min:max</code>, <code>text:words</code>; join with commas.
         </p>
       )}
+    </>
+  );
+  if (embedded)
+    return (
+      <div class="q-bar embedded" role="group" aria-label={label}>
+        {fields}
+      </div>
+    );
+  return (
+    <form
+      class="q-bar"
+      role="search"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onSubmit?.(value);
+      }}
+    >
+      {fields}
     </form>
   );
 }

@@ -15,6 +15,7 @@ import {
   VaryControl,
 } from '../components/view-controls';
 import { discover, type Discovery } from '../lib/discover';
+import { allowAll, type Allowed } from '../lib/scoped';
 import { selection, withoutFields, withRange, withValues } from '../lib/filter-text';
 import { useOnChange } from '../lib/hooks';
 import { photoDataUri } from '../lib/image';
@@ -43,8 +44,21 @@ interface Lens {
  * for every variant; its counts, pages and facet numbers are then products, not items.
  * "Vary the results", also in the view, asks for similar items (of an item, of a photo) with
  * diversity (contract §15).
+ *
+ * `allowed` says which request types the token may make (a scoped token's `types`, contract §16):
+ * a control whose request would be refused is not offered.
  */
-export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () => void }) {
+export function Catalogue({
+  vision,
+  onBack,
+  allowed = allowAll,
+}: {
+  vision: VisionApi;
+  onBack?: () => void;
+  allowed?: Allowed;
+}) {
+  const canSearch = allowed('search');
+  const canLens = allowed('lens');
   const [discovery, setDiscovery] = useState<Discovery>();
   const [notReady, setNotReady] = useState<string>();
   const [view, change] = useAddressView(vision.org, vision.dataset);
@@ -72,6 +86,8 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
       timer = setTimeout(() => void f(), 5000);
     };
     const run = async () => {
+      // A token that may not search has no catalogue to list (figures are searches too).
+      if (!canSearch) return;
       try {
         const d = await discover(vision);
         if (!live) return;
@@ -183,7 +199,9 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
     change({ vary: on });
     if (lens?.preview) void askLens(lens.preview, on);
   };
-  const dragging = useDrop((f) => void runLens(f));
+  const dragging = useDrop((f) => {
+    if (canLens) void runLens(f);
+  });
 
   // Every filter change is an edit of the text in the bar (what the user sees), then applied.
   const applyQ = (text: string) => change({ q: text, page: 1 });
@@ -230,10 +248,12 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
               ← Datasets
             </button>
           ) : null}
-          <LensPicker
-            busy={!!lens && !lens.results && !lens.error}
-            onFile={(f) => void runLens(f)}
-          />
+          {canLens ? (
+            <LensPicker
+              busy={!!lens && !lens.results && !lens.error}
+              onFile={(f) => void runLens(f)}
+            />
+          ) : null}
         </div>
       </div>
 
@@ -244,14 +264,22 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
         </p>
       ) : null}
       <ErrorBanner error={error} />
+      {canSearch ? null : (
+        <p class="notice" role="status" data-testid="no-search">
+          This link does not allow browsing the catalogue
+          {canLens ? '; search by photo instead.' : '.'}
+        </p>
+      )}
 
-      <QBar
-        value={typed}
-        sent={qProblem?.sent ?? q}
-        problem={qProblem?.problem}
-        onInput={setTyped}
-        onSubmit={applyQ}
-      />
+      {canSearch ? (
+        <QBar
+          value={typed}
+          sent={qProblem?.sent ?? q}
+          problem={qProblem?.problem}
+          onInput={setTyped}
+          onSubmit={applyQ}
+        />
+      ) : null}
 
       <div class="catalogue-body">
         <FacetSidebar
@@ -309,7 +337,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
               />
             ) : null}
           </section>
-        ) : (
+        ) : canSearch ? (
           <section class="results" aria-labelledby="results-title" aria-busy={loading}>
             <div class="results-head">
               <h2 id="results-title" aria-live="polite">
@@ -409,7 +437,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
               />
             ) : null}
           </section>
-        )}
+        ) : null}
       </div>
 
       {detail ? (
@@ -420,6 +448,7 @@ export function Catalogue({ vision, onBack }: { vision: VisionApi; onBack?: () =
           group={group}
           vary={vary}
           onVary={setVary}
+          allowed={allowed}
           onOpen={(r) => open(r)}
           onVariants={showProduct}
           onClose={close}

@@ -1,14 +1,29 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { AnalyticsReport, Dataset, OrgApi, ProcessingError } from '../api';
+import {
+  ApiError,
+  type AnalyticsReport,
+  type Dataset,
+  type OrgApi,
+  type ProcessingError,
+} from '../api';
 import { BarChart } from '../components/bar-chart';
 import { ErrorBanner } from '../components/error-banner';
+import { QBar, type QProblem } from '../components/q-bar';
 import { useOnChange, usePolling } from '../lib/hooks';
+import {
+  formatWhen,
+  REQUEST_TYPES,
+  scopedLink,
+  type RequestType,
+  type ScopedPayload,
+} from '../lib/scoped';
 
 const DAYS = 14;
 
 /**
- * One dataset for its organisation: the browse token (rotate it), processing errors with their
- * codes, the array fields enabled for querying, and requests per type per day (analytics report).
+ * One dataset for its organisation: the browse token (rotate it), a form that shares a scoped
+ * link, processing errors with their codes, the array fields enabled for querying, and requests
+ * per type per day (analytics report).
  */
 export function DatasetAdmin({
   orgApi,
@@ -30,6 +45,7 @@ export function DatasetAdmin({
         </button>
       </div>
       <BrowseToken orgApi={orgApi} dataset={dataset} onChanged={onChanged} />
+      <ShareScopedLink orgApi={orgApi} dataset={dataset.name} />
       <ProcessingErrors orgApi={orgApi} dataset={dataset} />
       <FieldSettings orgApi={orgApi} dataset={dataset} onChanged={onChanged} />
       <RequestsChart orgApi={orgApi} dataset={dataset.name} />
@@ -120,6 +136,267 @@ function BrowseToken({
       )}
       <ErrorBanner error={error} />
     </div>
+  );
+}
+
+const HOUR = 3600;
+/** How long a shared link lasts: seconds from now, a chosen time, or no `exp` at all. */
+const EXPIRIES = [
+  { value: '3600', label: '1 hour' },
+  { value: '86400', label: '1 day' },
+  { value: '604800', label: '7 days' },
+  { value: 'custom', label: 'Custom…' },
+  { value: 'never', label: 'Never' },
+] as const;
+type Expiry = (typeof EXPIRIES)[number]['value'];
+
+/** `datetime-local` text (local time, minutes) of a date. */
+const localInput = (d: Date) => {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+};
+
+/**
+ * "Share a scoped link" (contract §16): a token minted by the service (`POST …/scoped-tokens`)
+ * that only narrows what the browse token allows — a filter ANDed with every request, an
+ * expiry, the request types allowed, the metadata fields shown, a rate — and the console link
+ * that opens the catalogue with it. The link carries the organisation and dataset, which the
+ * token does not name.
+ */
+function ShareScopedLink({ orgApi, dataset }: { orgApi: OrgApi; dataset: string }) {
+  const [q, setQ] = useState('');
+  const [expiry, setExpiry] = useState<Expiry>('86400');
+  const [custom, setCustom] = useState(() =>
+    localInput(new Date(Date.now() + 2 * 24 * HOUR * 1000)),
+  );
+  const [types, setTypes] = useState<Set<RequestType>>(() => new Set(REQUEST_TYPES));
+  const [fields, setFields] = useState('');
+  const [rate, setRate] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const [qProblem, setQProblem] = useState<{ problem: QProblem; sent: string }>();
+  const [made, setMade] = useState<{ link: string; token: string; expires?: Date }>();
+  const [copied, setCopied] = useState(false);
+  useOnChange(dataset, () => {
+    setMade(undefined);
+    setError(undefined);
+    setQProblem(undefined);
+  });
+
+  const scope = (): ScopedPayload | Error => {
+    const s: ScopedPayload = {};
+    if (q.trim()) s.q = q.trim();
+    if (expiry === 'custom') {
+      const at = new Date(custom).getTime();
+      if (Number.isNaN(at)) return new Error('choose the date and time the link expires');
+      if (at <= Date.now()) return new Error('the expiry is in the past');
+      s.exp = Math.floor(at / 1000);
+    } else if (expiry !== 'never') s.exp = Math.floor(Date.now() / 1000) + Number(expiry);
+    // Every type ticked: no `types` (the token allows what the browse token does).
+    if (types.size < REQUEST_TYPES.length) s.types = REQUEST_TYPES.filter((t) => types.has(t));
+    const list = fields
+      .split(',')
+      .map((f) => f.trim())
+      .filter(Boolean);
+    if (list.length) s.fields = list;
+    if (rate.trim()) {
+      const n = Number(rate);
+      if (!Number.isInteger(n) || n < 1)
+        return new Error('the rate is a whole number of requests per minute');
+      s.rate = n;
+    }
+    return s;
+  };
+
+  const submit = async () => {
+    setError(undefined);
+    setQProblem(undefined);
+    setMade(undefined);
+    setCopied(false);
+    const s = scope();
+    if (s instanceof Error) {
+      setError(s);
+      return;
+    }
+    setBusy(true);
+    try {
+      const token = await orgApi.mintScopedToken(dataset, s);
+      setMade({
+        token,
+        link: scopedLink(token, orgApi.org, dataset),
+        ...(s.exp ? { expires: new Date(s.exp * 1000) } : {}),
+      });
+    } catch (e) {
+      // A bad filter: marked in the filter field, as the catalogue's bar does.
+      const qDetails =
+        e instanceof ApiError
+          ? e.details.filter((d) => d.param === 'q' || d.field === 'q' || d.param === 'scope.q')
+          : [];
+      if (e instanceof ApiError && e.status === 400 && qDetails.length && s.q)
+        setQProblem({ problem: { message: e.message, details: qDetails }, sent: s.q });
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const copy = async () => {
+    if (!made) return;
+    try {
+      await navigator.clipboard.writeText(made.link);
+      setCopied(true);
+    } catch {
+      // No clipboard (permissions, plain http): select the text for the user to copy.
+      const el = document.getElementById('scoped-link') as HTMLInputElement | null;
+      el?.select();
+    }
+  };
+
+  const toggle = (t: RequestType, on: boolean) =>
+    setTypes((prev) => {
+      const next = new Set(prev);
+      if (on) next.add(t);
+      else next.delete(t);
+      return next;
+    });
+
+  return (
+    <form
+      class="sub scoped-share"
+      aria-labelledby="scoped-title"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void submit();
+      }}
+    >
+      <h3 id="scoped-title">Share a scoped link</h3>
+      <p class="hint">
+        A link to this catalogue that sees only what you allow here: no admin screens, nothing
+        outside the filter, and it stops working when it expires or the browse token is rotated.
+      </p>
+      <QBar
+        id="scoped-q"
+        label="Only items matching"
+        embedded
+        value={q}
+        sent={qProblem?.sent ?? q}
+        problem={qProblem?.problem}
+        onInput={(v) => {
+          setQ(v);
+          setQProblem(undefined);
+        }}
+      />
+      <div class="scoped-grid">
+        <div>
+          <label for="scoped-exp">Expires after</label>
+          <select
+            id="scoped-exp"
+            value={expiry}
+            onChange={(e) => setExpiry(e.currentTarget.value as Expiry)}
+          >
+            {EXPIRIES.map((x) => (
+              <option key={x.value} value={x.value}>
+                {x.label}
+              </option>
+            ))}
+          </select>
+          {expiry === 'custom' ? (
+            <input
+              type="datetime-local"
+              aria-label="Expires at"
+              value={custom}
+              onInput={(e) => setCustom(e.currentTarget.value)}
+            />
+          ) : null}
+        </div>
+        <fieldset class="scoped-types">
+          <legend>Requests allowed</legend>
+          {REQUEST_TYPES.map((t) => (
+            <label key={t} class="check">
+              <input
+                type="checkbox"
+                name="types"
+                value={t}
+                checked={types.has(t)}
+                onChange={(e) => toggle(t, e.currentTarget.checked)}
+              />
+              {t}
+            </label>
+          ))}
+        </fieldset>
+        <div>
+          <label for="scoped-fields">Fields shown</label>
+          <input
+            id="scoped-fields"
+            class="mono"
+            placeholder="all fields"
+            spellcheck={false}
+            autocomplete="off"
+            value={fields}
+            aria-describedby="scoped-fields-help"
+            onInput={(e) => setFields(e.currentTarget.value)}
+          />
+          <p id="scoped-fields-help" class="hint">
+            Comma-separated; empty shows every field.
+          </p>
+        </div>
+        <div>
+          <label for="scoped-rate">Requests per minute</label>
+          <input
+            id="scoped-rate"
+            type="number"
+            min={1}
+            step={1}
+            placeholder="no limit of its own"
+            value={rate}
+            onInput={(e) => setRate(e.currentTarget.value)}
+          />
+        </div>
+      </div>
+      <div class="actions">
+        <button type="submit" class="small" disabled={busy || types.size === 0}>
+          {busy ? 'Making the link…' : 'Make link'}
+        </button>
+        {types.size === 0 ? <span class="muted">Allow at least one kind of request.</span> : null}
+      </div>
+      <ErrorBanner error={error} />
+      {error instanceof ApiError && error.details.length ? (
+        <ul class="error-details">
+          {error.details.map((d, i) => (
+            <li key={i}>
+              {(d.field ?? d.param) ? <code>{d.field ?? d.param}</code> : null}
+              {(d.field ?? d.param) ? ': ' : ''}
+              {d.message}
+            </li>
+          ))}
+        </ul>
+      ) : null}
+      {made ? (
+        <div class="scoped-made" role="status">
+          <label for="scoped-link">
+            Link{made.expires ? `, valid until ${formatWhen(made.expires)}` : ', with no expiry'}
+          </label>
+          <div class="token-row">
+            <input
+              id="scoped-link"
+              class="mono"
+              readOnly
+              value={made.link}
+              data-token={made.token}
+              onFocus={(e) => e.currentTarget.select()}
+            />
+            <button type="button" class="secondary small" onClick={() => void copy()}>
+              {copied ? 'Copied' : 'Copy'}
+            </button>
+          </div>
+          <p class="hint break">
+            <a href={made.link} target="_blank" rel="noopener noreferrer">
+              Open it in a new tab
+            </a>
+          </p>
+        </div>
+      ) : null}
+    </form>
   );
 }
 

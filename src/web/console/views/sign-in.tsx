@@ -18,8 +18,9 @@ export function SignIn({
       <p>
         Paste an <strong>organisation token</strong> (<code>org_…</code>) to manage datasets and
         follow usage, or a dataset&apos;s <strong>browse token</strong> (<code>ds_…</code>) to
-        browse its catalogue. The token stays in this tab (session storage) and is sent only to this
-        service.
+        browse its catalogue. A shared link with a <strong>scoped token</strong> (<code>st_…</code>)
+        opens its catalogue directly. The token stays in this tab (session storage) and is sent only
+        to this service.
       </p>
       <form
         onSubmit={(e) => {
