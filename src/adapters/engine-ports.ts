@@ -3,6 +3,7 @@ import type { ContentStore } from '../ports/content-store';
 import type { EventLog } from '../ports/event-log';
 import type { ItemCountsRollup } from '../ports/item-counts';
 import type { KeyStore } from '../ports/key-store';
+import type { RateCounter } from '../ports/rate-counter';
 import type { SearchEngine } from '../ports/search-engine';
 import type { UsageLedger } from '../ports/usage-ledger';
 
@@ -16,4 +17,6 @@ export interface EnginePorts {
   /** The background roll-up of the event log into items' popularity and purchases. */
   counts: ItemCountsRollup;
   keys: KeyStore;
+  /** Per-key request allowances per minute (contract §16 `rate`). */
+  rates: RateCounter;
 }

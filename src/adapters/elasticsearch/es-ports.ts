@@ -4,6 +4,7 @@ import { enginePolicy, type PortTimers } from '../port-policy';
 import { EsAccountStore } from './es-account-store';
 import { EsEventLog } from './es-event-log';
 import { EsKeyStore } from './es-key-store';
+import { EsRateCounter } from './es-rate-counter';
 import { EsUsageLedger } from './es-usage-ledger';
 import { FieldCatalogues } from './field-catalogue';
 import { EsItemCounts } from './item-counts';
@@ -49,5 +50,6 @@ export function esPorts(
     events: port('events', new EsEventLog(indices, opts.now ?? Date.now)),
     counts: port('counts', new EsItemCounts(indices)),
     keys: port('keys', new EsKeyStore(indices)),
+    rates: port('rates', new EsRateCounter(indices)),
   };
 }

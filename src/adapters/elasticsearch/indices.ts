@@ -97,6 +97,11 @@ const SHARED = {
    * ran, and until when a process has claimed the current pass.
    */
   counts_rollup: { watermark: long, edge: long, ran_at: long, claim_until: long },
+  /**
+   * Requests admitted per rate key in one 60-s window (contract §16 `rate`); _id = key + NUL +
+   * window start, written with if_seq_no. `window` is indexed for the sweep of past windows.
+   */
+  rates: { key: { type: 'keyword', ignore_above: 256 }, window: long, n: { type: 'integer' } },
 } as const;
 
 export type SharedIndex = keyof typeof SHARED;

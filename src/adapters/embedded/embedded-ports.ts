@@ -6,6 +6,7 @@ import { sqliteOutage, type Db } from './db';
 import { SqliteEventLog } from './event-log';
 import { FileKeyStore } from './file-key-store';
 import { SqliteItemCounts } from './item-counts';
+import { MemoryRateCounter } from './rate-counter';
 import { EmbeddedItemProcessing } from './item-processing';
 import { EmbeddedItemReader } from './item-reader';
 import { EmbeddedItemWriter } from './item-writer';
@@ -27,6 +28,7 @@ export function embeddedPorts(db: Db, dataDir: string, timers?: PortTimers): Eng
     events: port('events', new SqliteEventLog(db)),
     counts: port('counts', new SqliteItemCounts(db)),
     keys: port('keys', new FileKeyStore(dataDir)),
+    rates: port('rates', new MemoryRateCounter()),
   };
 }
 

@@ -32,6 +32,7 @@ test('every port of an unreachable Elasticsearch answers 503 with Retry-After, n
       ['ledger', () => ports.ledger.month('acme', 2026, 1)],
       ['events', () => ports.events.list('d', { from: 0, to: 1 }, 10)],
       ['keys', () => ports.keys.serverKey()],
+      ['rates', () => ports.rates.take('st:d:k', 5, 0)],
     ];
     for (const [port, call] of calls) {
       const err = await call().then(
