@@ -21,6 +21,11 @@ export interface Dataset {
   name: string;
   settings: DatasetSettings;
   createdAt: string;
+  /**
+   * Times the browse token was rotated: the browse token and the scoped-token key are derived
+   * from it (contract §16), so a request must see its current value.
+   */
+  browseRotation: number;
   /** Absent for datasets created before embeddings existed, until a worker adopts one. */
   embedder?: EmbedderRef;
 }

@@ -5,6 +5,7 @@
 export type ErrorCode =
   | 'invalid_request'
   | 'unauthorized'
+  | 'token_expired'
   | 'payment_required'
   | 'forbidden'
   | 'not_found'
@@ -20,6 +21,7 @@ export type ErrorCode =
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invalid_request: 400,
   unauthorized: 401,
+  token_expired: 401,
   payment_required: 402,
   forbidden: 403,
   not_found: 404,

@@ -93,6 +93,21 @@ export const LIMIT_TABLE = {
     unit: 'items',
     what: '`negative_ids` of one collection request (contract §15; 400 above)',
   },
+  scopedFieldsMax: {
+    value: 1_000,
+    unit: 'count',
+    what: '`fields` of one scoped token (contract §16; 400 at minting, 401 in a token above)',
+  },
+  scopedRateMax: {
+    value: 100_000,
+    unit: 'count',
+    what: '`rate` of one scoped token: requests per minute (contract §16)',
+  },
+  scopedUidMaxLength: {
+    value: 100,
+    unit: 'characters',
+    what: '`uid` of one scoped token (contract §16)',
+  },
   diversityCandidatesMax: {
     value: 500,
     unit: 'items',

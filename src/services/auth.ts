@@ -4,6 +4,7 @@ import type { Dataset } from '../domain/dataset';
 import type { AccountStore } from '../ports/account-store';
 import type { Principal } from './principal';
 import { hashToken, issueToken, parseToken, tokenEquals } from './tokens';
+import { parseScoped, scopedKey, verifyScoped } from './scoped-tokens';
 
 const OPERATOR_PREFIX_KEY = 'operator_token_prefix';
 
@@ -23,6 +24,7 @@ const sameForQueries = (a: Dataset, b: Dataset): boolean =>
   a.org === b.org &&
   a.name === b.name &&
   a.settings.version === b.settings.version &&
+  a.browseRotation === b.browseRotation &&
   a.embedder?.id === b.embedder?.id;
 
 /**
@@ -32,6 +34,7 @@ const sameForQueries = (a: Dataset, b: Dataset): boolean =>
 export type Confirm = <R>(work: Promise<R>) => Promise<R>;
 
 const unauthorized = (m: string): AppError => new AppError('unauthorized', m);
+const UNKNOWN_TOKEN = 'unknown or revoked token';
 const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
 
 /**
@@ -41,11 +44,58 @@ const notFound = (what: string): AppError => new AppError('not_found', `${what} 
  */
 export class AuthService {
   private readonly seen = new Map<string, Dataset>();
+  /** The same for scoped tokens, which name no dataset: by organisation and name. */
+  private readonly seenByName = new Map<string, Dataset>();
+  /** Scoped keys by dataset id and rotation: two HMACs per request become one. */
+  private readonly keys = new Map<string, string>();
 
   constructor(
     private readonly accounts: AccountStore,
     private readonly operatorTokenFromEnv?: string,
+    /** Signs scoped tokens (contract §16); without it none is accepted. */
+    private readonly serverKey?: Buffer,
+    private readonly now: () => number = Date.now,
   ) {}
+
+  /** The dataset's scoped-token key (contract §16): derived, never stored. */
+  scopedKey(ds: Dataset): string {
+    if (!this.serverKey) throw new AppError('unavailable', 'scoped tokens need the server key');
+    const at = `${ds.id}:${ds.browseRotation}`;
+    let key = this.keys.get(at);
+    if (!key) {
+      if (this.keys.size >= SEEN_DATASETS) this.keys.clear();
+      key = scopedKey(this.serverKey, ds.id, ds.browseRotation);
+      this.keys.set(at, key);
+    }
+    return key;
+  }
+
+  /** Whether checkScoped accepts; a refusal on a cached copy is decided on the realtime read. */
+  private passes(p: Principal, ds: Dataset): boolean {
+    try {
+      this.checkScoped(p, ds);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * A scoped token's signature under `ds`'s key, then its expiry: every Vision request of a
+   * scoped token passes here with the dataset it runs on, so a token of another dataset, one
+   * signed before a rotation, or a tampered one never reaches the work.
+   */
+  private checkScoped(p: Principal, ds: Dataset): void {
+    if (p.kind !== 'scoped') return;
+    if (!this.serverKey || !verifyScoped(p.token, this.scopedKey(ds)))
+      throw unauthorized(UNKNOWN_TOKEN);
+    const exp = p.token.claims.exp;
+    if (exp !== undefined && exp * 1000 <= this.now())
+      throw new AppError(
+        'token_expired',
+        `the scoped token expired at ${new Date(exp * 1000).toISOString()}`,
+      );
+  }
 
   async authenticate(header: string | undefined): Promise<Principal> {
     if (!header)
@@ -55,17 +105,22 @@ export class AuthService {
       throw unauthorized(
         'malformed Authorization header (expected "Authorization: token <TOKEN>")',
       );
-    const token = m[1];
+    const token = m[1]!;
+    if (token.startsWith('st_')) {
+      const scoped = parseScoped(token);
+      if (!scoped) throw unauthorized(UNKNOWN_TOKEN);
+      return { kind: 'scoped', token: scoped };
+    }
     if (this.operatorTokenFromEnv && this.sameSecret(token, this.operatorTokenFromEnv))
       return { kind: 'operator' };
     const parsed = parseToken(token);
     const rec = parsed && (await this.accounts.findToken(parsed.prefix));
-    if (!rec || !tokenEquals(token, rec.hash)) throw unauthorized('unknown or revoked token');
+    if (!rec || !tokenEquals(token, rec.hash)) throw unauthorized(UNKNOWN_TOKEN);
     if (rec.kind === 'op') return { kind: 'operator' };
     if (rec.kind === 'org' && rec.org) return { kind: 'org', org: rec.org, prefix: rec.prefix };
     if (rec.kind === 'ds' && rec.org && rec.datasetId)
       return { kind: 'dataset', org: rec.org, datasetId: rec.datasetId };
-    throw unauthorized('unknown or revoked token');
+    throw unauthorized(UNKNOWN_TOKEN);
   }
 
   private sameSecret(a: string, b: string): boolean {
@@ -97,6 +152,8 @@ export class AuthService {
   ): Promise<{ kind: Principal['kind']; organisation?: string; dataset?: string }> {
     if (p.kind === 'operator') return { kind: 'operator' };
     if (p.kind === 'org') return { kind: 'org', organisation: p.org };
+    // names no dataset: what it may see is known only with a request naming one
+    if (p.kind === 'scoped') return { kind: 'scoped' };
     const ds = await this.accounts.getDatasetById(p.datasetId);
     return { kind: 'dataset', organisation: p.org, dataset: ds?.name };
   }
@@ -113,6 +170,11 @@ export class AuthService {
     opts: { allowOperator?: boolean } = {},
   ): Promise<void> {
     if (p.kind === 'org' && p.org === org) return;
+    if (p.kind === 'scoped')
+      throw new AppError(
+        'forbidden',
+        'a scoped token cannot use the admin API; it serves the Vision API of its dataset',
+      );
     if (p.kind === 'operator') {
       if (!(await this.accounts.getOrg(org))) throw notFound(`organisation '${org}'`);
       if (opts.allowOperator) return;
@@ -153,8 +215,18 @@ export class AuthService {
     work: (ds: Dataset, confirm: Confirm) => Promise<T>,
   ): Promise<T> {
     const read = this.visionDataset(p, org, name);
-    const guess = p.kind === 'dataset' ? this.seen.get(p.datasetId) : undefined;
-    if (!guess || guess.org !== org || guess.name !== name) return work(await read, (w) => w);
+    let guess =
+      p.kind === 'dataset'
+        ? this.seen.get(p.datasetId)
+        : p.kind === 'scoped'
+          ? this.seenByName.get(`${org}\0${name}`)
+          : undefined;
+    if (guess && p.kind === 'scoped' && !this.passes(p, guess)) guess = undefined;
+    if (!guess || guess.org !== org || guess.name !== name) {
+      const ds = await read;
+      this.checkScoped(p, ds);
+      return work(ds, (w) => w);
+    }
     const confirmed = read.then((current) => {
       if (!sameForQueries(current, guess)) throw new DatasetChanged(current);
     });
@@ -170,13 +242,31 @@ export class AuthService {
         () => undefined,
         (c: unknown) => c,
       );
-      if (changed instanceof DatasetChanged) return work(changed.current, (w) => w);
+      if (changed instanceof DatasetChanged) {
+        this.checkScoped(p, changed.current);
+        return work(changed.current, (w) => w);
+      }
       throw changed ?? e;
     }
   }
 
-  /** Vision API on a dataset: that dataset's own token only. Realtime. */
-  async visionDataset(p: Principal, org: string, name: string): Promise<Dataset> {
+  /**
+   * Vision API on a dataset: that dataset's own token, or a scoped token checked against it by
+   * withVisionDataset. Realtime.
+   */
+  private async visionDataset(p: Principal, org: string, name: string): Promise<Dataset> {
+    if (p.kind === 'scoped') {
+      // 401 whatever is missing: a scoped token must not tell which organisations exist
+      const ds = await this.accounts.getDataset(org, name);
+      const at = `${org}\0${name}`;
+      if (!ds) {
+        this.seenByName.delete(at);
+        throw unauthorized(UNKNOWN_TOKEN);
+      }
+      if (this.seenByName.size >= SEEN_DATASETS) this.seenByName.clear();
+      this.seenByName.set(at, ds);
+      return ds;
+    }
     if (p.kind === 'dataset') {
       // The token names its dataset: one read by id (not name, then id) on every request.
       const ds = p.org === org ? await this.accounts.getDatasetById(p.datasetId) : undefined;

@@ -85,6 +85,7 @@ export const datasetRecord = (id: string, name: string, org = 'acme'): Dataset =
   name,
   settings: { fields: {}, version: 1 },
   createdAt: '2026-01-01T00:00:00.000Z',
+  browseRotation: 0,
   embedder: { id: 'emb-a', dimensions: 8 },
 });
 

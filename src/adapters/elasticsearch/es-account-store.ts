@@ -45,6 +45,7 @@ const toDataset = (id: string, d: DatasetDoc): Dataset => ({
   name: d.name,
   settings: { fields: d.fields, version: d.settings_version },
   createdAt: d.created_at,
+  browseRotation: d.browse_rotation ?? 0,
   ...(d.embedder && d.embedder_dims
     ? { embedder: { id: d.embedder, dimensions: d.embedder_dims } }
     : {}),

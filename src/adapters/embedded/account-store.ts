@@ -10,6 +10,7 @@ interface DatasetRow {
   fields: string;
   settings_version: number;
   created_at: string;
+  browse_rotation: number;
   embedder: string | null;
   embedder_dims: number | null;
 }
@@ -20,6 +21,7 @@ const toDataset = (r: DatasetRow): Dataset => ({
   name: r.name,
   settings: { fields: JSON.parse(r.fields) as EnabledFields, version: r.settings_version },
   createdAt: r.created_at,
+  browseRotation: r.browse_rotation,
   ...(r.embedder !== null && r.embedder_dims !== null
     ? { embedder: { id: r.embedder, dimensions: r.embedder_dims } }
     : {}),
