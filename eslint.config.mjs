@@ -50,6 +50,23 @@ const boundaries = [
     ),
   },
   {
+    // Vision requests reach items only through VisionScope, which applies a scoped token's
+    // restrictions (contract §16): a new Vision service cannot read around it.
+    files: ['src/services/**/*.ts'],
+    ignores: ['src/services/{vision-scope,vision,content,datasets,usage}.ts'],
+    rules: rules(
+      layer(
+        ['api', 'app', 'adapters', 'cli', 'web'],
+        'the core never imports a transport, an adapter or app/',
+      ),
+      {
+        regex: '(^|/)ports/(search-engine|item-reader|content-store)$',
+        importNames: ['SearchEngine', 'ItemReader', 'ContentStore', 'contentParts'],
+        message: 'Vision reads go through VisionScope (services/vision-scope.ts)',
+      },
+    ),
+  },
+  {
     // Transports are given services (an interface they declare), never ports or adapters.
     files: ['src/api/**/*.ts'],
     rules: rules(

@@ -74,7 +74,7 @@ function countBytes(fetcher: ImageFetcher, metrics: Metrics): ImageFetcher {
 
 /** Which adapter serves each port (start-up banner, and the test that nothing falls back). */
 export function describePorts(c: Container): Record<string, string> {
-  const { accounts, content, engine, ledger, events, keys, queue } = c.ports;
+  const { accounts, content, engine, ledger, events, keys, rates, queue } = c.ports;
   const items = contentParts(content);
   const ports = {
     accounts,
@@ -85,6 +85,7 @@ export function describePorts(c: Container): Record<string, string> {
     ledger,
     events,
     keys,
+    rates,
     queue,
   };
   return Object.fromEntries(
@@ -185,7 +186,7 @@ export async function buildContainer(
     config.SEARCH_BACKEND === 'elasticsearch'
       ? await elasticsearchStores(config, embedder, now, metrics)
       : embeddedStores(config, metrics);
-  const { accounts, content, engine, ledger, events, keys, counts } = stores;
+  const { accounts, content, engine, ledger, events, keys, counts, rates } = stores;
   let queue: JobQueue;
   try {
     queue = await openQueue(config, log.child({ component: 'queue' }), now, metrics);
@@ -200,12 +201,12 @@ export async function buildContainer(
   );
   const fetcher = countBytes(http, metrics);
 
-  const auth = new AuthService(accounts, config.OPERATOR_TOKEN);
+  const serverKey = await keys.serverKey();
+  const auth = new AuthService(accounts, config.OPERATOR_TOKEN, serverKey, now);
   // Only a process that serves the API can show a generated token to anyone.
   const bootstrapOperatorToken = config.APP_ROLES.has('api')
     ? await auth.ensureOperatorToken(clock())
     : undefined;
-  const serverKey = await keys.serverKey();
   const plans = new PlanReads(accounts, now);
   const metering = new MeteringService(
     plans,
@@ -215,18 +216,29 @@ export async function buildContainer(
     now,
   );
   const readyMemo = new ReadinessMemo(now);
+  const settingsAt = (org: string, name: string) => `${datasetPath(org, name)}/settings/fields`;
   const vision = new VisionService(
     content,
     engine,
     auth,
     metering,
-    (org, name) => `${datasetPath(org, name)}/settings/fields`,
+    settingsAt,
+    rates,
     readyMemo,
+    now,
   );
   const services: Services = {
     auth,
     organisations: new OrganisationService(accounts, auth, clock),
-    datasets: new DatasetService(accounts, content, auth, serverKey, clock, embedderRef),
+    datasets: new DatasetService(
+      accounts,
+      content,
+      auth,
+      serverKey,
+      clock,
+      embedderRef,
+      settingsAt,
+    ),
     content: new ContentService(
       content,
       queue,
@@ -236,9 +248,9 @@ export async function buildContainer(
       readyMemo,
     ),
     vision,
-    track: new TrackService(auth, events, now),
+    track: new TrackService(vision, events, now),
     report: new ReportService(auth, events, now),
-    similarity: new SimilarityService(content, engine, vision, analyzer, embedder.id),
+    similarity: new SimilarityService(vision, analyzer, embedder.id),
     usage: new UsageService(accounts, content, auth, ledger, clock),
     metering,
     readiness: new ReadinessService({ accounts, store: content, queue }),
@@ -249,7 +261,7 @@ export async function buildContainer(
     config,
     log,
     services,
-    ports: { accounts, content, engine, ledger, events, keys, counts, queue },
+    ports: { accounts, content, engine, ledger, events, keys, counts, rates, queue },
     processImage: new ProcessImageHandler({
       store: content,
       accounts,

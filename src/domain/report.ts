@@ -58,6 +58,8 @@ export function filterTerms(conditions: Condition[]): string[] {
         case 'none':
           walk(c.of);
           break;
+        case 'ids':
+          break;
       }
     }
   };

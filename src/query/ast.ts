@@ -23,7 +23,9 @@ export type Condition =
   /** Any of these conjunctions holds (GraphQL `or`). */
   | { kind: 'any'; of: Condition[][] }
   /** Not all of these hold (GraphQL `not`). */
-  | { kind: 'none'; of: Condition[] };
+  | { kind: 'none'; of: Condition[] }
+  /** The item is one of these (a scoped token's reads by id; q has no such form). */
+  | { kind: 'ids'; ids: string[] };
 
 export interface LiteralForms {
   str: string;

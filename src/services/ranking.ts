@@ -1,17 +1,17 @@
 import { mmr, pageOf, similarity, type Discovery } from '../domain/discovery';
 import type { GroupSpec } from '../domain/group';
-import type { ScoredItem, SearchEngine } from '../ports/search-engine';
+import type { ScoredItem } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import { nearestGroups, type Nearest, type ScoredGroup } from './similar-groups';
+import type { VisionScope, Where } from './vision-scope';
 
 /** Where one similarity request ranks: its query vectors and the items it may return. */
 export interface RankingScope {
-  datasetId: string;
   embedder: string;
   /** Each item scores its best over these (lens may read several views of one image). */
   vectors: number[][];
-  /** The client's q. */
-  conditions: Condition[];
+  /** The request's conditions (the client's q within the token's scope). */
+  where: Where;
   /** The service's own conditions (exclude_parent): applied, not reported. */
   extra: Condition[];
   excludeIds: string[];
@@ -51,7 +51,7 @@ export function bestOf(lists: ScoredItem[][], limit: number): ScoredItem[] {
  */
 export class Ranking {
   constructor(
-    private readonly engine: SearchEngine,
+    private readonly vision: VisionScope,
     private readonly scope: RankingScope,
     private readonly d: Discovery,
     private readonly limit: number,
@@ -64,17 +64,20 @@ export class Ranking {
     more: { extra?: Condition[]; excludeIds?: string[]; includeVectors?: boolean; offset?: number },
   ): Promise<ScoredItem[]> {
     const s = this.scope;
-    return this.engine.similar(s.datasetId, {
-      vector,
-      embedder: s.embedder,
-      conditions: [...s.conditions, ...s.extra, ...(more.extra ?? [])],
-      limit,
-      excludeIds: more.excludeIds ?? s.excludeIds,
-      includeVectors: more.includeVectors ?? false,
-      exact: this.d.exhaustive,
-      pageSize: this.limit,
-      ...(more.offset ? { offset: more.offset } : {}),
-    });
+    return this.vision.similar(
+      s.where,
+      {
+        vector,
+        embedder: s.embedder,
+        limit,
+        excludeIds: more.excludeIds ?? s.excludeIds,
+        includeVectors: more.includeVectors ?? false,
+        exact: this.d.exhaustive,
+        pageSize: this.limit,
+        ...(more.offset ? { offset: more.offset } : {}),
+      },
+      [...s.extra, ...(more.extra ?? [])],
+    );
   }
 
   /** Nearest items for `limit` candidates; the shape nearestGroups reads. */
@@ -92,11 +95,11 @@ export class Ranking {
   total(): Promise<number | undefined> {
     if (!this.d.exhaustive) return Promise.resolve(undefined);
     const s = this.scope;
-    return this.engine.rankedCount(s.datasetId, {
-      embedder: s.embedder,
-      conditions: [...s.conditions, ...s.extra],
-      excludeIds: s.excludeIds,
-    });
+    return this.vision.rankedCount(
+      s.where,
+      { embedder: s.embedder, excludeIds: s.excludeIds },
+      s.extra,
+    );
   }
 
   private get diversified(): boolean {
@@ -157,7 +160,7 @@ export class Ranking {
     vectors = true,
   ): Promise<ScoredGroup[]> {
     const s = this.scope;
-    return nearestGroups(this.engine, s.datasetId, this.nearest(vectors), s.conditions, {
+    return nearestGroups(this.vision, s.where, this.nearest(vectors), {
       want,
       group,
       excludeIds: s.excludeIds,

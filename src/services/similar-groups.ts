@@ -1,7 +1,8 @@
 import { groupHits, groupKey, groupValue, type GroupSpec } from '../domain/group';
 import type { Scalar } from '../domain/metadata';
-import type { ScoredItem, SearchEngine } from '../ports/search-engine';
+import type { ScoredItem } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
+import type { VisionScope, Where } from './vision-scope';
 
 /** The most candidates one grouped similarity request reads (Elasticsearch's largest k). */
 const MAX_CANDIDATES = 10_000;
@@ -28,10 +29,9 @@ export type Nearest = (
  * candidates were cut short, from a search within the group.
  */
 export async function nearestGroups(
-  engine: SearchEngine,
-  datasetId: string,
+  scope: VisionScope,
+  where: Where,
   nearest: Nearest,
-  conditions: Condition[],
   p: { want: number; group: GroupSpec; excludeIds: string[]; excludeKey?: string },
 ): Promise<ScoredGroup[]> {
   const { field, size } = p.group;
@@ -50,9 +50,7 @@ export async function nearestGroups(
   }
   const keyed = groups.filter((g) => g.key !== undefined);
   const values = keyed.map((g) => groupValue(g.hits[0]!.item, field)!);
-  const counts = values.length
-    ? await engine.groupCounts(datasetId, conditions, field, values)
-    : [];
+  const counts = values.length ? await scope.groupCounts(where, field, values) : [];
   const countOf = new Map(keyed.map((g, i) => [g.key!, counts[i]!]));
   return Promise.all(
     groups.map(async (g) => {

@@ -1,7 +1,5 @@
 import crypto from 'node:crypto';
-import { parseActionVars } from '../domain/action-vars';
 import { AppError, invalid } from '../domain/errors';
-import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
 import { filterTerms, type RequestFacts } from '../domain/report';
 import { groupKey, groupValue, type GroupSpec } from '../domain/group';
@@ -10,14 +8,13 @@ import { checkJourney, diversify, steer } from '../domain/journey';
 import { LIMITS } from '../domain/limits';
 import type { Scalar } from '../domain/metadata';
 import { ImageError } from '../domain/processing';
-import type { ItemReader } from '../ports/item-reader';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
-import type { SearchEngine } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import type { Principal } from './principal';
 import { Ranking, centroidQuery, type RankingScope } from './ranking';
 import { withinGroup, type ScoredGroup } from './similar-groups';
 import type { Bill, VisionService } from './vision';
+import type { VisionScope, Where } from './vision-scope';
 
 /** What every similarity request takes besides its target (contract §7, §15). */
 interface SimilarityParams extends DiscoveryParams {
@@ -102,8 +99,6 @@ function limitOf(p: SimilarityParams): number {
 /** similar, explore and lens (contract §7): billable, on processed items only. */
 export class SimilarityService {
   constructor(
-    private readonly store: ItemReader,
-    private readonly engine: SearchEngine,
     private readonly vision: VisionService,
     private readonly analyzer: ImageAnalyzer,
     private readonly embedderId: string,
@@ -115,12 +110,12 @@ export class SimilarityService {
       throw invalid(`${param} is required`, [{ param, message: 'the id of a dataset item' }]);
   }
 
-  private async target(datasetId: string, id: string | undefined, param = 'id') {
+  /** A processed item the scope holds, with its vector; anything else is the one 404. */
+  private async target(scope: VisionScope, id: string | undefined, param = 'id') {
     this.requireId(id, param);
-    const e = await this.store.getEmbedding(datasetId, id);
-    const [item] = e ? await this.store.getItems(datasetId, [id]) : [];
-    if (!e || !item || item.state !== 'processed')
-      throw new AppError('not_found', `item '${id}' not found (or not processed yet)`);
+    const found = await scope.embedded(id);
+    if (!found) throw new AppError('not_found', `item '${id}' not found (or not processed yet)`);
+    const { item, embedding: e } = found;
     if (e.embedder !== this.embedderId)
       throw new AppError(
         'unavailable',
@@ -138,17 +133,12 @@ export class SimilarityService {
 
   /** The checked §15 controls and the ranking scope of one request. */
   private ranking(
-    ds: Dataset,
+    scope: VisionScope,
     d: Discovery,
     limit: number,
-    scope: Omit<RankingScope, 'datasetId' | 'embedder'>,
+    r: Omit<RankingScope, 'embedder'>,
   ): Ranking {
-    return new Ranking(
-      this.engine,
-      { ...scope, datasetId: ds.id, embedder: this.embedderId },
-      d,
-      limit,
-    );
+    return new Ranking(scope, { ...r, embedder: this.embedderId }, d, limit);
   }
 
   /**
@@ -161,24 +151,24 @@ export class SimilarityService {
     name: string,
     p: SimilarRequest,
   ): Promise<SimilarityResult> {
-    return this.vision.request(who, org, name, 'similar', async (ds, bill) => {
+    return this.vision.request(who, org, name, 'similar', async (scope, bill) => {
       const limit = limitOf(p);
       const d = checkDiscovery(p, limit);
-      const vars = parseActionVars(p.v);
-      const catalogue = await this.store.catalogue(ds.id);
-      const conditions = await this.vision.conditions(ds, p.q, catalogue);
+      const vars = scope.vars(p.v);
+      const catalogue = await scope.catalogue();
+      const where = await scope.where(p.q, undefined, catalogue);
       const group = this.vision.group(p.group, catalogue);
       this.requireId(p.id);
-      await this.vision.requireReady(ds);
-      const { item, vector } = await this.target(ds.id, p.id);
+      await scope.ready();
+      const { item, vector } = await this.target(scope, p.id);
       const parent = item.metadata.parent;
       const extra: Condition[] =
         p.excludeParent && parent !== undefined && !Array.isArray(parent)
           ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
           : [];
-      const ranking = this.ranking(ds, d, limit, {
+      const ranking = this.ranking(scope, d, limit, {
         vectors: [vector],
-        conditions,
+        where,
         extra,
         excludeIds: [item.id],
       });
@@ -189,13 +179,13 @@ export class SimilarityService {
           vars,
           () =>
             Promise.all([
-              first ? this.ownGroup(ranking, ds, conditions, item, own, group) : undefined,
+              first ? this.ownGroup(ranking, scope, where, item, own, group) : undefined,
               ranking.groups(group, 1, groupKey(own)),
               ranking.total(),
             ]),
           ([, r]) =>
             shownFacts(
-              conditions,
+              where,
               r.map((g) => g.hits[0]!.item),
             ),
         );
@@ -214,7 +204,7 @@ export class SimilarityService {
         // the report counts the client's filters, not the service's own (exclude_parent)
         ([r]) =>
           shownFacts(
-            conditions,
+            where,
             r.map((h) => h.item),
           ),
       );
@@ -230,15 +220,15 @@ export class SimilarityService {
   /** similar's target with its own group: its count and its nearest group mates. */
   private async ownGroup(
     ranking: Ranking,
-    ds: Dataset,
-    conditions: Condition[],
+    scope: VisionScope,
+    where: Where,
     item: StoredItem,
     own: Scalar | undefined,
     group: GroupSpec,
   ): Promise<NonNullable<SimilarityHit['group']>> {
     if (own === undefined) return { value: null, count: 1, more: [] };
     const [[count], more] = await Promise.all([
-      this.engine.groupCounts(ds.id, conditions, group.field, [own]),
+      scope.groupCounts(where, group.field, [own]),
       withinGroup(ranking.nearest(), group.field, own, group.size - 1, [item.id]),
     ]);
     return { value: own, count: count!, more: tidy(more) };
@@ -255,14 +245,14 @@ export class SimilarityService {
     name: string,
     p: ExploreRequest,
   ): Promise<SimilarityResult> {
-    return this.vision.request(who, org, name, 'explore', async (ds, bill) => {
+    return this.vision.request(who, org, name, 'explore', async (scope, bill) => {
       const limit = limitOf(p);
       // explore has no pages: each step follows a selection
       const asked = checkDiscovery({ ...p, page: undefined }, limit);
-      const vars = parseActionVars(p.v);
+      const vars = scope.vars(p.v);
       const earlierIds = checkJourney(p.path ?? []);
-      const catalogue = await this.store.catalogue(ds.id);
-      const conditions = await this.vision.conditions(ds, p.q, catalogue);
+      const catalogue = await scope.catalogue();
+      const where = await scope.where(p.q, undefined, catalogue);
       const group = this.vision.group(p.group, catalogue);
       const random = p.id === undefined || p.id === '';
       if (group && random)
@@ -273,20 +263,19 @@ export class SimilarityService {
         throw invalid('diversity and exhaustive on explore need id: a random start ranks nothing', [
           { param: asked.exhaustive ? 'exhaustive' : 'diversity', message: 'only with id' },
         ]);
-      await this.vision.requireReady(ds);
+      await scope.ready();
       if (random) {
         const seed = crypto.randomInt(0, 2 ** 31);
         const items = await bill(
           vars,
-          () => this.engine.sample(ds.id, conditions, limit, seed),
-          (r) => shownFacts(conditions, r),
+          () => scope.sample(where, limit, seed),
+          (r) => shownFacts(where, r),
         );
         return { hits: items.map((item) => ({ item })), limit, path: [], page: 1 };
       }
-      const { item, vector } = await this.target(ds.id, p.id!);
-      const earlier = (
-        await Promise.all(earlierIds.map((id) => this.store.getEmbedding(ds.id, id)))
-      )
+      const { item, vector } = await this.target(scope, p.id!);
+      // path ids outside the scope are dropped, as unknown ones are
+      const earlier = (await scope.embeddings(earlierIds))
         .filter((e) => e?.embedder === this.embedderId && e.vector)
         .map((e) => e!.vector!);
       // Without `diversity` the journey keeps its own rule: a pool of 4 × limit (at most 200),
@@ -295,9 +284,9 @@ export class SimilarityService {
       const d: Discovery = own
         ? { ...asked, diversity: 0, candidates: Math.min(limit * EXPLORE_POOL, 200) }
         : asked;
-      const ranking = this.ranking(ds, d, limit, {
+      const ranking = this.ranking(scope, d, limit, {
         vectors: [steer(vector, earlier)],
-        conditions,
+        where,
         extra: [],
         excludeIds: [item.id, ...earlierIds],
       });
@@ -318,7 +307,7 @@ export class SimilarityService {
             ]),
           ([r]) =>
             shownFacts(
-              conditions,
+              where,
               r.map((g) => g.hits[0]!.item),
             ),
         );
@@ -344,7 +333,7 @@ export class SimilarityService {
           ]),
         ([r]) =>
           shownFacts(
-            conditions,
+            where,
             r.map((h) => h.item),
           ),
       );
@@ -354,10 +343,10 @@ export class SimilarityService {
 
   /** Items similar to an uploaded image (a data URI, jpeg or png). */
   async lens(who: Principal, org: string, name: string, p: LensRequest): Promise<SimilarityResult> {
-    return this.vision.request(who, org, name, 'lens', async (ds, bill) => {
+    return this.vision.request(who, org, name, 'lens', async (scope, bill) => {
       const limit = limitOf(p);
       const d = checkDiscovery(p, limit);
-      const vars = parseActionVars(p.v);
+      const vars = scope.vars(p.v);
       const { image } = p;
       // REST refuses a larger body before parsing; GraphQL bodies may be larger, so check here too.
       if (image.length > LIMITS.lensBodyBytes)
@@ -373,10 +362,10 @@ export class SimilarityService {
             message: 'expected data:image/png;base64,… or data:image/jpeg;base64,…',
           },
         ]);
-      const catalogue = await this.store.catalogue(ds.id);
-      const conditions = await this.vision.conditions(ds, p.q, catalogue);
+      const catalogue = await scope.catalogue();
+      const where = await scope.where(p.q, undefined, catalogue);
       const group = this.vision.group(p.group, catalogue);
-      await this.vision.requireReady(ds);
+      await scope.ready();
       let vectors: number[][];
       try {
         vectors = await this.analyzer.queryVectors(Buffer.from(m[2]!, 'base64'));
@@ -385,13 +374,13 @@ export class SimilarityService {
         const reason = e.message;
         throw invalid(`image cannot be used: ${reason}`, [{ field: 'image', message: reason }]);
       }
-      const ranking = this.ranking(ds, d, limit, {
+      const ranking = this.ranking(scope, d, limit, {
         vectors,
-        conditions,
+        where,
         extra: [],
         excludeIds: [],
       });
-      return this.ranked(bill, vars, ranking, conditions, limit, d, group);
+      return this.ranked(bill, vars, ranking, where, limit, d, group);
     });
   }
 
@@ -406,10 +395,10 @@ export class SimilarityService {
     name: string,
     p: CollectionRequest,
   ): Promise<SimilarityResult> {
-    return this.vision.request(who, org, name, 'collection', async (ds, bill) => {
+    return this.vision.request(who, org, name, 'collection', async (scope, bill) => {
       const limit = limitOf(p);
       const d = checkDiscovery(p, limit);
-      const vars = parseActionVars(p.v);
+      const vars = scope.vars(p.v);
       const ids = idSet(p.ids);
       if (ids.length < 1 || ids.length > LIMITS.collectionMaxIds)
         throw invalid(`ids: between 1 and ${LIMITS.collectionMaxIds} item ids; got ${ids.length}`, [
@@ -431,35 +420,35 @@ export class SimilarityService {
         throw invalid("strategy must be 'centroid' or 'best_score'", [
           { param: 'strategy', message: "expected 'centroid' or 'best_score'" },
         ]);
-      const catalogue = await this.store.catalogue(ds.id);
-      const conditions = await this.vision.conditions(ds, p.q, catalogue);
+      const catalogue = await scope.catalogue();
+      const where = await scope.where(p.q, undefined, catalogue);
       const group = this.vision.group(p.group, catalogue);
       if (group && strategy === 'best_score' && negativeIds.length)
         throw invalid('strategy=best_score with negative_ids cannot be grouped', [
           { param: 'group', message: 'not with best_score and negative_ids' },
         ]);
-      await this.vision.requireReady(ds);
+      await scope.ready();
       const [positives, negatives] = await Promise.all([
-        this.members(ds.id, ids, 'ids'),
-        this.members(ds.id, negativeIds, 'negative_ids'),
+        this.members(scope, ids, 'ids'),
+        this.members(scope, negativeIds, 'negative_ids'),
       ]);
       const steered = strategy === 'best_score';
-      const ranking = this.ranking(ds, d, limit, {
+      const ranking = this.ranking(scope, d, limit, {
         vectors: steered ? positives : [centroidQuery(positives, negatives)],
-        conditions,
+        where,
         extra: [],
         excludeIds: [...ids, ...negativeIds],
         ...(steered && negatives.length ? { negatives } : {}),
       });
-      return this.ranked(bill, vars, ranking, conditions, limit, d, group);
+      return this.ranked(bill, vars, ranking, where, limit, d, group);
     });
   }
 
   /** The vectors of a collection's items; 404 naming those that are not processed items. */
-  private async members(datasetId: string, ids: string[], param: string): Promise<number[][]> {
+  private async members(scope: VisionScope, ids: string[], param: string): Promise<number[][]> {
     const found = await Promise.all(
       ids.map((id) =>
-        this.target(datasetId, id).then(
+        this.target(scope, id).then(
           (t) => t.vector,
           (e: unknown) => {
             if (e instanceof AppError && e.code === 'not_found') return id;
@@ -483,7 +472,7 @@ export class SimilarityService {
     bill: Bill,
     vars: Record<string, string>,
     ranking: Ranking,
-    conditions: Condition[],
+    where: Where,
     limit: number,
     d: Discovery,
     group: GroupSpec | undefined,
@@ -495,7 +484,7 @@ export class SimilarityService {
         () => Promise.all([ranking.groups(group), ranking.total()]),
         ([r]) =>
           shownFacts(
-            conditions,
+            where,
             r.map((g) => g.hits[0]!.item),
           ),
       );
@@ -511,7 +500,7 @@ export class SimilarityService {
       () => Promise.all([ranking.page(), ranking.total()]),
       ([r]) =>
         shownFacts(
-          conditions,
+          where,
           r.map((h) => h.item),
         ),
     );
@@ -539,6 +528,6 @@ const idSet = (ids: readonly string[]): string[] => [
 ];
 
 /** What the analytics report keeps of a similarity request: its filters and the ids it showed. */
-function shownFacts(conditions: Condition[], shown: StoredItem[]): RequestFacts {
-  return { total: shown.length, filters: filterTerms(conditions), shown: shown.map((i) => i.id) };
+function shownFacts(where: Where, shown: StoredItem[]): RequestFacts {
+  return { total: shown.length, filters: filterTerms(where.client), shown: shown.map((i) => i.id) };
 }

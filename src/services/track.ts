@@ -1,10 +1,10 @@
-import { parseActionVars } from '../domain/action-vars';
+import type { Dataset } from '../domain/dataset';
 import { invalid, type ErrorDetail } from '../domain/errors';
 import { LIMITS } from '../domain/limits';
 import { PURCHASE_ACTION, parseQty } from '../domain/popularity';
 import type { EventLog, LoggedEvent } from '../ports/event-log';
-import type { AuthService } from './auth';
 import type { Principal } from './principal';
+import type { VisionService } from './vision';
 
 /** One event as a client sends it: `v` names the action with `a:`; no timestamp means now. */
 interface TrackEvent {
@@ -25,18 +25,27 @@ export interface TrackEvents {
  */
 export class TrackService {
   constructor(
-    private readonly auth: AuthService,
+    private readonly vision: Pick<VisionService, 'read'>,
     private readonly events: EventLog,
     private readonly now: () => number,
   ) {}
 
-  async track(
-    p: Principal,
-    org: string,
-    name: string,
+  /**
+   * Within a scoped token's scope like every Vision request: its uid is each event's user_id
+   * unless the event names one. Events about items outside the scope are recorded as any other
+   * (refusing them would tell which items the scope holds).
+   */
+  track(p: Principal, org: string, name: string, cmd: TrackEvents): Promise<{ accepted: number }> {
+    return this.vision.read(p, org, name, 'track', (scope) =>
+      this.record(scope.ds, cmd, (v) => scope.vars(v)),
+    );
+  }
+
+  private async record(
+    ds: Dataset,
     cmd: TrackEvents,
+    parse: (v: string) => Record<string, string>,
   ): Promise<{ accepted: number }> {
-    const ds = await this.auth.visionDataset(p, org, name);
     const { v, events: given } = cmd;
     if (given.length > LIMITS.trackMaxEvents)
       throw invalid(`at most ${LIMITS.trackMaxEvents} events per request; got ${given.length}`, [
@@ -55,7 +64,7 @@ export class TrackService {
       where: { param?: string; index?: number },
     ) => {
       try {
-        const vars = parseActionVars(raw);
+        const vars = parse(raw);
         const action = vars.a;
         if (!action) throw invalid('a:<action> is required, e.g. a:click');
         // a purchase counts its qty toward service_purchases (contract §14): refuse what cannot

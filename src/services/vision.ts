@@ -1,23 +1,16 @@
 import { ReadinessMemo } from './ready-memo';
 import { checkFigures, hasFigures, type FiguresSpec, type Figures } from '../domain/figures';
 import { checkGroup, isGeneratedField, type GroupSpec, type ItemGroup } from '../domain/group';
-import { AppError, invalid } from '../domain/errors';
+import { invalid } from '../domain/errors';
 import { filterTerms, type RequestFacts } from '../domain/report';
-import type { Dataset } from '../domain/dataset';
 import type { StoredItem } from '../domain/item';
-import { parseActionVars } from '../domain/action-vars';
 import { GENERATED_FIELDS, LIMITS, isServiceTimeField } from '../domain/limits';
 import type { ItemReader } from '../ports/item-reader';
+import type { RateCounter } from '../ports/rate-counter';
+import { openScope, type ScopeDeps, type VisionScope } from './vision-scope';
 import type { Facets, SearchEngine, SortOrder } from '../ports/search-engine';
-import type { Condition } from '../query/ast';
-import { parseQ } from '../query/parse';
-import {
-  arrayFieldProblem,
-  resolveFilters,
-  type FieldCatalogue,
-  type ResolveContext,
-} from '../query/resolve';
-import { compileFilterTree, type FilterTree } from '../query/tree';
+import { arrayFieldProblem, type FieldCatalogue, type ResolveContext } from '../query/resolve';
+import type { FilterTree } from '../query/tree';
 import type { AuthService } from './auth';
 import type { MeteringService } from './metering';
 import type { RequestType } from '../domain/plan';
@@ -86,52 +79,24 @@ function sortProblem(field: string, catalogue: FieldCatalogue): string | undefin
 
 /** The Vision API's non-visual reads: paginated search, content/details, content/fields. */
 export class VisionService {
+  private readonly deps: ScopeDeps;
+
   constructor(
-    private readonly store: ItemReader,
-    private readonly engine: SearchEngine,
+    store: ItemReader,
+    engine: SearchEngine,
     private readonly auth: AuthService,
     private readonly metering: MeteringService,
-    private readonly settingsAt: SettingsLocation,
-    private readonly ready = new ReadinessMemo(),
-  ) {}
-
-  /** What q, typed filters and figures are checked against: the dataset's field rules. */
-  private rules(ds: Dataset, catalogue: FieldCatalogue): ResolveContext {
-    return {
-      enabled: ds.settings.fields,
-      catalogue,
-      settingsPath: this.settingsAt(ds.org, ds.name),
-    };
-  }
-
-  /** Parses and resolves q against the dataset's enabled fields and field types. */
-  async conditions(
-    ds: Dataset,
-    q: string | undefined,
-    catalogue?: FieldCatalogue,
-  ): Promise<Condition[]> {
-    const filters = parseQ(q);
-    if (filters.length === 0) return [];
-    return resolveFilters(
-      filters,
-      this.rules(ds, catalogue ?? (await this.store.catalogue(ds.id))),
-    );
-  }
-
-  /** 409 until the dataset holds enough processed items for the Vision API (contract §2). */
-  async requireReady(ds: Dataset): Promise<void> {
-    const processed =
-      (await this.ready.get(ds.id, async () => (await this.store.counts(ds.id)).processed)) ?? 0;
-    if (processed < LIMITS.minProcessedForVision)
-      throw new AppError(
-        'dataset_not_ready',
-        `dataset '${ds.name}' has ${processed} processed items; the Vision API needs at least ${LIMITS.minProcessedForVision}`,
-      );
+    settingsAt: SettingsLocation,
+    rates: RateCounter,
+    ready = new ReadinessMemo(),
+    now: () => number = Date.now,
+  ) {
+    this.deps = { store, engine, rates, ready, settingsAt, now };
   }
 
   /** Paginated search (request type `search`); REST and GraphQL shape the page their own way. */
   async search(p: Principal, org: string, name: string, r: SearchRequest): Promise<SearchPage> {
-    return this.request(p, org, name, 'search', async (ds, bill) => {
+    return this.request(p, org, name, 'search', async (scope, bill) => {
       const spec = checkFigures(r.figures ?? NO_FIGURES);
       const wantsFigures = hasFigures(spec);
       // With figures asked for, limit=0 answers the figures alone (contract §10).
@@ -140,8 +105,8 @@ export class VisionService {
         ? { page: 1, limit: 0, offset: 0 }
         : visionPage(r);
       const order = r.order ?? 'desc';
-      const vars = parseActionVars(r.v);
-      const catalogue = await this.store.catalogue(ds.id);
+      const vars = scope.vars(r.v);
+      const catalogue = await scope.catalogue();
       const sort = r.sort === undefined || r.sort === '' ? DEFAULT_SORT : r.sort;
       const sp = sortProblem(sort, catalogue);
       if (sp) throw invalid(sp, [{ param: 'sort', message: sp }]);
@@ -150,27 +115,26 @@ export class VisionService {
         throw invalid('facet_scope needs group=<field>', [
           { param: 'facet_scope', message: 'only with group' },
         ]);
-      const conditions = await this.conditions(ds, r.q, catalogue);
-      if (r.filter) conditions.push(...compileFilterTree(r.filter, this.rules(ds, catalogue)));
-      if (wantsFigures) checkFigureFields(spec, this.rules(ds, catalogue));
+      const where = await scope.where(r.q, r.filter, catalogue);
+      if (wantsFigures) checkFigureFields(spec, scope.rules(catalogue));
       const figureSpec: FiguresSpec =
         group && r.facetScope !== 'items'
           ? { ...spec, groupBy: group.field, exactUpTo: LIMITS.groupExactMax }
           : spec;
-      await this.requireReady(ds);
-      const req = { conditions, sort: { field: sort, order }, offset, limit };
+      await scope.ready();
+      const req = { sort: { field: sort, order }, offset, limit };
       const [found, figures] = await bill(
         vars,
         () =>
           Promise.all([
             group
-              ? this.engine.searchGroups(ds.id, { ...req, group, exactUpTo: LIMITS.groupExactMax })
-              : this.engine.search(ds.id, req),
-            wantsFigures ? this.engine.figures(ds.id, conditions, figureSpec) : undefined,
+              ? scope.searchGroups(where, { ...req, group, exactUpTo: LIMITS.groupExactMax })
+              : scope.search(where, req),
+            wantsFigures ? scope.figures(where, figureSpec) : undefined,
           ]),
         ([f]) => ({
           total: f.total,
-          filters: filterTerms(conditions),
+          filters: filterTerms(where.client),
           ...(r.sort ? { sort: r.sort } : {}),
         }),
       );
@@ -200,24 +164,49 @@ export class VisionService {
   }
 
   /**
-   * One Vision API request of `type`: its charge starts at once (metering.upfront), its work
-   * starts on the dataset as this process last read it (auth.withVisionDataset), and `bill`
-   * is the only way its engine work reaches the client, so no answer skips the confirmation.
+   * One billable Vision API request of `type`, the one way such work reaches the dataset: its
+   * charge starts at once (metering.upfront), its work starts on the dataset as this process
+   * last read it (auth.withVisionDataset, which also verifies a scoped token against it), it
+   * reads only through its VisionScope, and `bill` is the only way its engine work reaches the
+   * client, so no answer skips the confirmation, the charge or the token's rate.
    */
   request<T>(
     p: Principal,
     org: string,
     name: string,
     type: RequestType,
-    work: (ds: Dataset, bill: Bill) => Promise<T>,
+    work: (scope: VisionScope, bill: Bill) => Promise<T>,
   ): Promise<T> {
     return this.metering.upfront(p, org, type, (early) =>
-      this.auth.withVisionDataset(p, org, name, (ds, confirm) =>
-        work(ds, (vars, run, facts) =>
-          this.metering.billed(ds, type, vars, () => confirm(run()), facts, early),
-        ),
-      ),
+      this.auth.withVisionDataset(p, org, name, (ds, confirm) => {
+        const scope = openScope(p, ds, type, this.deps);
+        return work(scope, (vars, run, facts) =>
+          this.metering.billed(
+            ds,
+            type,
+            vars,
+            () => confirm(Promise.all([run(), scope.admitted]).then(([r]) => r)),
+            facts,
+            early,
+          ),
+        );
+      }),
     );
+  }
+
+  /** A free Vision API read (details, fields, track): scoped like every request, never billed. */
+  read<T>(
+    p: Principal,
+    org: string,
+    name: string,
+    type: 'details' | 'fields' | 'track',
+    work: (scope: VisionScope) => Promise<T>,
+  ): Promise<T> {
+    return this.auth.withVisionDataset(p, org, name, async (ds, confirm) => {
+      const scope = openScope(p, ds, type, this.deps);
+      const [out] = await confirm(Promise.all([work(scope), scope.admitted]));
+      return out;
+    });
   }
 
   /** Processed items among `ids`, unique, in the order asked; unknown ids are absent. Not billable. */
@@ -227,7 +216,6 @@ export class VisionService {
     name: string,
     rawIds: readonly string[],
   ): Promise<StoredItem[]> {
-    const ds = await this.auth.visionDataset(p, org, name);
     const ids = [...new Set(rawIds.map((s) => s.trim()).filter(Boolean))];
     if (ids.length === 0)
       throw invalid('ids is required', [{ param: 'ids', message: 'comma-separated item ids' }]);
@@ -235,18 +223,15 @@ export class VisionService {
       throw invalid(`at most ${LIMITS.detailsMaxIds} ids per request; got ${ids.length}`, [
         { param: 'ids', message: 'too many ids' },
       ]);
-    const found = new Map(
-      (await this.store.getItems(ds.id, ids))
-        .filter((i) => i.state === 'processed')
-        .map((i) => [i.id, i]),
-    );
-    return ids.flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
+    return this.read(p, org, name, 'details', async (scope) => {
+      const found = await scope.items(ids);
+      return ids.flatMap((id) => (found.has(id) ? [found.get(id)!] : []));
+    });
   }
 
   /** The dataset's public field names, generated ones included. Not billable. */
   async fieldNames(p: Principal, org: string, name: string): Promise<string[]> {
-    const ds = await this.auth.visionDataset(p, org, name);
-    return this.store.publicFields(ds.id);
+    return this.read(p, org, name, 'fields', (scope) => scope.fieldNames());
   }
 
   /** Value → count of each named field among the items matching q. Not billable. */
@@ -256,13 +241,13 @@ export class VisionService {
     name: string,
     r: { fields: readonly string[]; q?: string },
   ): Promise<Facets> {
-    const ds = await this.auth.visionDataset(p, org, name);
     if (r.fields.length === 0)
       throw invalid('fields is required: a comma-separated list of fields, or *', [
         { param: 'fields', message: 'required' },
       ]);
-    const conditions = await this.conditions(ds, r.q);
-    return this.engine.facets(ds.id, conditions, [...r.fields]);
+    return this.read(p, org, name, 'fields', async (scope) =>
+      scope.facets(await scope.where(r.q), [...r.fields]),
+    );
   }
 }
 

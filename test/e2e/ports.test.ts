@@ -15,6 +15,7 @@ const EXPECTED: Record<string, Record<string, string>> = {
     ledger: 'SqliteUsageLedger',
     events: 'SqliteEventLog',
     keys: 'FileKeyStore',
+    rates: 'MemoryRateCounter',
   },
   elasticsearch: {
     accounts: 'EsAccountStore',
@@ -25,6 +26,7 @@ const EXPECTED: Record<string, Record<string, string>> = {
     ledger: 'EsUsageLedger',
     events: 'EsEventLog',
     keys: 'EsKeyStore',
+    rates: 'EsRateCounter',
   },
 };
 const QUEUES: Record<string, string> = { inprocess: 'SqliteJobQueue', rabbitmq: 'AmqpJobQueue' };

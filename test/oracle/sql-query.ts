@@ -104,6 +104,11 @@ function lowerCondition(c: Condition, datasetId: string): Sql {
       const inner = conjunction(c.of, datasetId);
       return { sql: `NOT (${inner.sql})`, params: inner.params };
     }
+    case 'ids':
+      return {
+        sql: c.ids.length ? `i.id IN (${c.ids.map(() => '?').join(', ')})` : '0',
+        params: c.ids,
+      };
   }
 }
 

@@ -81,6 +81,8 @@ function conditionDsl(c: Condition): { filter?: Dsl[]; must_not?: Dsl[] } {
       };
     case 'none':
       return { must_not: [conjunctionDsl(c.of)] };
+    case 'ids':
+      return { filter: [{ ids: { values: c.ids } }] };
   }
 }
 

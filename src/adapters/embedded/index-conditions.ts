@@ -103,5 +103,18 @@ function lower(ix: DatasetIndex, c: Condition): Bits {
     }
     case 'none':
       return andNotInPlace(universe(ix), conjunction(ix, c.of));
+    case 'ids': {
+      const slotOf = ix.cached(
+        'slot-of-id',
+        String(ix.slotVersion),
+        () => new Map(ix.ids.flatMap((id, slot) => (id === undefined ? [] : [[id, slot]]))),
+      );
+      const out = new Uint32Array(ix.words);
+      for (const id of c.ids) {
+        const slot = slotOf.get(id);
+        if (slot !== undefined) set(out, slot);
+      }
+      return andInPlace(out, ix.processed);
+    }
   }
 }
