@@ -19,7 +19,7 @@ import { requestIdFrom } from '../api/http/request-id';
 import { opsRoutes, restApi } from '../api/rest/plugin';
 import { recordRequestMetrics } from '../api/rest/routes/metrics';
 import type { Config } from '../config/env';
-import { AppError } from '../domain/errors';
+import { AppError, isAppError } from '../domain/errors';
 import { LIMITS } from '../domain/limits';
 import type { Services } from './container';
 
@@ -137,6 +137,14 @@ export async function buildApiServer(
   registerBodyParsers(app);
   const authFailed = await registerRateLimits(app, config.RATE_LIMIT_PER_MINUTE);
   app.addHook('onRequest', authenticateRequests(services.auth, config.PUBLIC_BASE_URL, authFailed));
+  // A scoped token's signature is checked with the dataset the route names, after the hook:
+  // its refusals count toward the address's failed authentications all the same.
+  app.setErrorHandler(async (err, req, reply) => {
+    let answer: unknown = err;
+    if (isAppError(err) && err.code === 'unauthorized' && req.ctx?.principal.kind === 'scoped')
+      await authFailed(req).catch((e: unknown) => (answer = e));
+    return sendError(req, reply, answer);
+  });
   recordRequestMetrics(app, services.metrics);
 
   await app.register(restApi(services, authFailed));

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { AppError } from '../domain/errors';
+import { AppError, invalid } from '../domain/errors';
 import {
   parseEnabledFields,
   sameFields,
@@ -15,6 +15,10 @@ import type { ContentStore } from '../ports/content-store';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
 import { browseToken } from './tokens';
+import { mintScoped } from './scoped-tokens';
+import { checkPayload } from '../domain/scope-payload';
+import { parseQ } from '../query/parse';
+import { resolveFilters } from '../query/resolve';
 
 /** A dataset as its organisation sees it; transports add their links (contract §3). */
 export interface DatasetView {
@@ -46,7 +50,49 @@ export class DatasetService {
     private readonly clock: () => Date,
     /** Recorded on new datasets; workers re-embed datasets made with another one. */
     private readonly embedder: EmbedderRef,
+    /** Where a dataset's array fields are enabled, named in errors about a token's q. */
+    private readonly settingsAt: (org: string, name: string) => string = () => 'settings/fields',
   ) {}
+
+  /** The dataset with its current rotation (a realtime read): what scoped keys derive from. */
+  private async current(p: Principal, org: string, name: string): Promise<Dataset> {
+    const ds = await this.auth.adminDataset(p, org, name);
+    return { ...ds, browseRotation: await this.accounts.browseRotation(ds.id) };
+  }
+
+  /** The key a shop's server signs scoped tokens with (contract §16). */
+  async scopedKey(p: Principal, org: string, name: string): Promise<string> {
+    return this.auth.scopedKey(await this.current(p, org, name));
+  }
+
+  /**
+   * A scoped token signed here, for integrations that do not hold the key: the payload is
+   * checked as a request would use it — its q against the dataset's fields, exp not past.
+   */
+  async mintScopedToken(p: Principal, org: string, name: string, raw: unknown): Promise<string> {
+    const ds = await this.current(p, org, name);
+    const payload = checkPayload(raw);
+    if (payload.exp !== undefined && payload.exp * 1000 <= this.clock().getTime())
+      throw invalid(`exp ${payload.exp} is in the past`, [
+        { field: 'exp', message: 'in the past' },
+      ]);
+    if (payload.q) {
+      const filters = parseQ(payload.q);
+      const catalogue = await this.content.catalogue(ds.id);
+      try {
+        resolveFilters(filters, {
+          enabled: ds.settings.fields,
+          catalogue,
+          settingsPath: this.settingsAt(org, name),
+        });
+      } catch (e) {
+        throw invalid(`q: ${(e as Error).message}`, [
+          { field: 'q', message: (e as Error).message },
+        ]);
+      }
+    }
+    return mintScoped(this.auth.scopedKey(ds), payload);
+  }
 
   private async browseTokenOf(ds: Dataset): Promise<string> {
     const rotation = await this.accounts.browseRotation(ds.id);
@@ -83,6 +129,7 @@ export class DatasetService {
       name,
       settings: { fields: {}, version: 1 },
       createdAt: now.toISOString(),
+      browseRotation: 0,
       embedder: this.embedder,
     };
     if (!(await this.accounts.createDataset(ds)))
@@ -121,7 +168,7 @@ export class DatasetService {
     const rotation = await this.accounts.bumpBrowseRotation(ds.id);
     await this.accounts.putToken(browseToken(this.serverKey, org, ds.id, rotation, now).record);
     await this.accounts.removeToken(old.record.prefix);
-    return this.view(ds);
+    return this.view({ ...ds, browseRotation: rotation });
   }
 
   async setEnabledFields(

@@ -110,7 +110,8 @@ export type SortOrder =
 export type TokenKind =
   | 'DATASET'
   | 'OPERATOR'
-  | 'ORGANISATION';
+  | 'ORGANISATION'
+  | 'SCOPED';
 
 export type ViewerQueryVariables = Exact<{ [key: string]: never; }>;
 

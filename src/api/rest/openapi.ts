@@ -53,6 +53,7 @@ function errorsOf(op: Operation): ErrorCode[] {
     ['unauthorized', 'forbidden', 'unsupported_version', 'rate_limited'].forEach((c) =>
       codes.add(c as ErrorCode),
     );
+  if (op.access === 'dataset') codes.add('token_expired');
   codes.add('internal');
   codes.add('unavailable');
   return [...codes];
@@ -62,7 +63,7 @@ const ACCESS_TEXT: Record<Operation['access'], string> = {
   none: 'No token.',
   operator: 'The operator token.',
   organisation: 'An organisation token of this organisation.',
-  dataset: 'The dataset’s browse token.',
+  dataset: 'The dataset’s browse token, or a scoped token made with its key (contract §16).',
 };
 
 function pathItem(op: Operation, components: Json): Json {

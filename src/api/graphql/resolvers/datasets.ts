@@ -10,7 +10,12 @@ import {
   StoredContentItem,
   WriteResult,
 } from '../types/dataset';
-import { ContentItemInput, ContentUpdateInput, EnabledFieldInput } from '../types/inputs';
+import {
+  ContentItemInput,
+  ContentUpdateInput,
+  EnabledFieldInput,
+  ScopedTokenInput,
+} from '../types/inputs';
 import { contentBody } from '../content-body';
 import { parseContentBatch } from '../../../domain/content';
 
@@ -23,6 +28,33 @@ export class DatasetResolver {
   async embedder(@Root() d: Dataset, @Ctx() ctx: GqlContext): Promise<DatasetEmbedder> {
     const e = await ctx.services.datasets.embedderStatus(await ctx.principal(), d.org, d.name);
     return Object.assign(new DatasetEmbedder(), e);
+  }
+
+  @FieldResolver(() => String, {
+    description:
+      'The key scoped tokens are signed with (contract §16); it changes when the browse token is rotated.',
+  })
+  async scopedKey(@Root() d: Dataset, @Ctx() ctx: GqlContext): Promise<string> {
+    return ctx.services.datasets.scopedKey(await ctx.principal(), d.org, d.name);
+  }
+
+  @Mutation(() => String, {
+    description: 'A scoped token signed by the service (contract §16). Organisation token.',
+  })
+  async createScopedToken(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('dataset', () => String) dataset: string,
+    @Arg('scope', () => ScopedTokenInput) scope: ScopedTokenInput,
+    @Ctx() ctx: GqlContext,
+  ): Promise<string> {
+    // GraphQL nulls are absent keys in a payload
+    const payload = Object.fromEntries(Object.entries(scope).filter(([, v]) => v != null));
+    return ctx.services.datasets.mintScopedToken(
+      await ctx.principal(),
+      organisation,
+      dataset,
+      payload,
+    );
   }
 
   @Mutation(() => Dataset, { description: 'Organisation token.' })

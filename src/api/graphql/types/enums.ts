@@ -42,6 +42,8 @@ export enum TokenKind {
   OPERATOR = 'operator',
   ORGANISATION = 'org',
   DATASET = 'dataset',
+  /** A scoped token (contract §16): it names no dataset until a request does. */
+  SCOPED = 'scoped',
 }
 registerEnumType(TokenKind, { name: 'TokenKind' });
 

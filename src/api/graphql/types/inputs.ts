@@ -1,5 +1,5 @@
 import { Field, ID, InputType, Int } from 'type-graphql';
-import { LimitType } from './enums';
+import { LimitType, RequestType } from './enums';
 import { JSONObjectScalar } from './scalars';
 
 // Inputs carry types only; the rules (lengths, URL forms, metadata types, limits) are checked by
@@ -84,4 +84,28 @@ export class EnabledFieldInput {
 
   @Field(() => [String], { description: 'Values to enable, or ["*"] for all.' })
   values!: string[];
+}
+
+@InputType({ description: 'A scoped token payload (contract §16); every field optional.' })
+export class ScopedTokenInput {
+  @Field(() => String, { nullable: true, description: 'A q filter ANDed into every request.' })
+  q?: string;
+
+  @Field(() => Int, { nullable: true, description: 'Expiry, Unix seconds.' })
+  exp?: number;
+
+  @Field(() => [RequestType], {
+    nullable: true,
+    description: 'Billable request types allowed; details, fields and track always are.',
+  })
+  types?: RequestType[];
+
+  @Field(() => [String], { nullable: true, description: 'The metadata fields that may be seen.' })
+  fields?: string[];
+
+  @Field(() => Int, { nullable: true, description: 'Requests per minute for this token.' })
+  rate?: number;
+
+  @Field(() => String, { nullable: true, description: "Recorded as the events' user_id." })
+  uid?: string;
 }

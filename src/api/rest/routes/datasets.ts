@@ -51,6 +51,19 @@ export const datasetRoutes =
         await s.datasets.rotateBrowseToken(req.ctx.principal, params.organisation, params.dataset),
       ),
     }));
+    serve(app, op.getScopedKey, async ({ params }, req) => ({
+      status: 'ok',
+      key: await s.datasets.scopedKey(req.ctx.principal, params.organisation, params.dataset),
+    }));
+    serve(app, op.createScopedToken, async ({ params, body }, req) => ({
+      status: 'ok',
+      token: await s.datasets.mintScopedToken(
+        req.ctx.principal,
+        params.organisation,
+        params.dataset,
+        body,
+      ),
+    }));
     serve(app, op.setEnabledFields, async ({ params, body }, req) => ({
       status: 'ok',
       dataset: datasetBody(

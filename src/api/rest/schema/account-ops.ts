@@ -178,6 +178,33 @@ export const rotateBrowseToken = operation({
   errors: ['not_found'],
 });
 
+export const getScopedKey = operation({
+  id: 'getScopedKey',
+  method: 'GET',
+  path: `${DS}/scoped-key`,
+  summary: 'The key scoped tokens are signed with (contract §16); it changes with the browse token',
+  tag: 'datasets',
+  access: 'organisation',
+  params: datasetParams,
+  status: 200,
+  response: shape.ok.extend({ key: z.string().meta({ description: 'sk_…' }) }),
+  errors: ['not_found'],
+});
+
+export const createScopedToken = operation({
+  id: 'createScopedToken',
+  method: 'POST',
+  path: `${DS}/scoped-tokens`,
+  summary: 'Sign a scoped token here instead of with the scoped key (contract §16)',
+  tag: 'datasets',
+  access: 'organisation',
+  params: datasetParams,
+  body: body.scopedToken,
+  status: 201,
+  response: shape.ok.extend({ token: z.string().meta({ description: 'st_…' }) }),
+  errors: ['invalid_request', 'not_found'],
+});
+
 export const setEnabledFields = operation({
   id: 'setEnabledFields',
   method: 'PUT',

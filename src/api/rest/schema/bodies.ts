@@ -4,6 +4,7 @@ import { LIMITS } from '../../../domain/limits';
 import { metadataProblems, valueProblem } from '../../../domain/metadata';
 import { DATASET_NAME, ORG_NAME } from '../../../domain/names';
 import { REQUEST_TYPES } from '../../../domain/plan';
+import { scopePayloadSchema } from '../../../domain/scope-payload';
 
 // Request bodies. Each schema is checked before the service runs; where a domain rule already
 // words a problem (ids, urls, metadata), the schema calls that rule, so REST and GraphQL refuse
@@ -120,6 +121,11 @@ export const enabledFields = z.object({
   fields: z.record(z.string(), z.array(z.union([z.string(), z.number()])).min(1)).meta({
     description: `Array field → values enabled for q; ["*"] enables every value. At most ${LIMITS.indexedArrayValues} values in all`,
   }),
+});
+
+export const scopedToken = scopePayloadSchema.meta({
+  description:
+    'The token payload (contract §16), every key optional: q, exp (Unix seconds), types, fields, rate (per minute), uid',
 });
 
 export const lens = z.object({

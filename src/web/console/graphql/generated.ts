@@ -14,7 +14,8 @@ export type FacetInput = {
 export type TokenKind =
   | 'DATASET'
   | 'OPERATOR'
-  | 'ORGANISATION';
+  | 'ORGANISATION'
+  | 'SCOPED';
 
 export type ConsoleFiguresQueryVariables = Exact<{
   o: string;
