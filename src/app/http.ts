@@ -14,7 +14,7 @@ import { authenticateRequests } from '../api/http/authenticate';
 import { registerBodyParsers } from '../api/http/body-parsers';
 import { answerClientError, answerUnrouted } from '../api/http/client-errors';
 import { sendError } from '../api/http/errors';
-import { registerRateLimits } from '../api/http/rate-limit';
+import { registerRateLimits, type AuthFailureLimit } from '../api/http/rate-limit';
 import { requestIdFrom } from '../api/http/request-id';
 import { opsRoutes, restApi } from '../api/rest/plugin';
 import { recordRequestMetrics } from '../api/rest/routes/metrics';
@@ -89,13 +89,15 @@ function baseServer(
   log: Logger,
   opts: Omit<FastifyHttpOptions<http.Server>, 'loggerInstance' | 'genReqId'>,
   notFound: (req: FastifyRequest) => AppError,
+  /** What an error is answered as (by default itself). */
+  answerFor: (err: unknown, req: FastifyRequest) => Promise<unknown> = async (err) => err,
 ): FastifyInstance {
   const app = Fastify({
     ...opts,
     loggerInstance: log as FastifyBaseLogger,
     genReqId: (req) => requestIdFrom(req.headers['x-request-id']),
   });
-  app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
+  app.setErrorHandler(async (err, req, reply) => sendError(req, reply, await answerFor(err, req)));
   app.setNotFoundHandler((req, reply) => sendError(req, reply, notFound(req)));
   closeConnectionsOnClose(app);
   return app;
@@ -111,6 +113,7 @@ export async function buildApiServer(
   config: Config,
   log: Logger,
 ): Promise<FastifyInstance> {
+  let authFailed: AuthFailureLimit = async () => undefined;
   const app = baseServer(
     log,
     {
@@ -126,6 +129,16 @@ export async function buildApiServer(
       http: { requireHostHeader: false },
     },
     (req) => new AppError('not_found', `no route ${req.method} ${req.url.split('?')[0]}`),
+    // A scoped token's signature is checked with the dataset the route names, after the hook:
+    // its refusals count toward the address's failed authentications all the same.
+    async (err, req) => {
+      if (!isAppError(err) || err.code !== 'unauthorized' || req.ctx?.principal.kind !== 'scoped')
+        return err;
+      return authFailed(req).then(
+        () => err,
+        (limited: unknown) => limited,
+      );
+    },
   );
   answerUnrouted(app.server);
   const routeTable: FastifyInstance['routeTable'] = [];
@@ -135,16 +148,8 @@ export async function buildApiServer(
       if (method !== 'HEAD') routeTable.push({ method, url: r.url });
   });
   registerBodyParsers(app);
-  const authFailed = await registerRateLimits(app, config.RATE_LIMIT_PER_MINUTE);
+  authFailed = await registerRateLimits(app, config.RATE_LIMIT_PER_MINUTE);
   app.addHook('onRequest', authenticateRequests(services.auth, config.PUBLIC_BASE_URL, authFailed));
-  // A scoped token's signature is checked with the dataset the route names, after the hook:
-  // its refusals count toward the address's failed authentications all the same.
-  app.setErrorHandler(async (err, req, reply) => {
-    let answer: unknown = err;
-    if (isAppError(err) && err.code === 'unauthorized' && req.ctx?.principal.kind === 'scoped')
-      await authFailed(req).catch((e: unknown) => (answer = e));
-    return sendError(req, reply, answer);
-  });
   recordRequestMetrics(app, services.metrics);
 
   await app.register(restApi(services, authFailed));

@@ -4,6 +4,7 @@
  * Elasticsearch and one RabbitMQ. They must behave as one service.
  */
 import type { ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { deleteInstallation, tempDir, waitFor } from '../helpers/app';
@@ -38,6 +39,8 @@ const children: ChildProcess[] = [];
 let a: HttpClient;
 let b: HttpClient;
 let operator: string;
+/** The org token of the `credits` organisation (its dataset is processed once, then reused). */
+let creditsToken: string;
 
 /** The process's log (its stdout and stderr), written beside the test's files. */
 const logOf = (name: string): string =>
@@ -145,6 +148,7 @@ test('a revoked token is refused on every host', async () => {
 test('items pushed through both hosts are processed by both workers; credits are exact across hosts', async () => {
   const created = await a.call('POST', '/orgs', operator, { name: 'credits' });
   const token = created.body.token as string;
+  creditsToken = token;
   await b.call('POST', '/orgs/credits/datasets', token, { name: 'd' });
   await push('credits', token, 220);
   await waitFor(
@@ -171,6 +175,45 @@ test('items pushed through both hosts are processed by both workers; credits are
   expect(usage.datasets.d.usage).toEqual([{ type: 'search', requests: R, credits: R }]);
   expect(usage.images.processed).toBe(220);
 }, 180_000);
+
+test('scoped tokens: minted on one host, checked on the other; rate and rotation shared', async () => {
+  const token = creditsToken;
+  const unlimited = { plan: { credits: { limitType: 'unlimited' } } };
+  expect((await a.call('PUT', '/orgs/credits/plan', operator, unlimited)).status).toBe(200);
+  const key = (await a.call('GET', '/orgs/credits/datasets/d/scoped-key', token)).body.key;
+  const p = Buffer.from(JSON.stringify({ q: 'n:0:99' })).toString('base64url');
+  const mac = crypto.createHmac('sha256', key).update(p).digest('base64url');
+  const local = `st_${p}.${mac}`;
+  const search = (h: HttpClient, t: string) =>
+    h.call('GET', '/orgs/credits/datasets/d/search?limit=2', t);
+  const viaB = await search(b, local);
+  expect(viaB.status).toBe(200);
+  expect(viaB.body.total_results).toBe(100);
+
+  // minted by the service on B, limited to 5 a minute over both hosts together
+  const minted = await b.call('POST', '/orgs/credits/datasets/d/scoped-tokens', token, {
+    q: 'n:100:199',
+    rate: 5,
+  });
+  expect(minted.status).toBe(201);
+  const rs = await Promise.all(
+    Array.from({ length: 12 }, (_, i) => search(i % 2 ? a : b, minted.body.token)),
+  );
+  expect(rs.filter((r) => r.status === 200)).toHaveLength(5);
+  const refused = rs.filter((r) => r.status === 429);
+  expect(refused).toHaveLength(7);
+  for (const r of refused) {
+    const wait = Number(r.headers.get('retry-after'));
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(60);
+  }
+
+  // a rotation on A refuses the old key's tokens on B at once
+  expect((await a.call('POST', '/orgs/credits/datasets/d/browse_token', token)).status).toBe(200);
+  const after = await search(b, local);
+  expect(after.status).toBe(401);
+  expect(after.body.error.code).toBe('unauthorized');
+}, 60_000);
 
 test('a fixed image limit holds exactly across both workers', async () => {
   const created = await b.call('POST', '/orgs', operator, {

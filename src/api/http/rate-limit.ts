@@ -19,6 +19,8 @@ const WINDOW_MS = 60_000;
 export function principalKey(p: Principal): string {
   if (p.kind === 'org') return `org:${p.prefix}`;
   if (p.kind === 'dataset') return `dataset:${p.datasetId}`;
+  // per token: it names no dataset before the route runs
+  if (p.kind === 'scoped') return `scoped:${p.token.sig.toString('base64url')}`;
   return 'operator';
 }
 
