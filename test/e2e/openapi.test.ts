@@ -136,6 +136,19 @@ test('every documented operation answers as documented, errors included', async 
     ...org,
     body: { fields: { tags: ['*'] } },
   });
+  await call('getScopedKey', 'GET', '/orgs/acme/datasets/other/scoped-key', org);
+  await call('createScopedToken', 'POST', '/orgs/acme/datasets/other/scoped-tokens', {
+    ...org,
+    body: { q: 'colour:red', types: ['search'], exp: 4_000_000_000 },
+  });
+  expect(
+    (
+      await call('createScopedToken', 'POST', '/orgs/acme/datasets/other/scoped-tokens', {
+        ...org,
+        body: { rate: 0 },
+      })
+    ).status,
+  ).toBe(400);
   await call('rotateBrowseToken', 'POST', '/orgs/acme/datasets/other/browse_token', org);
   await call('deleteDataset', 'DELETE', '/orgs/acme/datasets/other', org);
 
