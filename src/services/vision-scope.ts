@@ -95,6 +95,7 @@ const hasText = (conds: readonly Condition[]): boolean =>
  */
 export class VisionScope {
   private full?: Promise<FieldCatalogue>;
+  private readonly visible?: ReadonlySet<string>;
   private mustConds?: Promise<Condition[]>;
 
   /** Use openScope. */
@@ -105,18 +106,13 @@ export class VisionScope {
     private readonly claims: ScopePayload | undefined,
     /** Settles when the token's `rate` admits the request (or refuses it with a 429). */
     readonly admitted: Promise<void>,
-  ) {}
-
-  private get visible(): ReadonlySet<string> | undefined {
-    const f = this.claims?.fields;
-    return f ? new Set(f) : undefined;
+  ) {
+    if (claims?.fields) this.visible = new Set(claims.fields);
   }
 
   /** Whether a metadata field is hidden by the token's `fields` (generated fields never are). */
-  hidden = (field: string): boolean => {
-    const f = this.claims?.fields;
-    return !!f && !RESERVED_FIELDS.has(field) && !f.includes(field);
-  };
+  hidden = (field: string): boolean =>
+    !!this.visible && !this.visible.has(field) && !RESERVED_FIELDS.has(field);
 
   private fullCatalogue(): Promise<FieldCatalogue> {
     return (this.full ??= this.deps.store.catalogue(this.ds.id));
