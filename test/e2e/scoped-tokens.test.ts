@@ -742,6 +742,29 @@ describe('hidden fields behave as absent (fields scope)', () => {
     );
   });
 
+  test('similarity requests grouped by or showing hidden fields', async () => {
+    const A = IN[12]!;
+    const probes: Array<[string, string]> = [];
+    for (const v of [
+      'group=cost&limit=6',
+      'group=title&group_size=2&limit=5',
+      'fields=cost,title,brand&limit=6',
+      'q=cost:1:20&limit=6&exhaustive=true',
+      'q=colors:red&limit=4',
+      'q=sizes:m&limit=4&exhaustive=true',
+    ]) {
+      probes.push(
+        ['similar', `id=${A}&${v}`],
+        ['explore', `id=${A}&${v}`],
+        ['collection', `ids=${A},${IN[30]}&${v}`],
+      );
+    }
+    await each(probes, ([path, qs]) => same('fields', 'GET', path, qs));
+    await each(['group=cost&limit=6', 'q=cost:!3&limit=6&fields=*'], (qs) =>
+      same('fields', 'POST', 'search', qs, { body: lensBody() }),
+    );
+  });
+
   test('a token hiding parent: exclude_parent and group=parent see no parent', async () => {
     const S3 = scoped({ fields: ['brand', 'price'] });
     const target = IN.find((id) => metadataOf(Number(id.slice(2))).parent !== undefined)!;
@@ -1009,7 +1032,7 @@ describe('similarity: scope in every ranking, total and group count; targets out
       const start = await same(scope, 'GET', 'search', 'q=price:0:150&fields=brand,price&limit=5');
       let urls: string[] = start.body.results.map((e: any) => e.explore_url);
       expect(urls.length).toBeGreaterThan(0);
-      for (let step = 0; step < 3; step++) {
+      for (let step = 0; step < 2; step++) {
         const next: string[] = [];
         for (const u of urls.slice(0, 2)) {
           const url = new URL(u);
@@ -1318,8 +1341,12 @@ describe('GraphQL', () => {
     ]);
     for (const f of [
       'explore { id }',
+      `explore(id: "${IN[0]}") { id }`,
       `collection(ids: ["${IN[0]}"]) { id }`,
+      `collectionPage(ids: ["${IN[0]}"]) { totalResults }`,
+      `similarPage(id: "${IN[0]}") { totalResults }`,
       `lens(image: "${lensImage}") { id }`,
+      `lensPage(image: "${lensImage}") { totalResults }`,
     ]) {
       const x = await g(`{ ${V} { ${f} } }`, {}, T);
       expect([f.slice(0, 20), x.httpStatus, x.errors?.map((e) => e.extensions.code)]).toEqual([
@@ -1576,6 +1603,8 @@ describe('token checks', () => {
       '{"rate":"3"}',
       '{"q":5}',
       '{"uid":{}}',
+      '{"__proto__":{"fields":["cost"]},"q":"brand:acme"}',
+      '{"q":"brand:acme","constructor":{"prototype":{"admin":true}}}',
     ])
       await expect401(`payload ${raw}`, mint(KEY, undefined, raw));
     // wrong keys
@@ -1600,6 +1629,101 @@ describe('token checks', () => {
     // a bad signature reads the same whatever its cause
     const texts = sigFailures.map((b) => JSON.stringify(norm(b, { ref: false, fields: false })));
     expect(new Set(texts).size).toBe(1);
+  });
+
+  test('a token q the dataset rejects fails closed; empty lists never widen', async () => {
+    for (const q of [
+      'brand:',
+      'colors:red',
+      'brand:acme,,',
+      ':acme',
+      'price:a:b',
+      'brand:acme|',
+      'brand:!',
+    ]) {
+      const T = scoped({ q });
+      for (const p of [
+        'search?limit=50',
+        `content/details?ids=${OUT[0]},${IN[0]}`,
+        'content/fields?fields=brand',
+      ]) {
+        const r = await call('GET', `${ds.base}/${p}`, T);
+        expect([q, p, [400, 401].includes(r.status)]).toEqual([q, p, true]);
+      }
+    }
+    // fields: [] shows no metadata (or the token is refused)
+    const F = scoped({ fields: [] });
+    const f = await call('GET', `${ds.base}/search?limit=50&fields=*`, F);
+    if (f.status === 200)
+      for (const e of f.body.results)
+        expect(Object.keys(e.metadata).filter((k) => !/^(image_|service_)/.test(k))).toEqual([]);
+    else expect(f.status).toBe(401);
+    // unknown or free names in types allow nothing more; rate 0 or below is never unlimited
+    for (const extra of [
+      { types: ['details'] },
+      { types: ['track', 'fields'] },
+      { types: ['SEARCH'] },
+    ]) {
+      const r = await call('GET', `${ds.base}/search?limit=2`, scoped(extra));
+      expect([JSON.stringify(extra), [401, 403].includes(r.status)]).toEqual([
+        JSON.stringify(extra),
+        true,
+      ]);
+    }
+    for (const rate of [0, -1, 0.5]) {
+      const r = await call('GET', `${ds.base}/search?limit=2`, scoped({ rate, uid: `r${rate}` }));
+      expect([rate, [401, 429].includes(r.status)]).toEqual([rate, true]);
+    }
+    // a very long payload is refused or answered, never a 500
+    const long = scoped({ uid: 'u'.repeat(6000) });
+    expect([200, 400, 401, 431]).toContain(
+      (await call('GET', `${ds.base}/search?limit=2`, long)).status,
+    );
+    // encoded spellings of a hidden q key are the hidden field
+    for (const [enc, plain] of [
+      ['q=%2563ost:5', 'q=cost:5'],
+      ['q=%2563ost:!5', 'q=cost:!5'],
+      ['q=%2573upplier:quokka%2520ltd', 'q=supplier:x'],
+      ['q=%2573copemark:acme', 'q=cost:5'],
+    ]) {
+      const a = await call('GET', `${ds.base}/search?${enc}&limit=0&facets=brand`, S2);
+      const b = await call('GET', `${ds.base}/search?${plain}&limit=0&facets=brand`, S2);
+      expect([enc, a.status, norm(a.body, { ref: false, fields: true })]).toEqual([
+        enc,
+        b.status,
+        norm(b.body, { ref: false, fields: true }),
+      ]);
+    }
+    // types: [] allows no billable request (or the token is refused)
+    const T = scoped({ types: [] });
+    const s = await call('GET', `${ds.base}/search?limit=2`, T);
+    expect([401, 403]).toContain(s.status);
+  });
+
+  test('an org token mints and reads keys only for its own datasets', async () => {
+    for (const [m, p] of [
+      ['GET', '/orgs/scother/datasets/cat/scoped-key'],
+      ['POST', '/orgs/scother/datasets/cat/scoped-tokens'],
+      ['GET', `/orgs/${ORG}/datasets/nosuch/scoped-key`],
+      ['POST', `/orgs/${ORG}/datasets/nosuch/scoped-tokens`],
+    ] as const) {
+      const r = await t.call(m, p, {
+        token: ds.orgToken,
+        ...(m === 'POST' ? { body: { q: 'brand:acme' } } : {}),
+      });
+      expect([p, r.status, r.body.error?.code]).toEqual([p, 404, 'not_found']);
+      expect(JSON.stringify(r.body)).not.toMatch(/\b(sk|st)_[A-Za-z0-9_-]{20}/);
+    }
+    const a = await t.call('GET', `${ds.base}/scoped-key`, { token: foreign.orgToken });
+    expect([a.status, a.body.error?.code]).toEqual([404, 'not_found']);
+    // a dataset token is not an admin token either
+    const b = await t.call('GET', `${ds.base}/scoped-key`, { token: ds.dsToken });
+    expect([b.status, b.body.error?.code]).toEqual([403, 'forbidden']);
+    const c = await t.call('POST', `${ds.base}/scoped-tokens`, {
+      token: ds.dsToken,
+      body: { q: 'brand:other' },
+    });
+    expect([c.status, c.body.error?.code]).toEqual([403, 'forbidden']);
   });
 
   test('exp: past → 401 token_expired; future answers; an expired forgery is unauthorized', async () => {
@@ -1843,7 +1967,7 @@ describe('rate and uid', () => {
   };
   /** Away from the end of a UTC minute, so a fixed window can't reset within the test. */
   const midWindow = async () => {
-    while (Date.now() % 60_000 > 40_000) await new Promise((r) => setTimeout(r, 500));
+    while (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 250));
   };
 
   test('rate:3 admits three requests per minute across hosts, then 429 with Retry-After; refusals are not billed', async () => {
