@@ -298,6 +298,24 @@ async function main() {
       await page.locator('ul[aria-label="Items similar to the photo"] .tile img').first().waitFor();
       await page.waitForLoadState('networkidle');
     });
+    // A scoped link (contract §16): made in the dataset's administration, then opened.
+    let shared;
+    await shoot('share', 1280, async (page) => {
+      await page.goto(`${api}/#token=${orgToken}`);
+      const form = page.locator('section.admin[data-dataset="catalogue"] form.scoped-share');
+      await form.locator('#scoped-q-input').fill('brand:Acme');
+      await form.locator('#scoped-exp').selectOption('604800');
+      await form.locator('input[name="types"][value="lens"]').uncheck();
+      await form.locator('#scoped-fields').fill('title, parent, category, colour, price');
+      await form.getByRole('button', { name: 'Make link' }).click();
+      shared = await form.locator('#scoped-link').inputValue();
+      await form.evaluate((el) => el.scrollIntoView({ block: 'center' }));
+    });
+    await shoot('scoped', 1280, async (page) => {
+      await page.goto(shared);
+      await page.locator('ul[aria-label="Catalogue"] .tile img').first().waitFor();
+      await page.waitForLoadState('networkidle');
+    });
   } finally {
     await browser?.close();
     await app.stop();
