@@ -5,8 +5,8 @@
  * link; a fresh page opened on it shows the catalogue only (no organisation or admin screen),
  * exactly the items the REST API gives that token, and when it expires. A token allowing only
  * `search` offers no similar items, explore or search by photo; an expired token, a token that
- * expires while open and a rate-limited one each say so instead of showing a broken page. A bad
- * payload shows the API's 400 naming the field.
+ * expires while open, a forged one, one opened on another dataset and a rate-limited one each say
+ * so instead of showing a broken page. A bad payload shows the API's 400 naming the field.
  */
 import crypto from 'node:crypto';
 import type { Browser, Page, Request } from 'playwright-core';
@@ -66,14 +66,19 @@ const grid = (page: Page) => page.locator('ul[aria-label="Catalogue"] .tile');
 const tileIds = (page: Page) =>
   grid(page).evaluateAll((els) => els.map((e) => e.getAttribute('data-id') as string));
 
-/** A scoped token minted here with the dataset's key (contract §16), for scopes the form won't make. */
+/** A scoped token signed with `key` (contract §16). */
+const sign = (key: string, payload: Record<string, unknown>): string => {
+  const p = Buffer.from(JSON.stringify(payload)).toString('base64url');
+  return `st_${p}.${crypto.createHmac('sha256', key).update(p).digest('base64url')}`;
+};
+
+/** A scoped token minted here with the dataset's key, for scopes the form won't make. */
 async function mintLocally(payload: Record<string, unknown>): Promise<string> {
   const r = await t.call('GET', `${ds.base}/scoped-key`, { token: ds.orgToken });
   expect(r.status).toBe(200);
   const key: string = r.body.key;
   expect(key).toMatch(/^sk_/);
-  const p = Buffer.from(JSON.stringify(payload)).toString('base64url');
-  return `st_${p}.${crypto.createHmac('sha256', key).update(p).digest('base64url')}`;
+  return sign(key, payload);
 }
 const linkFor = (token: string) =>
   `/#${new URLSearchParams({ token, org: 'scopedorg', dataset: 'shop' }).toString()}`;
@@ -266,6 +271,23 @@ test('an expired link says so instead of opening; one that expires while open sa
   expect(notHttp(errors, 401)).toEqual([]);
   expect(outside).toEqual([]);
   await page.close();
+}, 60_000);
+
+test('a link signed with another key, or opened on another dataset, is refused before any page', async () => {
+  const forged = sign(`sk_${'A'.repeat(43)}`, { q: 'colour:red' });
+  const genuine = await mintLocally({ q: 'colour:red' });
+  for (const path of [
+    linkFor(forged),
+    `/#${new URLSearchParams({ token: genuine, org: 'scopedorg', dataset: 'other' }).toString()}`,
+  ]) {
+    const { page, errors, outside } = await open(path);
+    await page.getByText('This link is not accepted').waitFor();
+    expect(await page.locator('#token').count()).toBe(1); // the sign-in form, nothing else
+    expect(await grid(page).count()).toBe(0);
+    expect(notHttp(errors, 401, 404)).toEqual([]);
+    expect(outside).toEqual([]);
+    await page.close();
+  }
 }, 60_000);
 
 test('a link past its rate says when to try again', async () => {

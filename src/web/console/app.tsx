@@ -38,27 +38,29 @@ async function identify(s: Session): Promise<Who> {
 }
 
 /**
- * A scoped token names no dataset (GraphQL `viewer` says only `SCOPED`): the link's hints do.
- * `viewer` still checks it, so a forged, expired or revoked token is refused before any page.
+ * A scoped token names no dataset (GraphQL `viewer` says only `SCOPED`, without checking the
+ * signature, which needs the dataset's key): the link's hints do. One free Vision request on that
+ * dataset (`content/fields`, always allowed) checks the signature and the expiry there, so a
+ * changed or revoked link, or one opened with the wrong dataset, is refused before any page.
  */
 async function identifyScoped(s: Session): Promise<Who> {
   const scope = decodeScoped(s.token);
   if (!scope) throw new Error('This is not a valid scoped token.');
   const expires = expiryOf(scope);
   if (expires && expires.getTime() <= Date.now()) throw new Error(expiredMessage(expires));
-  try {
-    await new Api(s.token).viewer();
-  } catch (e) {
-    if (e instanceof ApiError && e.code === 'token_expired')
-      throw new Error(expiredMessage(expires), { cause: e });
-    // Refused: forged, or signed with a key rotated since. Anything else (the service cannot
-    // say who the token is): the catalogue's own requests will tell.
-    if (e instanceof ApiError && (e.status === 401 || e.code === 'unauthorized')) throw e;
-  }
   if (!s.org || !s.dataset)
     throw new Error(
       'A scoped token works only from the link it was shared with (…#token=…&org=…&dataset=…): the token itself names no dataset.',
     );
+  try {
+    await new VisionApi(new Api(s.token), s.org, s.dataset).fieldNames();
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 'token_expired')
+      throw new Error(expiredMessage(expires), { cause: e });
+    // Refused (forged, signed before a rotation, another dataset's): said by the caller. Anything
+    // else, a rate limit say, the catalogue's own requests will show.
+    if (e instanceof ApiError && (e.status === 401 || e.status === 404)) throw e;
+  }
   return { kind: 'scoped', org: s.org, dataset: s.dataset, scope };
 }
 
@@ -93,6 +95,7 @@ export function App() {
     if (!session) return;
     let live = true;
     setChecking(true);
+    const scoped = isScopedToken(session.token);
     identify(session)
       .then((w) => {
         if (!live) return;
@@ -105,10 +108,10 @@ export function App() {
         clearSession();
         setSession(undefined);
         setError(
-          e instanceof ApiError && e.status === 401
+          e instanceof ApiError && (e.status === 401 || (e.status === 404 && scoped))
             ? new Error(
-                isScopedToken(session.token)
-                  ? 'This link is not accepted (it was changed, or the dataset’s browse token was rotated since it was made).'
+                scoped
+                  ? 'This link is not accepted: it was changed or made for another dataset, or the dataset’s browse token was rotated since it was made.'
                   : 'This token is not accepted (unknown or revoked).',
               )
             : e,
