@@ -2079,3 +2079,115 @@ describe('rate and uid', () => {
     for (const e of events) expect(JSON.stringify(e.vars)).not.toContain('brand');
   });
 });
+
+describe('changes while tokens are in use (last: they edit the fixture)', () => {
+  test('an item leaving the scope is never shown with out-of-scope metadata, on any host', async () => {
+    const M = IN[100]!;
+    const seen: string[] = [];
+    let polling = true;
+    const poll = (async () => {
+      for (let k = 0; polling; k++) {
+        const [d, s, q] = await Promise.all([
+          t.callOn(k, 'GET', `${ds.base}/content/details?ids=${M}&fields=brand,price`, {
+            token: S1,
+          }),
+          t.callOn(k + 1, 'GET', `${ds.base}/similar?id=${M}&limit=3&fields=brand`, {
+            token: S1,
+          }),
+          t.callOn(k, 'GET', `${ds.base}/search?q=brand:acme|other&fields=brand&limit=50`, {
+            token: S2,
+          }),
+        ]);
+        for (const r of [d, s, q])
+          for (const e of r.body.results ?? [])
+            if (e.metadata?.brand !== 'acme')
+              seen.push(`${e.id} shown as ${JSON.stringify(e.metadata)} (host ${k % 2})`);
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    const w = await t.call('PUT', `${ds.base}/content`, {
+      token: ds.orgToken,
+      body: { content: [{ id: M, metadata: { brand: 'other', scopemark: 'other' } }] },
+    });
+    expect(w.status).toBe(202);
+    await waitFor('the move seen by the dataset token', async () => {
+      const r = await t.call('GET', `${ds.base}/content/details?ids=${M}&fields=brand`, {
+        token: ds.dsToken,
+      });
+      return r.body.results?.[0]?.metadata?.brand === 'other';
+    });
+    await new Promise((r) => setTimeout(r, 2500));
+    polling = false;
+    await poll;
+    expect(seen).toEqual([]);
+    // settled: the item is unknown to the token
+    const x = await call('GET', `${ds.base}/similar?id=${M}`, S1);
+    const u = await call('GET', `${ds.base}/similar?id=zz${M}`, S1);
+    expect([x.status, norm(x.body, { ref: false, fields: false })]).toEqual([
+      u.status,
+      norm(JSON.parse(JSON.stringify(u.body).replaceAll(`zz${M}`, M)), {
+        ref: false,
+        fields: false,
+      }),
+    ]);
+    // back in the scope
+    await t.call('PUT', `${ds.base}/content`, {
+      token: ds.orgToken,
+      body: { content: [{ id: M, metadata: { brand: 'acme', scopemark: 'acme' } }] },
+    });
+    await waitFor('the item back in the scope', async () => {
+      const r = await call('GET', `${ds.base}/content/details?ids=${M}`, S1);
+      return r.body.results?.length === 1;
+    });
+  });
+
+  test('a token whose q the settings no longer allow fails closed on every host', async () => {
+    const T = scoped({ q: 'sizes:m' });
+    const before = await call('GET', `${ds.base}/search?limit=0&facets=sizes`, T);
+    expect(before.status).toBe(200);
+    expect(before.body.total_results).toBe(ALL.filter((x) => x.md.sizes?.includes('m')).length);
+    const s = await t.call('PUT', `${ds.base}/settings/fields`, {
+      token: ds.orgToken,
+      body: { fields: { tags: ['*'] } },
+    });
+    expect(s.status).toBe(200);
+    try {
+      // within the 1 s the contract allows a host to apply settings: never unscoped
+      const end = Date.now() + 1500;
+      while (Date.now() < end)
+        for (const host of [0, 1]) {
+          const r = await t.callOn(host, 'GET', `${ds.base}/search?limit=0&facets=sizes`, {
+            token: T,
+          });
+          if (r.status === 200) expect(r.body.total_results).toBe(before.body.total_results);
+          else expect([host, r.status, r.body.error?.code]).toEqual([host, 400, 'invalid_request']);
+        }
+      for (const host of [0, 1]) {
+        const r = await t.callOn(host, 'GET', `${ds.base}/content/details?ids=${IN[0]}`, {
+          token: T,
+        });
+        expect([host, r.status, r.body.error?.code]).toEqual([host, 400, 'invalid_request']);
+      }
+    } finally {
+      await t.call('PUT', `${ds.base}/settings/fields`, {
+        token: ds.orgToken,
+        body: { fields: { tags: ['*'], sizes: ['*'] } },
+      });
+    }
+  });
+
+  test('rotating the dataset browse token: the old scoped tokens and browse token die at once', async () => {
+    const old = [S1, S2, ds.dsToken];
+    const rot = await t.callOn(1, 'POST', `${ds.base}/browse_token`, { token: ds.orgToken });
+    expect(rot.body.dataset?.browse_token).toMatch(/^ds_/);
+    for (const tok of old)
+      for (const host of [0, 1]) {
+        const r = await t.callOn(host, 'GET', `${ds.base}/search?limit=2`, { token: tok });
+        expect([host, r.status]).toEqual([host, 401]);
+      }
+    const key = await keyOf(ds.base, ds.orgToken);
+    expect(key).not.toBe(KEY);
+    const r = await call('GET', `${ds.base}/search?limit=2`, mint(key, { q: 'brand:acme' }));
+    expect([r.status, r.body.total_results]).toEqual([200, IN.length]);
+  });
+});
