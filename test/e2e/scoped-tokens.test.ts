@@ -406,7 +406,13 @@ beforeAll(async () => {
   });
   expect(s.status).toBe(200);
   const content = [
-    ...ALL.map((x, i) => ({ id: x.id, url: `${img.url}/img/${i}.png`, metadata: x.md })),
+    ...ALL.map((x, i) => ({
+      id: x.id,
+      url: `${img.url}/img/${i}.png`,
+      metadata: x.md,
+      // private: never shown, whatever a token's fields say
+      ...(i % 2 ? { privateMetadata: { margin: i, secretnote: 'wombat' } } : {}),
+    })),
     { id: FAILED_OUT, url: `${img.url}/missing.png`, metadata: metadataOf(3) },
     { id: FAILED_IN, url: `${img.url}/missing.png`, metadata: metadataOf(0) },
   ];
@@ -607,6 +613,7 @@ describe('search: the scope is ANDed into entries and every figure', () => {
     'group=parent&group_size=3&limit=5&fields=brand,parent&facets=brand,parent&disjunctive=brand',
     'group=parent&limit=10&page=3&facet_scope=items&facets=brand&sort=price&order=desc',
     'group=brand&limit=5&facets=brand&disjunctive=brand',
+    'limit=50&page=4&fields=brand&sort=price&order=asc',
   ];
   for (const scope of ['q', 'fields'] as const)
     test(`${scope} scope: OR, negation and encoded q values`, async () => {
@@ -765,6 +772,40 @@ describe('hidden fields behave as absent (fields scope)', () => {
     );
   });
 
+  test('a token allowing a privateMetadata field still never shows or counts it', async () => {
+    const P = scoped({ fields: ['brand', 'margin', 'secretnote'] });
+    for (const [path, qs] of [
+      [
+        'search',
+        'fields=margin,secretnote,brand&limit=50&facets=margin,secretnote&stats=margin&histogram=margin:20',
+      ],
+      ['search', 'q=margin:1:&limit=0&facets=brand'],
+      ['search', 'q=secretnote:wombat&limit=5'],
+      ['search', 'q=margin:!3&limit=0&facets=brand'],
+      ['search', 'sort=margin'],
+      ['search', 'group=secretnote&limit=3'],
+      ['search', 'fields=*&limit=50'],
+      ['content/fields', 'fields=margin,brand'],
+      ['content/details', `ids=${IN.slice(0, 10).join(',')}&fields=*`],
+      ['similar', `id=${IN[1]}&fields=*&q=margin:1:`],
+    ] as const) {
+      const a = await call('GET', `${ds.base}/${path}?${qs}`, P);
+      const ref = path === 'content/details' ? qs : addMark(qs);
+      const b = await call('GET', `${ds.base}/${path}?${ref}`, ds.dsToken);
+      const strip = (x: unknown) =>
+        JSON.parse(JSON.stringify(x), (k, v) =>
+          [...HIDDEN, 'parent', 'tags', 'price'].includes(k) ? undefined : v,
+        );
+      expect([path, qs, a.status, norm(a.body, { ref: false, fields: false })]).toEqual([
+        path,
+        qs,
+        b.status,
+        norm(strip(b.body), { ref: true, fields: false }),
+      ]);
+      expect(JSON.stringify(withoutEchoes(a.body))).not.toContain('wombat');
+    }
+  });
+
   test('a token hiding parent: exclude_parent and group=parent see no parent', async () => {
     const S3 = scoped({ fields: ['brand', 'price'] });
     const target = IN.find((id) => metadataOf(Number(id.slice(2))).parent !== undefined)!;
@@ -809,6 +850,7 @@ describe('content/details and content/fields', () => {
       [OUT[2]!, OUT[3]!],
       [OUT[4]!, IN[5]!, IN[5]!, OUT[4]!],
       [...IN.slice(0, 20), ...OUT.slice(0, 20)],
+      [...ALL.map((x) => x.id).reverse(), FAILED_IN, FAILED_OUT],
     ];
     for (const scope of ['q', 'fields'] as const)
       for (const ids of lists)
@@ -901,6 +943,7 @@ describe('similarity: scope in every ranking, total and group count; targets out
     'limit=6&group=brand',
     'limit=6&diversity=0.6&candidates=40',
     'limit=10&min_score=0.5',
+    'limit=50&page=4&exhaustive=true&fields=brand',
   ];
   for (const scope of ['q', 'fields'] as const)
     test(`${scope} scope: similar, explore, collection, lens`, async () => {
@@ -1853,6 +1896,42 @@ describe('token checks', () => {
     expect(list.body.datasets.map((d: any) => d.name).sort()).toEqual([DS, 'empty', 'small']);
     const e = await t.call('GET', `${empty.base}/content`, { token: ds.orgToken });
     expect(e.body.content).toEqual([]);
+  });
+
+  test('admin endpoints answer a scoped token alike whether the organisation or dataset exists', async () => {
+    const shapes: Array<[string, (o: string, d: string) => string, unknown?]> = [
+      ['GET', (o) => `/orgs/${o}`],
+      ['GET', (o) => `/orgs/${o}/usage`],
+      ['GET', (o) => `/orgs/${o}/datasets`],
+      ['GET', (o, d) => `/orgs/${o}/datasets/${d}`],
+      ['GET', (o, d) => `/orgs/${o}/datasets/${d}/scoped-key`],
+      ['POST', (o, d) => `/orgs/${o}/datasets/${d}/scoped-tokens`, { q: 'brand:other' }],
+      ['GET', (o, d) => `/orgs/${o}/datasets/${d}/analytics`],
+      ['GET', (o, d) => `/orgs/${o}/datasets/${d}/content`],
+      ['GET', (o, d) => `/orgs/${o}/datasets/${d}/errors`],
+    ];
+    for (const [m, path, body] of shapes) {
+      const bodies: string[] = [];
+      for (const [o, d] of [
+        [ORG, DS],
+        [ORG, 'nosuch'],
+        ['nosuchorg', DS],
+        ['scother', DS],
+      ] as const) {
+        const r = await call(m, path(o, d), S1, body);
+        expect([path(o, d), r.status]).toEqual([path(o, d), 403]);
+        bodies.push(
+          JSON.stringify(norm(r.body, { ref: false, fields: false }))
+            .replaceAll(o, 'O')
+            .replaceAll(d, 'D'),
+        );
+      }
+      expect([path('O', 'D'), new Set(bodies).size]).toEqual([path('O', 'D'), 1]);
+    }
+    for (const o of [ORG, 'nosuchorg']) {
+      const r = await g(`{ organisation(name: "${o}") { name } }`, {}, S1);
+      expect([o, r.errors?.[0]?.extensions.code]).toEqual([o, 'forbidden']);
+    }
   });
 
   test('on another dataset of the org, a missing dataset or organisation: 401, all alike', async () => {
