@@ -1999,6 +1999,16 @@ describe('token checks', () => {
       expect([h.slice(0, 12), r.status, unscoped(r)]).toEqual([h.slice(0, 12), r.status, false]);
       if (r.status !== 200) expect(r.status).toBe(401);
     }
+    // the signing key is not a token anywhere
+    for (const [m, p] of [
+      ['GET', `${ds.base}/search?limit=2`],
+      ['GET', `${ds.base}/content/details?ids=${IN[0]}`],
+      ['GET', `${ds.base}/scoped-key`],
+      ['GET', `/orgs/${ORG}/datasets`],
+    ] as const) {
+      const r = await call(m, p, KEY);
+      expect([p, r.status, r.body.error?.code]).toEqual([p, 401, 'unauthorized']);
+    }
     // the same token in a query parameter is no token
     const q = await t.call('GET', `${ds.base}/search?limit=2&token=${S1}`, {});
     expect(q.status).toBe(401);
