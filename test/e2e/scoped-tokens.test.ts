@@ -1288,6 +1288,41 @@ describe('GraphQL', () => {
         }
   });
 
+  test('hidden fields in GraphQL arguments answer as fields no item has (errors included)', async () => {
+    const ops = [
+      `query($q: String) { ${V} { search(q: $q, sort: "cost") { totalResults } } }`,
+      `query($q: String) { ${V} { search(q: $q, sort: "title", order: ASC) { totalResults } } }`,
+      `query($q: String) { ${V} { search(q: $q, group: { field: "cost" }, limit: 3) { totalGroups results { id group { value count } } } } }`,
+      `query($q: String) { ${V} { search(q: $q, limit: 0, stats: ["title", "cost"], histograms: [{ field: "title", interval: 1 }]) { stats { field count } histograms { field buckets { from count } } } } }`,
+      `query($q: String) { ${V} { search(limit: 0, facets: [{ field: "colors" }, { field: "sizes", disjunctive: true }], q: $q) { totalResults facets { field buckets { value count } missing } } } }`,
+      `query($f: FilterInput, $q: String) { ${V} { search(q: $q, filter: $f, limit: 0, facets: [{ field: "brand" }]) { totalResults facets { field buckets { value count } } } } }`,
+      `query($q: String) { ${V} { facets(fields: ["colors", "cost", "brand"], q: $q) { field values { value count } } } }`,
+      `query($q: String) { ${V} { similar(id: "${IN[5]}", q: $q, group: { field: "title" }, limit: 3) { id group { value count } } } }`,
+      `query($q: String) { ${V} { similarPage(id: "${IN[5]}", q: $q, exhaustive: true, limit: 3) { totalResults results { id } } } }`,
+    ];
+    const filters = [
+      { where: { field: 'colors', eq: 'red' } },
+      { not: { where: { field: 'colors', in: ['red'] } } },
+      { where: { field: 'sizes', exists: true } },
+      {
+        or: [
+          { where: { field: 'title', eq: 'classic boot' } },
+          { where: { field: 'cost', range: { lte: 5 } } },
+        ],
+      },
+    ];
+    const qOf: Record<number, string> = { 4: 'sizes:m', 6: 'colors:red', 8: 'cost:1:30' };
+    for (const [k, op] of ops.entries())
+      for (const f of op.includes('$f') ? filters : [undefined])
+        await gsame(
+          'fields',
+          'hidden arguments',
+          op,
+          { ...(f ? { f } : {}), ...(qOf[k] ? { q: qOf[k] } : {}) },
+          { errors: true },
+        );
+  });
+
   test('field readers on hidden and visible fields', async () => {
     for (const scope of ['q', 'fields'] as const)
       for (const ids of [IN.slice(0, 12), [IN[3]!, OUT[3]!, IN[4]!]]) {
