@@ -49,6 +49,7 @@ module.exports = {
         '**/e2e/figures.test.ts',
         '**/e2e/groups.test.ts',
         '**/e2e/discovery.test.ts',
+        '**/e2e/scoped-tokens.test.ts',
         '**/e2e/report.test.ts',
         '**/e2e/popularity.test.ts',
         '**/e2e/default-embedder.test.ts',
