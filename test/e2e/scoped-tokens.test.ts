@@ -2051,12 +2051,27 @@ describe('token checks', () => {
 
   test('rotating the browse token invalidates every scoped token at once, on every host', async () => {
     const before = mint(small.key, { q: 'brand:acme' });
-    const ok = await t.callOn(0, 'GET', `${small.base}/content/details?ids=s-000`, {
-      token: before,
-    });
-    expect(ok.status).toBe(200);
+    for (const host of [0, 1]) {
+      const ok = await t.callOn(host, 'GET', `${small.base}/content/details?ids=s-000`, {
+        token: before,
+      });
+      expect(ok.status).toBe(200);
+    }
     const rot = await t.callOn(0, 'POST', `${small.base}/browse_token`, { token: ds.orgToken });
     expect(rot.body.dataset?.browse_token).toMatch(/^ds_/);
+    // the first request after the rotation, on each host, is a write: refused, and nothing written
+    const pv = `rot-${Date.now()}`;
+    for (const host of [1, 0]) {
+      const r = await t.callOn(
+        host,
+        'POST',
+        `${small.base}/track?v=a:click,id:s-000,page_view_id:${pv}`,
+        {
+          token: before,
+        },
+      );
+      expect([host, r.status, r.body.error?.code]).toEqual([host, 401, 'unauthorized']);
+    }
     for (const host of [1, 0]) {
       const r = await t.callOn(host, 'GET', `${small.base}/content/details?ids=s-000`, {
         token: before,
@@ -2084,6 +2099,22 @@ describe('token checks', () => {
     }
     small.key = key2;
     small.dsToken = rot.body.dataset.browse_token;
+    // a marker tracked with the new token shows the log is current; the refused events are absent
+    const mark = `${pv}-mark`;
+    expect(
+      (await call('POST', `${small.base}/track?v=a:click,id:s-000,page_view_id:${mark}`, after))
+        .status,
+    ).toBe(202);
+    const dataset = await t.app.container.ports.accounts.getDataset(ORG, 'small');
+    const logged = await waitFor('the marker in the log', async () => {
+      const all = await t.app.container.ports.events.list(
+        dataset!.id,
+        { from: Date.now() - 120_000, to: Date.now() + 60_000 },
+        10_000,
+      );
+      return all.some((e) => e.vars?.page_view_id === mark) && all;
+    });
+    expect(logged.filter((e) => e.vars?.page_view_id === pv)).toEqual([]);
   });
 });
 
@@ -2156,6 +2187,49 @@ describe('rate and uid', () => {
     await new Promise((res) => setTimeout(res, 2500));
     expect(await usageOf()).toBeLessThanOrEqual(before2 + 3 + 1);
     expect(await usageOf('similar')).toBeLessThanOrEqual(similarBefore + 2);
+  });
+
+  test('a track refused by rate (429) records nothing', async () => {
+    await midWindow();
+    const R = scoped({ rate: 2, uid: `rate-track-${Date.now()}` });
+    for (let i = 0; i < 2; i++)
+      expect((await t.callOn(i, 'GET', `${ds.base}/search?limit=2`, { token: R })).status).toBe(
+        200,
+      );
+    // a refused track records nothing
+    const pv = `rate-track-${Date.now()}`;
+    for (const host of [0, 1]) {
+      const tr = await t.callOn(
+        host,
+        'POST',
+        `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${pv}`,
+        {
+          token: R,
+        },
+      );
+      expect([host, tr.status]).toEqual([host, 429]);
+    }
+    const gt = await g(
+      `mutation { track(organisation: "${ORG}", dataset: "${DS}", events: [{ v: "a:click,id:${IN[1]},page_view_id:${pv}" }]) }`,
+      {},
+      R,
+    );
+    expect(gt.errors?.map((e) => e.extensions.code)).toEqual(['rate_limited']);
+    const mark = `${pv}-mark`;
+    expect(
+      (await call('POST', `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${mark}`, S1))
+        .status,
+    ).toBe(202);
+    const dataset = await t.app.container.ports.accounts.getDataset(ORG, DS);
+    const logged = await waitFor('the marker in the log', async () => {
+      const all = await t.app.container.ports.events.list(
+        dataset!.id,
+        { from: Date.now() - 120_000, to: Date.now() + 60_000 },
+        10_000,
+      );
+      return all.some((e) => e.vars?.page_view_id === mark) && all;
+    });
+    expect(logged.filter((e) => e.vars?.page_view_id === pv)).toEqual([]);
   });
 
   test('uid is recorded as user_id unless the request gives one', async () => {
@@ -2327,18 +2401,80 @@ describe('changes while tokens are in use (last: they edit the fixture)', () => 
     );
   });
 
-  test('rotating the dataset browse token: the old scoped tokens and browse token die at once', async () => {
-    const old = [S1, S2, ds.dsToken];
-    const rot = await t.callOn(1, 'POST', `${ds.base}/browse_token`, { token: ds.orgToken });
-    expect(rot.body.dataset?.browse_token).toMatch(/^ds_/);
+  test('rotating the dataset browse token: old tokens die at once, and what they send is neither recorded nor billed', async () => {
+    const U = scoped({ uid: 'rot-shopper' });
+    const old = [S1, S2, U, ds.dsToken];
+    // every host has just served these tokens
     for (const tok of old)
       for (const host of [0, 1]) {
         const r = await t.callOn(host, 'GET', `${ds.base}/search?limit=2`, { token: tok });
+        expect([host, r.status]).toEqual([host, 200]);
+      }
+    const usage = async () => {
+      const u = await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken });
+      return u.body.usage.datasets[DS]?.usage;
+    };
+    await new Promise((r) => setTimeout(r, 1500));
+    const billed = await usage();
+    const rot = await t.callOn(1, 'POST', `${ds.base}/browse_token`, { token: ds.orgToken });
+    expect(rot.body.dataset?.browse_token).toMatch(/^ds_/);
+    const pv = `rot-main-${Date.now()}`;
+    // the first requests after the rotation, on each host: writes and billable reads
+    for (const tok of [U, S1])
+      for (const host of [0, 1]) {
+        const tr = await t.callOn(
+          host,
+          'POST',
+          `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${pv}`,
+          {
+            token: tok,
+          },
+        );
+        expect([host, 'track', tr.status]).toEqual([host, 'track', 401]);
+      }
+    for (const [k, url] of apiUrls().entries()) {
+      const gt = await gql<any, Record<string, unknown>>(
+        url,
+        `mutation { track(organisation: "${ORG}", dataset: "${DS}", events: [{ v: "a:click,id:${IN[1]},page_view_id:${pv}" }]) }`,
+        {},
+        S2,
+      );
+      expect([k, gt.errors?.[0]?.extensions.code]).toEqual([k, 'unauthorized']);
+    }
+    for (const tok of old)
+      for (const host of [0, 1]) {
+        const r = await t.callOn(host, 'GET', `${ds.base}/search?limit=2&v=page_view_id:${pv}`, {
+          token: tok,
+        });
         expect([host, r.status]).toEqual([host, 401]);
       }
     const key = await keyOf(ds.base, ds.orgToken);
     expect(key).not.toBe(KEY);
-    const r = await call('GET', `${ds.base}/search?limit=2`, mint(key, { q: 'brand:acme' }));
+    const fresh = mint(key, { q: 'brand:acme' });
+    const r = await call('GET', `${ds.base}/search?limit=2`, fresh);
     expect([r.status, r.body.total_results]).toEqual([200, IN.length]);
+    // a marker from the new token shows the log is current
+    const mark = `${pv}-mark`;
+    expect(
+      (await call('POST', `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${mark}`, fresh))
+        .status,
+    ).toBe(202);
+    const dataset = await t.app.container.ports.accounts.getDataset(ORG, DS);
+    const logged = await waitFor('the marker in the log', async () => {
+      const all = await t.app.container.ports.events.list(
+        dataset!.id,
+        { from: Date.now() - 120_000, to: Date.now() + 60_000 },
+        10_000,
+      );
+      return all.some((e) => e.vars?.page_view_id === mark) && all;
+    });
+    await new Promise((res) => setTimeout(res, 1500));
+    const after = (await usage()) as Array<{ type: string; requests: number }>;
+    const search = (u: Array<{ type: string; requests: number }>) =>
+      u.find((x) => x.type === 'search')?.requests ?? 0;
+    // only the fresh token's search is billed
+    expect(search(after)).toBe(search(billed) + 1);
+    // nothing the dead tokens sent is recorded
+    expect(logged.filter((e) => e.vars?.page_view_id === pv)).toEqual([]);
   });
 });
