@@ -995,6 +995,11 @@ describe('similarity: scope in every ranking, total and group count; targets out
       ['collection', (x) => `ids=${A}&negative_ids=${x}`],
       ['collection', (x) => `ids=${A}&negative_ids=${B},${x}&strategy=best_score`],
     ];
+    const usage = async () =>
+      (await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken })).body.usage.datasets[DS]
+        ?.usage;
+    await new Promise((r) => setTimeout(r, 1500));
+    const billed = await usage();
     for (const scope of ['q', 'fields'] as const)
       for (const out of [X, Y, FAILED_OUT])
         for (const [path, qs] of cases) {
@@ -1024,6 +1029,9 @@ describe('similarity: scope in every ranking, total and group count; targets out
             b: back(c),
           });
         }
+    // a 404 is never billed
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await usage()).toEqual(billed);
   });
 
   test('explore path ids outside the scope are dropped like unknown ones', async () => {
@@ -1820,6 +1828,45 @@ describe('token checks', () => {
     await expect401('expired, flipped', `st_${p}.${flip(s, 3)}`);
   });
 
+  test('a track refused with 401 records nothing', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const pv = `refused-${Date.now()}`;
+    const good = scoped({ uid: 'refused' });
+    const [P, S] = good.slice(3).split('.') as [string, string];
+    for (const tok of [
+      scoped({ exp: now - 60 }),
+      mint(small.key, { q: 'brand:acme' }),
+      `st_${P}.${flip(S, 7)}`,
+      mint(KEY, undefined, '{"q":"brand:acme","extra":1}'),
+    ])
+      for (const host of [0, 1]) {
+        const r = await t.callOn(
+          host,
+          'POST',
+          `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${pv}`,
+          {
+            token: tok,
+          },
+        );
+        expect([host, r.status]).toEqual([host, 401]);
+      }
+    const mark = `${pv}-mark`;
+    expect(
+      (await call('POST', `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${mark}`, good))
+        .status,
+    ).toBe(202);
+    const dataset = await t.app.container.ports.accounts.getDataset(ORG, DS);
+    const logged = await waitFor('the marker in the log', async () => {
+      const all = await t.app.container.ports.events.list(
+        dataset!.id,
+        { from: Date.now() - 120_000, to: Date.now() + 60_000 },
+        10_000,
+      );
+      return all.some((e) => e.vars?.page_view_id === mark) && all;
+    });
+    expect(logged.filter((e) => e.vars?.page_view_id === pv)).toEqual([]);
+  });
+
   test('types: other request types are 403; details, fields and track always answer', async () => {
     const T = scoped({ types: ['search'] });
     const forbid = [
@@ -1829,10 +1876,18 @@ describe('token checks', () => {
       ['GET', `collection?ids=${IN[0]}`],
       ['POST', 'search', lensBody()],
     ] as const;
+    const usage = async () =>
+      (await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken })).body.usage.datasets[DS]
+        ?.usage;
+    await new Promise((r) => setTimeout(r, 1500));
+    const billed = await usage();
     for (const [m, p, body] of forbid) {
       const r = await call(m, `${ds.base}/${p}`, T, body);
       expect([p, r.status, r.body.error?.code]).toEqual([p, 403, 'forbidden']);
     }
+    // a 403 is never billed
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await usage()).toEqual(billed);
     // an out-of-scope target under a refused type: the 403, not a 404 (no membership oracle)
     const x = await call('GET', `${ds.base}/similar?id=${OUT[0]}`, T);
     const u = await call('GET', `${ds.base}/similar?id=zz${OUT[0]}`, T);
