@@ -57,6 +57,11 @@ export class AuthService {
     private readonly now: () => number = Date.now,
   ) {}
 
+  /** For a scoped token, the id of the dataset this process last saw under `org`/`name`. */
+  datasetHint(p: Principal, org: string, name: string): string | undefined {
+    return p.kind === 'scoped' ? this.seenByName.get(`${org}\0${name}`)?.id : undefined;
+  }
+
   /** The dataset's scoped-token key (contract §16): derived, never stored. */
   scopedKey(ds: Dataset): string {
     if (!this.serverKey) throw new AppError('unavailable', 'scoped tokens need the server key');
@@ -257,8 +262,12 @@ export class AuthService {
   private async visionDataset(p: Principal, org: string, name: string): Promise<Dataset> {
     if (p.kind === 'scoped') {
       // 401 whatever is missing: a scoped token must not tell which organisations exist
-      const ds = await this.accounts.getDataset(org, name);
       const at = `${org}\0${name}`;
+      // By the id last seen under this name: one realtime read where the name costs two. A
+      // live dataset holding the name is the one the name means (names are unique among them).
+      const known = this.seenByName.get(at);
+      let ds = known && (await this.accounts.getDatasetById(known.id));
+      if (!ds || ds.org !== org || ds.name !== name) ds = await this.accounts.getDataset(org, name);
       if (!ds) {
         this.seenByName.delete(at);
         throw unauthorized(UNKNOWN_TOKEN);

@@ -84,10 +84,18 @@ export class MeteringService {
     org: string,
     type: RequestType,
     body: (early?: EarlyCharge) => Promise<T>,
+    /** A scoped token names no dataset: the one this process last saw under the request's name. */
+    datasetHint?: string,
   ): Promise<T> {
-    // Any other caller is refused by the dataset lookup in body; nothing to start for it.
-    const early =
-      p.kind === 'dataset' && p.org === org ? this.early(org, p.datasetId, type) : undefined;
+    // Any other caller is refused by the dataset lookup in body; nothing to start for it. A
+    // charge started on a wrong hint is not taken by billed() and is refunded below.
+    const datasetId =
+      p.kind === 'dataset' && p.org === org
+        ? p.datasetId
+        : p.kind === 'scoped'
+          ? datasetHint
+          : undefined;
+    const early = datasetId !== undefined ? this.early(org, datasetId, type) : undefined;
     try {
       return await body(early);
     } finally {

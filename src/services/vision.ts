@@ -177,20 +177,25 @@ export class VisionService {
     type: RequestType,
     work: (scope: VisionScope, bill: Bill) => Promise<T>,
   ): Promise<T> {
-    return this.metering.upfront(p, org, type, (early) =>
-      this.auth.withVisionDataset(p, org, name, (ds, confirm) => {
-        const scope = openScope(p, ds, type, this.deps);
-        return work(scope, (vars, run, facts) =>
-          this.metering.billed(
-            ds,
-            type,
-            vars,
-            () => confirm(Promise.all([run(), scope.admitted]).then(([r]) => r)),
-            facts,
-            early,
-          ),
-        );
-      }),
+    return this.metering.upfront(
+      p,
+      org,
+      type,
+      (early) =>
+        this.auth.withVisionDataset(p, org, name, (ds, confirm) => {
+          const scope = openScope(p, ds, type, this.deps);
+          return work(scope, (vars, run, facts) =>
+            this.metering.billed(
+              ds,
+              type,
+              vars,
+              () => confirm(Promise.all([run(), scope.admitted]).then(([r]) => r)),
+              facts,
+              early,
+            ),
+          );
+        }),
+      this.auth.datasetHint(p, org, name),
     );
   }
 

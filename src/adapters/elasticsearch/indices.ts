@@ -114,6 +114,13 @@ export type SharedIndex = keyof typeof SHARED;
 const EVENT_LOG_SETTINGS = { 'translog.durability': 'async', 'translog.sync_interval': '1s' };
 
 /**
+ * A scoped token's per-minute counts likewise: a crash of every copy of the shard forgets at
+ * most a second of them (a few more requests admitted that minute), and no request waits for
+ * an fsync to be admitted.
+ */
+const RATE_SETTINGS = EVENT_LOG_SETTINGS;
+
+/**
  * The image counts are only ever read by the ledger's count, which refreshes the index itself
  * first (a count must be exact). Background refreshes made nothing visible that anyone read,
  * yet for 30 s after the index was made or last counted they ran every second while workers
@@ -132,6 +139,7 @@ const CREATED_WITH: Partial<Record<SharedIndex, Record<string, unknown>>> = {
  */
 const KEPT_AT: Partial<Record<SharedIndex, Record<string, unknown>>> = {
   images: IMAGE_COUNT_SETTINGS,
+  rates: RATE_SETTINGS,
 };
 
 /**
