@@ -184,15 +184,21 @@ export class VisionScope {
     return uid !== undefined && vars.user_id === undefined ? { ...vars, user_id: uid } : vars;
   }
 
-  /** 409 until the dataset has enough processed items (contract §2); no count is told. */
+  /**
+   * 409 until the dataset has enough processed items (contract §2). The dataset's own token is
+   * told how many it has; a scoped token is not (the count would include items outside it).
+   */
   async ready(): Promise<void> {
     const { ds, deps } = this;
     const processed =
       (await deps.ready.get(ds.id, async () => (await deps.store.counts(ds.id)).processed)) ?? 0;
-    if (processed < LIMITS.minProcessedForVision)
+    const min = LIMITS.minProcessedForVision;
+    if (processed < min)
       throw new AppError(
         'dataset_not_ready',
-        `dataset '${ds.name}' has fewer than ${LIMITS.minProcessedForVision} processed items; the Vision API answers once it has ${LIMITS.minProcessedForVision}`,
+        this.claims
+          ? `dataset '${ds.name}' has fewer than ${min} processed items; the Vision API answers once it has ${min}`
+          : `dataset '${ds.name}' has ${processed} processed items; the Vision API needs at least ${min}`,
       );
   }
 

@@ -209,6 +209,9 @@ export class VisionService {
   ): Promise<T> {
     return this.auth.withVisionDataset(p, org, name, async (ds, confirm) => {
       const scope = openScope(p, ds, type, this.deps);
+      // track writes: only once the token is admitted on the current dataset (a refused or
+      // stale request must record nothing); the reads run alongside both
+      if (type === 'track') return confirm(scope.admitted).then(() => work(scope));
       const [out] = await confirm(Promise.all([work(scope), scope.admitted]));
       return out;
     });

@@ -1569,11 +1569,15 @@ describe('counts never reveal what lies outside the scope', () => {
     const sToken = mint(small.key, { q: 'brand:acme' });
     const eToken = mint(empty.key, { q: 'brand:acme' });
     const bodies: string[] = [];
+    // the dataset's own token sees every item, so its 409 may say how many are processed
+    for (const [base, tok] of [
+      [small.base, small.dsToken],
+      [empty.base, empty.dsToken],
+    ] as const)
+      expect((await call('GET', `${base}/search`, tok)).body.error?.code).toBe('dataset_not_ready');
     for (const [base, tok, name] of [
       [small.base, sToken, 'small'],
-      [small.base, small.dsToken, 'small'],
       [empty.base, eToken, 'empty'],
-      [empty.base, empty.dsToken, 'empty'],
     ] as const)
       for (const p of ['search', 'explore', 'search?q=brand:other']) {
         const r = await call('GET', `${base}/${p}`, tok);

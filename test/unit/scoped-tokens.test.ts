@@ -120,6 +120,8 @@ describe('AuthService with scoped tokens', () => {
   const accounts = {
     getDataset: async (org: string, name: string) =>
       org === 'acme' && name === 'shoes' ? { ...ds, browseRotation: rotation } : undefined,
+    getDatasetById: async (id: string) =>
+      id === ds.id ? { ...ds, browseRotation: rotation } : undefined,
   } as unknown as AccountStore;
   const now = 1_900_000_000_000;
   const auth = new AuthService(accounts, undefined, serverKey, () => now);
