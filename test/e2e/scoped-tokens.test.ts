@@ -396,6 +396,65 @@ async function keyOf(base: string, orgToken: string): Promise<string> {
   return r.body.key;
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---- usage and the event log ----------------------------------------------------------------
+
+type UsageRow = { type: string; requests: number };
+
+/** The cat dataset's usage rows, as /orgs/:org/usage reports them. */
+async function datasetUsage(): Promise<UsageRow[] | undefined> {
+  const u = await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken });
+  return u.body.usage.datasets[DS]?.usage;
+}
+
+const requestsOf = (rows: UsageRow[], type = 'search') =>
+  rows.find((r) => r.type === type)?.requests ?? 0;
+
+/** The event log of the dataset with this id, from `from` until a minute ahead (10,000 at most). */
+async function eventsOf(datasetId: string, from: number) {
+  return t.app.container.ports.events.list(datasetId, { from, to: Date.now() + 60_000 }, 10_000);
+}
+
+/** A REST track of one click on `id` in page view `pv`, on one host. */
+const trackOn = (host: number, token: string, pv: string, base = ds.base, id = IN[0]!) =>
+  t.callOn(host, 'POST', `${base}/track?v=a:click,id:${id},page_view_id:${pv}`, { token });
+
+/** The GraphQL track mutation of one click on IN[1] in page view `pv`. */
+const gqlTrack = (pv: string) =>
+  `mutation { track(organisation: "${ORG}", dataset: "${DS}", events: [{ v: "a:click,id:${IN[1]},page_view_id:${pv}" }]) }`;
+
+/**
+ * Tracks a marker (page view `${pv}-mark`) with a good token and waits until the log shows it,
+ * so the log is current; returns the log then, in which to look for page view `pv`.
+ */
+async function logThroughMarker(
+  pv: string,
+  token: string,
+  where: { name: string; base: string; id: string } = { name: DS, base: ds.base, id: IN[0]! },
+) {
+  const mark = `${pv}-mark`;
+  expect(
+    (await call('POST', `${where.base}/track?v=a:click,id:${where.id},page_view_id:${mark}`, token))
+      .status,
+  ).toBe(202);
+  const dataset = await t.app.container.ports.accounts.getDataset(ORG, where.name);
+  return waitFor('the marker in the log', async () => {
+    const all = await eventsOf(dataset!.id, Date.now() - 120_000);
+    return all.some((e) => e.vars?.page_view_id === mark) && all;
+  });
+}
+
+/** Nothing of page view `pv` is in the log once a later marker is (see logThroughMarker). */
+async function expectNothingLogged(
+  pv: string,
+  token: string,
+  where?: Parameters<typeof logThroughMarker>[2],
+) {
+  const logged = await logThroughMarker(pv, token, where);
+  expect(logged.filter((e) => e.vars?.page_view_id === pv)).toEqual([]);
+}
+
 beforeAll(async () => {
   img = await startImageServer();
   t = await startTestApp({ WORKER_CONCURRENCY: '8', RATE_LIMIT_PER_MINUTE: '100000' });
@@ -995,11 +1054,8 @@ describe('similarity: scope in every ranking, total and group count; targets out
       ['collection', (x) => `ids=${A}&negative_ids=${x}`],
       ['collection', (x) => `ids=${A}&negative_ids=${B},${x}&strategy=best_score`],
     ];
-    const usage = async () =>
-      (await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken })).body.usage.datasets[DS]
-        ?.usage;
-    await new Promise((r) => setTimeout(r, 1500));
-    const billed = await usage();
+    await sleep(1500);
+    const billed = await datasetUsage();
     for (const scope of ['q', 'fields'] as const)
       for (const out of [X, Y, FAILED_OUT])
         for (const [path, qs] of cases) {
@@ -1030,8 +1086,8 @@ describe('similarity: scope in every ranking, total and group count; targets out
           });
         }
     // a 404 is never billed
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(await usage()).toEqual(billed);
+    await sleep(1500);
+    expect(await datasetUsage()).toEqual(billed);
   });
 
   test('explore path ids outside the scope are dropped like unknown ones', async () => {
@@ -1095,22 +1151,18 @@ describe('similarity: scope in every ranking, total and group count; targets out
           next.push(...r.body.results.map((e: any) => e.explore_url));
           // edits a shopper can make
           const p = new URLSearchParams(qs);
-          const edited: string[] = [];
-          const e1 = new URLSearchParams(p);
-          e1.delete('q');
-          edited.push(e1.toString());
-          const e2 = new URLSearchParams(p);
-          e2.set('q', 'brand:other');
-          edited.push(e2.toString());
-          const e3 = new URLSearchParams(p);
-          e3.set('q', 'brand:acme|other');
-          edited.push(e3.toString());
-          const e4 = new URLSearchParams(p);
-          e4.set('group', 'brand');
-          edited.push(e4.toString());
-          const e5 = new URLSearchParams(p);
-          e5.set('fields', '*');
-          edited.push(e5.toString());
+          const edits: Array<(e: URLSearchParams) => void> = [
+            (e) => e.delete('q'),
+            (e) => e.set('q', 'brand:other'),
+            (e) => e.set('q', 'brand:acme|other'),
+            (e) => e.set('group', 'brand'),
+            (e) => e.set('fields', '*'),
+          ];
+          const edited = edits.map((edit) => {
+            const e = new URLSearchParams(p);
+            edit(e);
+            return e.toString();
+          });
           for (const qs2 of edited) await same(scope, 'GET', 'explore', qs2.replace(/\+/g, '%20'));
           const e6 = new URLSearchParams(p);
           const path = e6.get('path');
@@ -1844,31 +1896,10 @@ describe('token checks', () => {
       mint(KEY, undefined, '{"q":"brand:acme","extra":1}'),
     ])
       for (const host of [0, 1]) {
-        const r = await t.callOn(
-          host,
-          'POST',
-          `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${pv}`,
-          {
-            token: tok,
-          },
-        );
+        const r = await trackOn(host, tok, pv);
         expect([host, r.status]).toEqual([host, 401]);
       }
-    const mark = `${pv}-mark`;
-    expect(
-      (await call('POST', `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${mark}`, good))
-        .status,
-    ).toBe(202);
-    const dataset = await t.app.container.ports.accounts.getDataset(ORG, DS);
-    const logged = await waitFor('the marker in the log', async () => {
-      const all = await t.app.container.ports.events.list(
-        dataset!.id,
-        { from: Date.now() - 120_000, to: Date.now() + 60_000 },
-        10_000,
-      );
-      return all.some((e) => e.vars?.page_view_id === mark) && all;
-    });
-    expect(logged.filter((e) => e.vars?.page_view_id === pv)).toEqual([]);
+    await expectNothingLogged(pv, good);
   });
 
   test('types: other request types are 403; details, fields and track always answer', async () => {
@@ -1880,18 +1911,15 @@ describe('token checks', () => {
       ['GET', `collection?ids=${IN[0]}`],
       ['POST', 'search', lensBody()],
     ] as const;
-    const usage = async () =>
-      (await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken })).body.usage.datasets[DS]
-        ?.usage;
-    await new Promise((r) => setTimeout(r, 1500));
-    const billed = await usage();
+    await sleep(1500);
+    const billed = await datasetUsage();
     for (const [m, p, body] of forbid) {
       const r = await call(m, `${ds.base}/${p}`, T, body);
       expect([p, r.status, r.body.error?.code]).toEqual([p, 403, 'forbidden']);
     }
     // a 403 is never billed
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(await usage()).toEqual(billed);
+    await sleep(1500);
+    expect(await datasetUsage()).toEqual(billed);
     // an out-of-scope target under a refused type: the 403, not a 404 (no membership oracle)
     const x = await call('GET', `${ds.base}/similar?id=${OUT[0]}`, T);
     const u = await call('GET', `${ds.base}/similar?id=zz${OUT[0]}`, T);
@@ -2121,14 +2149,7 @@ describe('token checks', () => {
     // the first request after the rotation, on each host, is a write: refused, and nothing written
     const pv = `rot-${Date.now()}`;
     for (const host of [1, 0]) {
-      const r = await t.callOn(
-        host,
-        'POST',
-        `${small.base}/track?v=a:click,id:s-000,page_view_id:${pv}`,
-        {
-          token: before,
-        },
-      );
+      const r = await trackOn(host, before, pv, small.base, 's-000');
       expect([host, r.status, r.body.error?.code]).toEqual([host, 401, 'unauthorized']);
     }
     for (const host of [1, 0]) {
@@ -2159,33 +2180,15 @@ describe('token checks', () => {
     small.key = key2;
     small.dsToken = rot.body.dataset.browse_token;
     // a marker tracked with the new token shows the log is current; the refused events are absent
-    const mark = `${pv}-mark`;
-    expect(
-      (await call('POST', `${small.base}/track?v=a:click,id:s-000,page_view_id:${mark}`, after))
-        .status,
-    ).toBe(202);
-    const dataset = await t.app.container.ports.accounts.getDataset(ORG, 'small');
-    const logged = await waitFor('the marker in the log', async () => {
-      const all = await t.app.container.ports.events.list(
-        dataset!.id,
-        { from: Date.now() - 120_000, to: Date.now() + 60_000 },
-        10_000,
-      );
-      return all.some((e) => e.vars?.page_view_id === mark) && all;
-    });
-    expect(logged.filter((e) => e.vars?.page_view_id === pv)).toEqual([]);
+    await expectNothingLogged(pv, after, { name: 'small', base: small.base, id: 's-000' });
   });
 });
 
 describe('rate and uid', () => {
-  const usageOf = async (type = 'search') => {
-    const u = await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken });
-    const rows: Array<{ type: string; requests: number }> = u.body.usage.datasets[DS]?.usage ?? [];
-    return rows.find((r) => r.type === type)?.requests ?? 0;
-  };
+  const usageOf = async (type = 'search') => requestsOf((await datasetUsage()) ?? [], type);
   /** Away from the end of a UTC minute, so a fixed window can't reset within the test. */
   const midWindow = async () => {
-    while (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 250));
+    while (Date.now() % 60_000 > 50_000) await sleep(250);
   };
 
   test('rate:3 admits three requests per minute across hosts, then 429 with Retry-After; refusals are not billed', async () => {
@@ -2209,7 +2212,7 @@ describe('rate and uid', () => {
     // other tokens keep their own allowance
     expect((await call('GET', `${ds.base}/search?limit=2`, S1)).status).toBe(200);
     await waitFor('three billed searches', async () => (await usageOf()) >= before + 4);
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     expect(await usageOf()).toBe(before + 4);
 
     // GraphQL: every aliased field takes from the allowance
@@ -2243,7 +2246,7 @@ describe('rate and uid', () => {
     );
     const after = await call('GET', `${ds.base}/content/details?ids=${IN[0]}`, R3);
     expect(after.status).toBe(429);
-    await new Promise((res) => setTimeout(res, 2500));
+    await sleep(2500);
     expect(await usageOf()).toBeLessThanOrEqual(before2 + 3 + 1);
     expect(await usageOf('similar')).toBeLessThanOrEqual(similarBefore + 2);
   });
@@ -2258,37 +2261,12 @@ describe('rate and uid', () => {
     // a refused track records nothing
     const pv = `rate-track-${Date.now()}`;
     for (const host of [0, 1]) {
-      const tr = await t.callOn(
-        host,
-        'POST',
-        `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${pv}`,
-        {
-          token: R,
-        },
-      );
+      const tr = await trackOn(host, R, pv);
       expect([host, tr.status]).toEqual([host, 429]);
     }
-    const gt = await g(
-      `mutation { track(organisation: "${ORG}", dataset: "${DS}", events: [{ v: "a:click,id:${IN[1]},page_view_id:${pv}" }]) }`,
-      {},
-      R,
-    );
+    const gt = await g(gqlTrack(pv), {}, R);
     expect(gt.errors?.map((e) => e.extensions.code)).toEqual(['rate_limited']);
-    const mark = `${pv}-mark`;
-    expect(
-      (await call('POST', `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${mark}`, S1))
-        .status,
-    ).toBe(202);
-    const dataset = await t.app.container.ports.accounts.getDataset(ORG, DS);
-    const logged = await waitFor('the marker in the log', async () => {
-      const all = await t.app.container.ports.events.list(
-        dataset!.id,
-        { from: Date.now() - 120_000, to: Date.now() + 60_000 },
-        10_000,
-      );
-      return all.some((e) => e.vars?.page_view_id === mark) && all;
-    });
-    expect(logged.filter((e) => e.vars?.page_view_id === pv)).toEqual([]);
+    await expectNothingLogged(pv, S1);
   });
 
   test('uid is recorded as user_id unless the request gives one', async () => {
@@ -2324,11 +2302,7 @@ describe('rate and uid', () => {
     });
     expect(r.status).toBe(202);
     const events = await waitFor('six events', async () => {
-      const all = await t.app.container.ports.events.list(
-        dataset!.id,
-        { from: since, to: Date.now() + 60_000 },
-        10_000,
-      );
+      const all = await eventsOf(dataset!.id, since);
       const mine = all.filter((e) => e.vars?.page_view_id?.startsWith(pv));
       return mine.length >= 6 && mine;
     });
@@ -2365,7 +2339,7 @@ describe('changes while tokens are in use (last: they edit the fixture)', () => 
               seen.push(`${e.id} shown as ${JSON.stringify(e.metadata)} (host ${k % 2})`);
       }
     })();
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     const w = await t.call('PUT', `${ds.base}/content`, {
       token: ds.orgToken,
       body: { content: [{ id: M, metadata: { brand: 'other', scopemark: 'other' } }] },
@@ -2377,7 +2351,7 @@ describe('changes while tokens are in use (last: they edit the fixture)', () => 
       });
       return r.body.results?.[0]?.metadata?.brand === 'other';
     });
-    await new Promise((r) => setTimeout(r, 2500));
+    await sleep(2500);
     polling = false;
     await poll;
     expect(seen).toEqual([]);
@@ -2469,35 +2443,19 @@ describe('changes while tokens are in use (last: they edit the fixture)', () => 
         const r = await t.callOn(host, 'GET', `${ds.base}/search?limit=2`, { token: tok });
         expect([host, r.status]).toEqual([host, 200]);
       }
-    const usage = async () => {
-      const u = await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken });
-      return u.body.usage.datasets[DS]?.usage;
-    };
-    await new Promise((r) => setTimeout(r, 1500));
-    const billed = await usage();
+    await sleep(1500);
+    const billed = (await datasetUsage())!;
     const rot = await t.callOn(1, 'POST', `${ds.base}/browse_token`, { token: ds.orgToken });
     expect(rot.body.dataset?.browse_token).toMatch(/^ds_/);
     const pv = `rot-main-${Date.now()}`;
     // the first requests after the rotation, on each host: writes and billable reads
     for (const tok of [U, S1])
       for (const host of [0, 1]) {
-        const tr = await t.callOn(
-          host,
-          'POST',
-          `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${pv}`,
-          {
-            token: tok,
-          },
-        );
+        const tr = await trackOn(host, tok, pv);
         expect([host, 'track', tr.status]).toEqual([host, 'track', 401]);
       }
     for (const [k, url] of apiUrls().entries()) {
-      const gt = await gql<any, Record<string, unknown>>(
-        url,
-        `mutation { track(organisation: "${ORG}", dataset: "${DS}", events: [{ v: "a:click,id:${IN[1]},page_view_id:${pv}" }]) }`,
-        {},
-        S2,
-      );
+      const gt = await gql<any, Record<string, unknown>>(url, gqlTrack(pv), {}, S2);
       expect([k, gt.errors?.[0]?.extensions.code]).toEqual([k, 'unauthorized']);
     }
     for (const tok of old)
@@ -2513,26 +2471,11 @@ describe('changes while tokens are in use (last: they edit the fixture)', () => 
     const r = await call('GET', `${ds.base}/search?limit=2`, fresh);
     expect([r.status, r.body.total_results]).toEqual([200, IN.length]);
     // a marker from the new token shows the log is current
-    const mark = `${pv}-mark`;
-    expect(
-      (await call('POST', `${ds.base}/track?v=a:click,id:${IN[0]},page_view_id:${mark}`, fresh))
-        .status,
-    ).toBe(202);
-    const dataset = await t.app.container.ports.accounts.getDataset(ORG, DS);
-    const logged = await waitFor('the marker in the log', async () => {
-      const all = await t.app.container.ports.events.list(
-        dataset!.id,
-        { from: Date.now() - 120_000, to: Date.now() + 60_000 },
-        10_000,
-      );
-      return all.some((e) => e.vars?.page_view_id === mark) && all;
-    });
-    await new Promise((res) => setTimeout(res, 1500));
-    const after = (await usage()) as Array<{ type: string; requests: number }>;
-    const search = (u: Array<{ type: string; requests: number }>) =>
-      u.find((x) => x.type === 'search')?.requests ?? 0;
+    const logged = await logThroughMarker(pv, fresh);
+    await sleep(1500);
+    const after = (await datasetUsage())!;
     // only the fresh token's search is billed
-    expect(search(after)).toBe(search(billed) + 1);
+    expect(requestsOf(after)).toBe(requestsOf(billed) + 1);
     // nothing the dead tokens sent is recorded
     expect(logged.filter((e) => e.vars?.page_view_id === pv)).toEqual([]);
   });
