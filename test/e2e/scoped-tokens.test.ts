@@ -1,7 +1,7 @@
 /**
  * Contract §16 (scoped tokens), adversarially, on whichever engine the project runs
- * (TEST_SEARCH_BACKEND), over REST and GraphQL. Written from the contract and the test plan of
- * docs/plans/scoped-tokens.md §5, not from the code.
+ * (TEST_SEARCH_BACKEND), over REST and GraphQL. Written from the contract and a test plan made
+ * before the code, not from the code.
  *
  * Method: every probe runs twice and the two bodies must be deep-equal after removing
  * request_id: (a) with a scoped token, (b) with the dataset token and the scope added by hand.
