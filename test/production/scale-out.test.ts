@@ -186,11 +186,21 @@ test('scoped tokens: minted on one host, checked on the other; rate and rotation
   const local = `st_${p}.${mac}`;
   const search = (h: HttpClient, t: string) =>
     h.call('GET', '/orgs/credits/datasets/d/search?limit=2', t);
+  // the plan change reaches every host's plan copy within 1 s (contract §12); 402s until then
+  const browse = (await a.call('GET', '/orgs/credits/datasets/d', token)).body.dataset.browse_token;
+  for (const h of [a, b])
+    await waitFor(
+      'the unlimited plan on every host',
+      async () => (await search(h, browse)).status === 200,
+      3_000,
+    );
   const viaB = await search(b, local);
   expect(viaB.status).toBe(200);
   expect(viaB.body.total_results).toBe(100);
 
-  // minted by the service on B, limited to 5 a minute over both hosts together
+  // minted by the service on B, limited to 5 a minute over both hosts together; sent away from
+  // the end of a UTC minute, so the window cannot turn during the burst
+  while (Date.now() % 60_000 > 50_000) await new Promise((r) => setTimeout(r, 250));
   const minted = await b.call('POST', '/orgs/credits/datasets/d/scoped-tokens', token, {
     q: 'n:100:199',
     rate: 5,
