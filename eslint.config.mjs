@@ -15,6 +15,7 @@ const vendor = [
   'better-sqlite3',
   'undici',
   'pino',
+  'zod',
 ];
 
 /** An import of another layer of src/, by directory name, however many `../` lead to it. */

@@ -16,7 +16,7 @@ import type { AuthService } from './auth';
 import type { Principal } from './principal';
 import { browseToken } from './tokens';
 import { mintScoped } from './scoped-tokens';
-import { checkPayload } from '../domain/scope-payload';
+import { checkPayload } from './scope-payload';
 import { parseQ } from '../query/parse';
 import { resolveFilters } from '../query/resolve';
 

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { scopePayloadSchema, type ScopePayload } from '../domain/scope-payload';
+import { scopePayloadSchema, type ScopePayload } from './scope-payload';
 
 /**
  * Scoped tokens (contract §16): `st_` + P + `.` + S, P the base64url JSON payload and S its

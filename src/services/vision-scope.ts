@@ -23,7 +23,7 @@ import { resolveFilters, type FieldCatalogue, type ResolveContext } from '../que
 import { compileFilterTree, type FilterTree } from '../query/tree';
 import type { Principal } from './principal';
 import type { ReadinessMemo } from './ready-memo';
-import type { ScopePayload } from '../domain/scope-payload';
+import type { ScopePayload } from './scope-payload';
 import { rateKeyOf } from './scoped-tokens';
 
 /** Every kind of Vision API request: the billable ones and the free reads. */

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { mintScoped, parseScoped, scopedKey, verifyScoped } from '../../src/services/scoped-tokens';
-import { checkPayload, type ScopePayload } from '../../src/domain/scope-payload';
+import { checkPayload, type ScopePayload } from '../../src/services/scope-payload';
 import { AuthService } from '../../src/services/auth';
 import type { AccountStore } from '../../src/ports/account-store';
 import type { Dataset } from '../../src/domain/dataset';

@@ -4,7 +4,7 @@ import { LIMITS } from '../../../domain/limits';
 import { metadataProblems, valueProblem } from '../../../domain/metadata';
 import { DATASET_NAME, ORG_NAME } from '../../../domain/names';
 import { REQUEST_TYPES } from '../../../domain/plan';
-import { scopePayloadSchema } from '../../../domain/scope-payload';
+import { scopePayloadSchema } from '../../../services/scope-payload';
 
 // Request bodies. Each schema is checked before the service runs; where a domain rule already
 // words a problem (ids, urls, metadata), the schema calls that rule, so REST and GraphQL refuse

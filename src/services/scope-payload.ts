@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { invalid, type ErrorDetail } from './errors';
-import { LIMITS } from './limits';
-import { REQUEST_TYPES } from './plan';
+import { invalid, type ErrorDetail } from '../domain/errors';
+import { LIMITS } from '../domain/limits';
+import { REQUEST_TYPES } from '../domain/plan';
 
 /**
  * A scoped token's payload (contract §16). Strict: a key this server does not know makes the
