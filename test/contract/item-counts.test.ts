@@ -202,8 +202,13 @@ describe.each(installations)('%s', (_name, open) => {
     };
     setImmediate(spin);
     const first = a.counts.rollUp(now).finally(() => (done = true));
-    // another host's pass, due by its clock, claims while the first one is still at work
-    for (let k = 0; k < 4; k++) await new Promise((r) => setImmediate(r));
+    // another host's pass, due by its clock, claims while the first one is still at work: once
+    // the first has claimed and counted something (its claim is a write, slower on Elasticsearch)
+    const deadline = Date.now() + 10_000;
+    while (!done && !Object.values(await counts(a, ids)).some((c) => c[0] === 1)) {
+      if (Date.now() > deadline) throw new Error('the first pass never started counting');
+      await new Promise((r) => setImmediate(r));
+    }
     const second = await b.counts.rollUp(now + PASS);
     expect(second).toBeDefined();
     expect(await first).toBeDefined();
