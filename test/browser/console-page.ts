@@ -4,6 +4,8 @@
  * request to an origin the suite did not allow.
  */
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
+import { startImageServer, type ImageServer } from '../helpers/image-server';
 
 export const launchChromium = (): Promise<Browser> =>
   chromium.launch({
@@ -52,4 +54,47 @@ export async function openWatched(
   const res = await page.goto(url);
   if (res?.status() !== 200) throw new Error(`${url}: HTTP ${res?.status()}`);
   return { page, errors, outside };
+}
+
+/** A server with one dataset of processed items, its image server and a browser. */
+export interface ConsoleRig {
+  t: TestApp;
+  img: ImageServer;
+  ds: Awaited<ReturnType<typeof setupDataset>>;
+  browser: Browser;
+}
+
+/**
+ * The set-up the console suites share: `content` (given the image server's url) pushed to
+ * `org`/`name` and processed, then Chromium launched. What started is closed if a step fails.
+ */
+export async function startConsoleRig(
+  org: string,
+  name: string,
+  content: (imgUrl: string) => Array<{ id: string; url: string; metadata: object }>,
+): Promise<ConsoleRig> {
+  const rig: Partial<ConsoleRig> = {};
+  try {
+    rig.img = await startImageServer();
+    rig.t = await startTestApp({ WORKER_CONCURRENCY: '8' });
+    rig.ds = await setupDataset(rig.t, org, name);
+    const items = content(rig.img.url);
+    const w = await rig.t.call('POST', `${rig.ds.base}/content`, {
+      token: rig.ds.orgToken,
+      body: { content: items },
+    });
+    if (w.status !== 202) throw new Error(`content answered ${w.status}`);
+    await waitProcessed(rig.t, rig.ds.base, rig.ds.orgToken, items.length, 90_000);
+    rig.browser = await launchChromium();
+    return rig as ConsoleRig;
+  } catch (e) {
+    await stopConsoleRig(rig);
+    throw e;
+  }
+}
+
+export async function stopConsoleRig(rig: Partial<ConsoleRig> | undefined): Promise<void> {
+  await rig?.browser?.close();
+  await rig?.t?.stop();
+  await rig?.img?.close();
 }

@@ -10,9 +10,9 @@
  */
 import crypto from 'node:crypto';
 import type { Browser, Page, Request } from 'playwright-core';
-import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
-import { startImageServer, type ImageServer } from '../helpers/image-server';
-import { launchChromium, openWatched } from './console-page';
+import type { TestApp } from '../helpers/app';
+import type { ImageServer } from '../helpers/image-server';
+import { openWatched, startConsoleRig, stopConsoleRig, type ConsoleRig } from './console-page';
 
 // The page functions below run in Chromium; this project's types are Node's.
 declare const document: any;
@@ -31,28 +31,21 @@ const RED = docs.filter((d) => d.colour === 'red').length;
 let t: TestApp;
 let img: ImageServer;
 let browser: Browser;
-let ds: Awaited<ReturnType<typeof setupDataset>>;
+let ds: ConsoleRig['ds'];
+let rig: ConsoleRig | undefined;
 
 beforeAll(async () => {
-  img = await startImageServer();
-  t = await startTestApp({ WORKER_CONCURRENCY: '8' });
-  ds = await setupDataset(t, 'scopedorg', 'shop');
-  const content = docs.map((d, i) => ({
-    id: d.id,
-    url: `${img.url}/img/${i}.png`,
-    metadata: { colour: d.colour, price: d.price, name: d.name },
-  }));
-  const w = await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
-  expect(w.status).toBe(202);
-  await waitProcessed(t, ds.base, ds.orgToken, content.length, 90_000);
-  browser = await launchChromium();
+  rig = await startConsoleRig('scopedorg', 'shop', (imgUrl) =>
+    docs.map((d, i) => ({
+      id: d.id,
+      url: `${imgUrl}/img/${i}.png`,
+      metadata: { colour: d.colour, price: d.price, name: d.name },
+    })),
+  );
+  ({ t, img, ds, browser } = rig);
 }, 150_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await t?.stop();
-  await img?.close();
-}, 60_000);
+afterAll(() => stopConsoleRig(rig), 60_000);
 
 const open = (path: string) => openWatched(browser, t.url + path, [t.url, img.url]);
 

@@ -7,9 +7,9 @@
  * a reload; search by photo follows it too.
  */
 import type { Browser, Page, Request } from 'playwright-core';
-import { setupDataset, startTestApp, waitProcessed, type TestApp } from '../helpers/app';
-import { makeImage, startImageServer, type ImageServer } from '../helpers/image-server';
-import { launchChromium, openWatched } from './console-page';
+import type { TestApp } from '../helpers/app';
+import { makeImage, type ImageServer } from '../helpers/image-server';
+import { openWatched, startConsoleRig, stopConsoleRig, type ConsoleRig } from './console-page';
 
 // The page functions below run in Chromium; this project's types are Node's.
 declare const document: any;
@@ -40,29 +40,22 @@ const VARIED = '0.5';
 let t: TestApp;
 let img: ImageServer;
 let browser: Browser;
-let ds: Awaited<ReturnType<typeof setupDataset>>;
+let ds: ConsoleRig['ds'];
+let rig: ConsoleRig | undefined;
 
 beforeAll(async () => {
-  img = await startImageServer();
-  t = await startTestApp({ WORKER_CONCURRENCY: '8' });
-  ds = await setupDataset(t, 'gallery', 'pictures');
   // The image server ignores the query string: copies are the same picture at another address.
-  const content = docs.map(({ id, seed, picture, name }) => ({
-    id,
-    url: `${img.url}/img/${seed}.png?copy=${id}`,
-    metadata: { picture, name },
-  }));
-  const w = await t.call('POST', `${ds.base}/content`, { token: ds.orgToken, body: { content } });
-  expect(w.status).toBe(202);
-  await waitProcessed(t, ds.base, ds.orgToken, content.length, 90_000);
-  browser = await launchChromium();
+  rig = await startConsoleRig('gallery', 'pictures', (imgUrl) =>
+    docs.map(({ id, seed, picture, name }) => ({
+      id,
+      url: `${imgUrl}/img/${seed}.png?copy=${id}`,
+      metadata: { picture, name },
+    })),
+  );
+  ({ t, img, ds, browser } = rig);
 }, 150_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await t?.stop();
-  await img?.close();
-}, 60_000);
+afterAll(() => stopConsoleRig(rig), 60_000);
 
 const open = (path: string) => openWatched(browser, t.url + path, [t.url, img.url]);
 
