@@ -19,6 +19,7 @@ import { settlementFor } from '../domain/retry-rule';
 import type { PlanReads } from '../services/plans';
 import { SlotsClosed, type Slots } from '../lib/slots';
 import { deferDelayMs, type FairShare } from './fair-share';
+import type { ItemOutcome, OutcomeSink } from './item-outcomes';
 
 /** The store writes that record a job's outcome, run once its image slot is given back. */
 type Recording = () => Promise<void>;
@@ -42,6 +43,8 @@ export interface ImageJobDeps {
   /** Jobs downloading or being analysed at once. */
   imageSlots: Slots;
   metrics?: Metrics;
+  /** Told of each processed or failed item before its job is acknowledged (events out). */
+  outcomes?: OutcomeSink;
 }
 
 /**
@@ -97,6 +100,7 @@ export class ProcessImageHandler {
     const [item] = await this.deps.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (!item || item.url !== job.url) return;
     if (item.state !== 'pending' && item.state !== 'processed') return;
+    const version = item.updatedAt;
     // Seen while it waits for a slot: another tenant's jobs already waiting step aside for it.
     this.deps.fair.noteWaiting(orgName);
     let record: Recording | undefined;
@@ -109,7 +113,7 @@ export class ProcessImageHandler {
       const slot = this.deps.fair.tryAcquire(new URL(job.url).host, orgName);
       if (!slot) throw new Defer(deferDelayMs(job.deferrals ?? 0));
       try {
-        record = await this.run(job, item, orgName, slot);
+        record = await this.run(job, item, orgName, slot, version);
       } finally {
         slot();
       }
@@ -139,6 +143,7 @@ export class ProcessImageHandler {
     item: StoredItem,
     orgName: string,
     endDownload: () => void,
+    version: number,
   ): Promise<Recording | undefined> {
     if (item.state === 'processed') {
       const embedding = await this.deps.store.getEmbedding(job.datasetId, job.itemId, {
@@ -153,10 +158,12 @@ export class ProcessImageHandler {
         // per processing, which the item's processedAt names (0 for items processed before it
         // was recorded, as their ledger rows say).
         await this.countImage(job, orgName, item.image?.processedAt ?? 0, item.updatedAt);
+        // and its outcome may not have been told either: told again under the same name
+        await this.tell(job, orgName, 'processed', item.image?.processedAt ?? item.updatedAt);
         await reembedded?.();
       };
     }
-    return this.process(job, orgName, endDownload);
+    return this.process(job, orgName, endDownload, version);
   }
 
   /** Only a fixed limit needs a place held before download; unlimited plans just count after. */
@@ -169,6 +176,7 @@ export class ProcessImageHandler {
     job: ProcessingJob,
     orgName: string,
     endDownload: () => void,
+    version: number,
   ): Promise<Recording | undefined> {
     const key = { org: orgName, datasetId: job.datasetId, itemId: job.itemId, url: job.url };
     const reservedAt = this.deps.now();
@@ -210,7 +218,8 @@ export class ProcessImageHandler {
       );
     return async () => {
       try {
-        if ('error' in outcome) await this.recordFailure(job, outcome.error, release);
+        if ('error' in outcome)
+          await this.recordFailure(job, orgName, outcome.error, release, version);
         else await this.recordResult(job, key, outcome.features, limit !== undefined, release);
       } finally {
         timer?.();
@@ -221,11 +230,16 @@ export class ProcessImageHandler {
   /** The image could not be had: the held place is given back, and the failure recorded. */
   private async recordFailure(
     job: ProcessingJob,
+    org: string,
     e: unknown,
     release: () => Promise<void>,
+    version: number,
   ): Promise<void> {
     await release().catch(() => undefined);
     this.retryIfTransient(e, job);
+    // Told before it is stored: a failure stored and then not told (a crash between) could
+    // never be told again, since a redelivered job leaves a failed item alone.
+    await this.tell(job, org, 'failed', version, { code: e.code, message: e.message });
     await this.deps.store.markFailed(
       job,
       { code: e.code, message: e.message, attempts: job.attempt },
@@ -246,6 +260,7 @@ export class ProcessImageHandler {
       const at = this.deps.now();
       if (await this.deps.store.markProcessed(job, features, at)) {
         await this.deps.ledger.recordImage({ ...key, at, processedAt: at, held });
+        await this.tell(job, key.org, 'processed', at);
         this.deps.metrics?.imageJobs.inc({ outcome: 'processed' });
       } else await this.countIfDone(job, key.org, release);
     } catch (e) {
@@ -269,6 +284,7 @@ export class ProcessImageHandler {
     const [item] = await this.deps.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (item?.state === 'processed' && item.url === job.url) {
       await this.countImage(job, org, item.image?.processedAt ?? 0, item.updatedAt);
+      await this.tell(job, org, 'processed', item.image?.processedAt ?? item.updatedAt);
       return;
     }
     await release();
@@ -306,6 +322,19 @@ export class ProcessImageHandler {
     }
     return async () =>
       void (await this.deps.store.markEmbedded(job, { vector, embedder: this.deps.embedderId }));
+  }
+
+  private async tell(
+    job: ProcessingJob,
+    org: string,
+    kind: ItemOutcome['kind'],
+    version: number,
+    error?: ItemOutcome['error'],
+  ): Promise<void> {
+    if (!this.deps.outcomes) return;
+    const { datasetId, itemId, url } = job;
+    const outcome = { org, datasetId, itemId, url, kind, at: this.deps.now(), version };
+    await this.deps.outcomes.record(error ? { ...outcome, error } : outcome);
   }
 
   /**
