@@ -1,4 +1,5 @@
 import client from 'prom-client';
+import type { EventOutbox } from '../ports/event-outbox';
 import type { JobQueue } from '../ports/job-queue';
 
 /**
@@ -68,8 +69,61 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookDeliveries = new client.Counter({
+    name: 'webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome: delivered, retried (to be tried again), failed (given up: retries exhausted or 410), refused (the address is not allowed).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly webhookDeliveryDuration = new client.Histogram({
+    name: 'webhook_delivery_duration_seconds',
+    help: 'One webhook delivery attempt, from connecting to the answer.',
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Outbox depth by state (item facts not yet batched; deliveries due; deliveries scheduled
+   * later) and the age of the oldest waiting work, from one outbox read per scrape.
+   */
+  watchOutbox(outbox: EventOutbox, now: () => number = Date.now): void {
+    let read: { at: number; depth: ReturnType<EventOutbox['depth']> } | undefined;
+    const depth = () => {
+      if (!read || now() - read.at > 1000) {
+        const p = outbox.depth(now());
+        p.catch(() => undefined);
+        read = { at: now(), depth: p };
+      }
+      return read.depth;
+    };
+    new client.Gauge({
+      name: 'webhook_outbox_depth',
+      help: 'Webhook outbox by state: unbatched (item facts not yet in a delivery), due (deliveries to attempt now), scheduled (deliveries waiting for a later attempt).',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      async collect() {
+        const d = await depth().catch(() => undefined);
+        this.reset();
+        if (!d) return;
+        for (const state of ['unbatched', 'due', 'scheduled'] as const)
+          this.set({ state }, d[state]);
+      },
+    });
+    new client.Gauge({
+      name: 'webhook_outbox_oldest_age_seconds',
+      help: 'Age of the oldest unbatched item fact or due delivery (0 when none waits; NaN when the outbox cannot be read).',
+      registers: [this.registry],
+      async collect() {
+        const d = await depth().catch(() => undefined);
+        if (!d) this.set(NaN);
+        else this.set(d.oldestAt === undefined ? 0 : Math.max(0, now() - d.oldestAt) / 1000);
+      },
+    });
   }
 
   /**
