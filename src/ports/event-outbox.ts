@@ -40,6 +40,8 @@ export interface EventOutbox {
   enqueue(deliveries: Delivery[], doneFactIds: string[]): Promise<void>;
   /** A create-only marker: true for the one caller that created `key`. */
   mark(key: string, at: number): Promise<boolean>;
+  /** Whether `key` was marked (a realtime read: a mark just made anywhere is seen). */
+  hasMark(key: string): Promise<boolean>;
   seenStatus(datasetId: string): Promise<SeenStatus | undefined>;
   /**
    * Stores `next` if the stored status is still at `expectedEpoch` (undefined: none stored);
