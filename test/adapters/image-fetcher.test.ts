@@ -1,5 +1,6 @@
 import type { LookupAddress } from 'node:dns';
-import { HttpImageFetcher, type Resolve } from '../../src/adapters/images/http-fetcher';
+import { HttpImageFetcher } from '../../src/adapters/images/http-fetcher';
+import type { Resolve } from '../../src/adapters/images/guarded-connect';
 import {
   allowListed,
   publicOnly,
