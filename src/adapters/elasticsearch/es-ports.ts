@@ -3,9 +3,11 @@ import type { EnginePorts } from '../engine-ports';
 import { enginePolicy, type PortTimers } from '../port-policy';
 import { EsAccountStore } from './es-account-store';
 import { EsEventLog } from './es-event-log';
+import { EsEventOutbox } from './es-event-outbox';
 import { EsKeyStore } from './es-key-store';
 import { EsRateCounter } from './es-rate-counter';
 import { EsUsageLedger } from './es-usage-ledger';
+import { EsWebhookStore } from './es-webhook-store';
 import { FieldCatalogues } from './field-catalogue';
 import { EsItemCounts } from './item-counts';
 import type { EsIndices } from './indices';
@@ -51,5 +53,7 @@ export function esPorts(
     counts: port('counts', new EsItemCounts(indices)),
     keys: port('keys', new EsKeyStore(indices)),
     rates: port('rates', new EsRateCounter(indices)),
+    webhooks: port('webhooks', new EsWebhookStore(indices)),
+    outbox: port('outbox', new EsEventOutbox(indices)),
   };
 }

@@ -102,6 +102,50 @@ const SHARED = {
    * window start, written with if_seq_no. `window` is indexed for the sweep of past windows.
    */
   rates: { key: { type: 'keyword', ignore_above: 256 }, window: long, n: { type: 'integer' } },
+  /**
+   * Registered webhooks (contract §17), one document per organisation (_id = org) holding all
+   * of its webhooks, so the per-organisation cap is one versioned write (EsWebhookStore).
+   * `hook_ids` finds the organisation of a webhook id.
+   */
+  webhooks: { org: keyword, hook_ids: keyword, hooks: opaque },
+  /** Item facts not yet batched into deliveries; _id = fact id, written create-only. */
+  webhook_facts: {
+    org: keyword,
+    dataset_id: keyword,
+    kind: keyword,
+    item_id: keyword,
+    at: long,
+    error: opaque,
+  },
+  /** Webhook deliveries and their attempts; _id = delivery id, every change with if_seq_no. */
+  webhook_deliveries: {
+    id: keyword,
+    webhook_id: keyword,
+    org: keyword,
+    type: keyword,
+    // the signed JSON may exceed a keyword's 32 KB doc value: kept in _source only
+    body: { type: 'keyword', index: false, doc_values: false },
+    state: keyword,
+    attempts: { type: 'integer' },
+    last_status: { type: 'integer' },
+    last_error: { type: 'keyword', index: false, doc_values: false },
+    next_attempt_at: long,
+    claim_until: long,
+    claim: keyword,
+    created_at: long,
+    manual: { type: 'boolean' },
+  },
+  /**
+   * The outbox's small shared state; _id = `batcher` (the batching lease), `ds:<dataset>` (its
+   * last-seen status) or `mark:<key>` (a create-only marker).
+   */
+  outbox_state: {
+    owner: keyword,
+    claim_until: long,
+    status: keyword,
+    epoch: { type: 'integer' },
+    at: long,
+  },
 } as const;
 
 export type SharedIndex = keyof typeof SHARED;
@@ -139,6 +183,8 @@ const CREATED_WITH: Partial<Record<SharedIndex, Record<string, unknown>>> = {
  */
 const KEPT_AT: Partial<Record<SharedIndex, Record<string, unknown>>> = {
   images: IMAGE_COUNT_SETTINGS,
+  // only the batcher reads the facts, after refreshing them itself (EsEventOutbox)
+  webhook_facts: IMAGE_COUNT_SETTINGS,
   rates: RATE_SETTINGS,
 };
 

@@ -184,6 +184,31 @@ const MIGRATIONS: string[] = [
   INSERT INTO item_values (item_pk, dataset_id, field, scope, is_array, vtype, sval, nval)
     SELECT pk, dataset_id, 'service_purchases', 'gen', 0, 'n', NULL, 0 FROM items;
   `,
+  // Webhooks (contract §17): the registry, the item facts workers record before acking, the
+  // deliveries made of them (claimed by claim/claim_until so one process attempts each at a
+  // time), and outbox_state for the batcher's lease, datasets' last-seen status and marks.
+  `
+  CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY, org TEXT NOT NULL, url TEXT NOT NULL, events TEXT NOT NULL,
+    dataset_ids TEXT, state TEXT NOT NULL, disabled_reason TEXT, salt TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  );
+  CREATE INDEX webhooks_org ON webhooks(org, created_at);
+  CREATE TABLE webhook_facts (
+    id TEXT PRIMARY KEY, org TEXT NOT NULL, dataset_id TEXT NOT NULL, kind TEXT NOT NULL,
+    item_id TEXT NOT NULL, at INTEGER NOT NULL, error TEXT
+  ) WITHOUT ROWID;
+  CREATE INDEX webhook_facts_at ON webhook_facts(at);
+  CREATE TABLE webhook_deliveries (
+    id TEXT PRIMARY KEY, webhook_id TEXT NOT NULL, org TEXT NOT NULL, type TEXT NOT NULL,
+    body TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL, last_status INTEGER,
+    last_error TEXT, next_attempt_at INTEGER, claim_until INTEGER NOT NULL DEFAULT 0, claim TEXT,
+    created_at INTEGER NOT NULL, manual INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE INDEX wd_due ON webhook_deliveries(next_attempt_at) WHERE state = 'pending';
+  CREATE INDEX wd_hook ON webhook_deliveries(webhook_id, created_at);
+  CREATE TABLE outbox_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

@@ -4,6 +4,7 @@ import { enginePolicy, type PortTimers } from '../port-policy';
 import { EmbeddedAccountStore } from './account-store';
 import { sqliteOutage, type Db } from './db';
 import { SqliteEventLog } from './event-log';
+import { SqliteEventOutbox } from './event-outbox';
 import { FileKeyStore } from './file-key-store';
 import { SqliteItemCounts } from './item-counts';
 import { MemoryRateCounter } from './rate-counter';
@@ -12,6 +13,7 @@ import { EmbeddedItemReader } from './item-reader';
 import { EmbeddedItemWriter } from './item-writer';
 import { EmbeddedSearchEngine } from './search-engine';
 import { SqliteUsageLedger } from './usage-ledger';
+import { SqliteWebhookStore } from './webhook-store';
 
 /**
  * The embedded engine's ports on one SQLite file (and the server key beside it in `dataDir`),
@@ -29,6 +31,8 @@ export function embeddedPorts(db: Db, dataDir: string, timers?: PortTimers): Eng
     counts: port('counts', new SqliteItemCounts(db)),
     keys: port('keys', new FileKeyStore(dataDir)),
     rates: port('rates', new MemoryRateCounter()),
+    webhooks: port('webhooks', new SqliteWebhookStore(db)),
+    outbox: port('outbox', new SqliteEventOutbox(db)),
   };
 }
 
