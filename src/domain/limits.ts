@@ -200,6 +200,31 @@ export const LIMIT_TABLE = {
     unit: 'count',
     what: 'GraphQL directives in one operation (400 above)',
   },
+  webhooksPerOrg: {
+    value: 20,
+    unit: 'count',
+    what: 'webhooks one organisation may register (contract §17; 400 above)',
+  },
+  webhookDatasets: {
+    value: 100,
+    unit: 'count',
+    what: 'datasets one webhook may name (400 above)',
+  },
+  webhookUrlLength: {
+    value: 2048,
+    unit: 'characters',
+    what: 'length of a webhook URL (400 above)',
+  },
+  webhookDeliveryLog: {
+    value: 1000,
+    unit: 'count',
+    what: 'deliveries kept per webhook, newest first (pending ones are never dropped)',
+  },
+  webhookBatch: {
+    value: 1000,
+    unit: 'count',
+    what: 'item ids (or errors) in one items.processed or items.failed delivery',
+  },
 } as const satisfies Record<string, Limit>;
 
 /** The values of {@link LIMIT_TABLE}. */

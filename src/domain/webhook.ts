@@ -1,3 +1,5 @@
+import { LIMITS } from './limits';
+
 /**
  * Webhooks and their deliveries (contract §17): the shapes every engine stores and the pure
  * rules of delivery (schedule, Retry-After, thresholds, batching). Signing and transport live
@@ -70,11 +72,9 @@ export type DeliverySettlement = Pick<
 >;
 
 /** Item ids (or errors) per delivery. */
-export const WEBHOOK_BATCH = 1000;
-/** Webhooks one organisation may register. */
-export const MAX_WEBHOOKS_PER_ORG = 20;
+export const WEBHOOK_BATCH = LIMITS.webhookBatch;
 /** Deliveries kept per webhook (the log); pending ones are never dropped. */
-export const DELIVERY_LOG = 1000;
+export const DELIVERY_LOG = LIMITS.webhookDeliveryLog;
 /** One attempt's whole exchange. */
 export const DELIVERY_TIMEOUT_MS = 10_000;
 /** Waits after attempts 1…7 (contract §17); the 8th failure disables the webhook. */
@@ -130,4 +130,35 @@ export type UsageThreshold = (typeof USAGE_THRESHOLDS)[number];
 export function reachedThresholds(used: number, limit: number, refused = false): UsageThreshold[] {
   if (limit <= 0) return [...USAGE_THRESHOLDS];
   return USAGE_THRESHOLDS.filter((p) => (p === 100 && refused) || used * 100 >= limit * p);
+}
+
+/** What each event's `data` holds besides the organisation (contract §17). */
+export type WebhookEventData =
+  | { type: 'items.processed'; dataset: string; ids: string[] }
+  | {
+      type: 'items.failed';
+      dataset: string;
+      errors: Array<{ id: string; code: string; message: string }>;
+    }
+  | {
+      type: 'dataset.published';
+      dataset: string;
+      counts: { items: number; processed: number; pending: number; errors: number };
+    }
+  | {
+      type: 'usage.threshold';
+      kind: 'credits' | 'images';
+      percent: UsageThreshold;
+      used: number;
+      limit: number;
+    };
+
+/** The exact bytes of an event: `{ type, timestamp, data: { organisation, … } }`. */
+export function webhookBody(org: string, at: number, event: WebhookEventData): string {
+  const { type, ...rest } = event;
+  return JSON.stringify({
+    type,
+    timestamp: new Date(at).toISOString(),
+    data: { organisation: org, ...rest },
+  });
 }

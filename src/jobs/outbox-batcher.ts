@@ -1,0 +1,137 @@
+import type { Logger } from 'pino';
+import { statusOf, type DatasetCounts } from '../domain/dataset';
+import { LIMITS } from '../domain/limits';
+import {
+  WEBHOOK_BATCH,
+  type Delivery,
+  type ItemFact,
+  type WebhookEventData,
+} from '../domain/webhook';
+import type { EventOutbox } from '../ports/event-outbox';
+import { deliveryId, newDelivery } from '../services/webhook-deliveries';
+import type { WebhookDirectory } from '../services/webhook-directory';
+
+/** How long the installation-wide batching lease lasts without renewal. */
+const LEASE_MS = 10_000;
+/** Facts read per pass. */
+const READ_LIMIT = 5 * WEBHOOK_BATCH;
+/**
+ * A fact is batched once it is this old (or its group fills a delivery): by then the engine's
+ * counts include its item (Elasticsearch shows writes within its 1 s refresh), so the counts
+ * a publication is judged on are never behind the facts that made it.
+ */
+export const FACT_SETTLE_MS = 1100;
+
+export interface BatcherDeps {
+  outbox: EventOutbox;
+  directory: WebhookDirectory;
+  /** A dataset's name and current counts, or undefined once it is deleted. */
+  dataset(
+    id: string,
+  ): Promise<{ org: string; name: string; counts: () => Promise<DatasetCounts> } | undefined>;
+  now: () => number;
+  log: Logger;
+  /** This process, as the lease names it. */
+  owner: string;
+  /** Called after deliveries were made, so they are attempted without waiting for a tick. */
+  made: () => void;
+}
+
+/**
+ * Turns item facts into deliveries (contract §17: up to 1,000 ids each, sent within 5 s of the
+ * first) and notices publications. One process of the installation holds the lease at a time;
+ * any other takes over within LEASE_MS of its death, and facts it left are batched again into
+ * the same deliveries.
+ */
+export class OutboxBatcher {
+  constructor(private readonly deps: BatcherDeps) {}
+
+  /** One pass; false when another process holds the lease. */
+  async pass(): Promise<boolean> {
+    const { outbox, now } = this.deps;
+    const start = now();
+    if (!(await outbox.claimBatcher(this.deps.owner, start, start + LEASE_MS))) return false;
+    const facts = await outbox.unbatchedFacts(READ_LIMIT);
+    const groups = new Map<string, ItemFact[]>();
+    for (const f of facts) {
+      const key = `${f.datasetId}\u0000${f.kind}`;
+      const g = groups.get(key) ?? [];
+      g.push(f);
+      groups.set(key, g);
+    }
+    const deliveries: Delivery[] = [];
+    const done: string[] = [];
+    const published = new Map<string, number>();
+    for (const group of groups.values()) {
+      group.sort((a, b) => a.at - b.at || a.id.localeCompare(b.id));
+      const settled = group.filter((f) => f.at <= start - FACT_SETTLE_MS);
+      // a full delivery goes at once; otherwise only facts whose items the counts include
+      const ready = group.length >= WEBHOOK_BATCH ? group : settled;
+      if (!ready.length) continue;
+      const first = ready[0]!;
+      const ds = await this.deps.dataset(first.datasetId);
+      for (const f of ready) done.push(f.id);
+      if (!ds) continue;
+      if (first.kind === 'processed')
+        published.set(first.datasetId, (published.get(first.datasetId) ?? 0) + ready.length);
+      const type = first.kind === 'processed' ? 'items.processed' : 'items.failed';
+      const hooks = await this.deps.directory.wanting(first.org, type, first.datasetId);
+      for (let i = 0; i < ready.length; i += WEBHOOK_BATCH) {
+        const chunk = ready.slice(i, i + WEBHOOK_BATCH);
+        const event: WebhookEventData =
+          type === 'items.processed'
+            ? { type, dataset: ds.name, ids: chunk.map((f) => f.itemId) }
+            : {
+                type,
+                dataset: ds.name,
+                errors: chunk.map((f) => ({
+                  id: f.itemId,
+                  code: f.error?.code ?? 'processing_failed',
+                  message: f.error?.message ?? '',
+                })),
+              };
+        for (const hook of hooks) {
+          const id = deliveryId(hook.id, type, chunk[0]!.id, chunk.at(-1)!.id, chunk.length);
+          deliveries.push(newDelivery(hook, id, start, event));
+        }
+      }
+    }
+    // Publications first: facts are forgotten last, so a holder dying anywhere in a pass
+    // leaves them for the next, which makes the same deliveries (create-only) again.
+    for (const [datasetId, told] of published) await this.publication(datasetId, told);
+    if (done.length) await outbox.enqueue(deliveries, done);
+    if (deliveries.length || published.size) this.deps.made();
+    return true;
+  }
+
+  /**
+   * dataset.published, once per publication: the status the batcher last saw is stored, and
+   * moving it from pending to published (a compare-and-set) follows the deliveries, whose ids
+   * name the publication, so a pass done twice sends it once. A dataset first seen already
+   * published is announced only if this pass's items published it: one published before its
+   * webhook stays silent.
+   */
+  private async publication(datasetId: string, told: number): Promise<void> {
+    const { outbox } = this.deps;
+    const ds = await this.deps.dataset(datasetId);
+    if (!ds) return;
+    const counts = await ds.counts();
+    const status = statusOf(counts);
+    const seen = await outbox.seenStatus(datasetId);
+    if (seen?.status === status) return;
+    const epoch = (seen?.epoch ?? 0) + 1;
+    const announce =
+      status === 'published' &&
+      (seen !== undefined || counts.processed - told < LIMITS.minProcessedForVision);
+    if (announce) {
+      const at = this.deps.now();
+      const hooks = await this.deps.directory.wanting(ds.org, 'dataset.published', datasetId);
+      const event = { type: 'dataset.published', dataset: ds.name, counts } as const;
+      const made = hooks.map((h) =>
+        newDelivery(h, deliveryId(h.id, event.type, datasetId, epoch), at, event),
+      );
+      if (made.length) await outbox.enqueue(made, []);
+    }
+    await outbox.setSeenStatus(datasetId, { status, epoch }, seen?.epoch);
+  }
+}

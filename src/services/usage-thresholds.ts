@@ -1,0 +1,92 @@
+import type { Logger } from 'pino';
+import { reachedThresholds, type Webhook } from '../domain/webhook';
+import type { EventOutbox } from '../ports/event-outbox';
+import type { UsageLedger } from '../ports/usage-ledger';
+import { deliveryId, newDelivery } from './webhook-deliveries';
+import type { PlanReads } from './plans';
+import type { WebhookDirectory } from './webhook-directory';
+
+const MICRO = 1_000_000;
+/** A busy organisation's usage is read at most this often per kind and process. */
+const CHECK_EVERY_MS = 2000;
+
+export type UsageKind = 'credits' | 'images';
+
+/**
+ * usage.threshold events (contract §17): 80 % and 100 % of a fixed credit (month) or image
+ * (year) package, once each per period and limit. Metering and workers nudge it as usage
+ * grows; the batching process sweeps every organisation with such a webhook now and then, for
+ * nudges lost in a crash and for plans changed. Deliveries are made (create-only, ids naming
+ * the threshold) before the mark that says so, so a crash between sends it still, once.
+ */
+export class UsageThresholds {
+  private readonly lastCheck = new Map<string, number>();
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(
+    private readonly directory: WebhookDirectory,
+    private readonly outbox: EventOutbox,
+    private readonly ledger: UsageLedger,
+    private readonly plans: PlanReads,
+    private readonly now: () => number,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Usage of `kind` grew (or a request was refused for it): checked soon, without waiting. A
+   * refusal is checked at once, since it may be the only sign of a package used up.
+   */
+  nudge(org: string, kind: UsageKind, refused = false): void {
+    const key = `${org}\u0000${kind}`;
+    const at = this.now();
+    if (!refused && at - (this.lastCheck.get(key) ?? -Infinity) < CHECK_EVERY_MS) return;
+    this.lastCheck.set(key, at);
+    if (this.lastCheck.size > 10_000) this.lastCheck.clear();
+    const p = this.check(org, kind, refused)
+      .catch((err: unknown) => this.log.warn({ err, kind }, 'usage threshold check failed'))
+      .finally(() => this.running.delete(p));
+    this.running.add(p);
+  }
+
+  /** Checks both kinds for every organisation that has a usage.threshold webhook. */
+  async sweep(): Promise<void> {
+    const orgs = new Set((await this.directory.active()).filter(wantsUsage).map((w) => w.org));
+    for (const org of orgs)
+      for (const kind of ['credits', 'images'] as const) await this.check(org, kind);
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all(this.running);
+  }
+
+  async check(org: string, kind: UsageKind, refused = false): Promise<void> {
+    const hooks = await this.directory.wanting(org, 'usage.threshold');
+    if (!hooks.length) return;
+    const plan = (await this.plans.get(org))?.plan;
+    const allowance = plan?.[kind];
+    const limit = allowance?.limitType === 'fixed' ? allowance.limit : undefined;
+    if (limit === undefined) return;
+    const at = this.now();
+    const d = new Date(at);
+    const period =
+      kind === 'credits'
+        ? `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}`
+        : `${d.getUTCFullYear()}`;
+    const used =
+      kind === 'credits'
+        ? (await this.ledger.month(org, d.getUTCFullYear(), d.getUTCMonth() + 1)).micro / MICRO
+        : (await this.ledger.images(org, d.getUTCFullYear())).processed;
+    for (const percent of reachedThresholds(used, limit, refused)) {
+      const mark = `usage:${org}:${kind}:${period}:${limit}:${percent}`;
+      if (await this.outbox.hasMark(mark)) continue;
+      const event = { type: 'usage.threshold', kind, percent, used, limit } as const;
+      await this.outbox.enqueue(
+        hooks.map((h) => newDelivery(h, deliveryId(h.id, mark), at, event)),
+        [],
+      );
+      await this.outbox.mark(mark, at);
+    }
+  }
+}
+
+const wantsUsage = (w: Webhook): boolean => w.events.includes('usage.threshold');
