@@ -53,7 +53,8 @@ test('images counted before per-processing keys keep counting once after the mig
      DROP INDEX it_item_term; CREATE INDEX it_item ON item_terms(item_pk);
      DROP TABLE item_counts; ALTER TABLE items DROP COLUMN popularity;
      ALTER TABLE items DROP COLUMN purchases;
-     DELETE FROM item_values WHERE field IN ('service_popularity', 'service_purchases');`,
+     DELETE FROM item_values WHERE field IN ('service_popularity', 'service_purchases');
+     DROP TABLE webhooks; DROP TABLE webhook_facts; DROP TABLE webhook_deliveries; DROP TABLE outbox_state;`,
   );
   old
     .prepare(
