@@ -160,6 +160,11 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** First retry delay for transient image failures; later ones grow ×4. */
   RETRY_BASE_MS: z.coerce.number({ message: 'expected milliseconds' }).int().min(1).default(1000),
+  // Divides the webhook retry schedule (5 s … 24 h); only tests need anything but 1.
+  WEBHOOK_RETRY_SCALE: z.coerce
+    .number({ message: 'expected a number ≥ 1' })
+    .min(1, { message: 'expected a number ≥ 1' })
+    .default(1),
   /** Requests per minute per token; 0 turns the limit off. */
   RATE_LIMIT_PER_MINUTE: z.coerce
     .number({ message: 'expected a number' })
@@ -233,7 +238,10 @@ function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof sche
   if (c.EMBEDDER === 'descriptor')
     unused(['EMBEDDER_THREADS', 'EMBEDDER_BATCH'], 'EMBEDDER=descriptor runs no model session');
   if (!c.APP_ROLES.has('worker'))
-    unused(['WORKER_CONCURRENCY', 'RETRY_BASE_MS'], 'this process runs no worker');
+    unused(
+      ['WORKER_CONCURRENCY', 'RETRY_BASE_MS', 'WEBHOOK_RETRY_SCALE'],
+      'this process runs no worker',
+    );
   // Not RATE_LIMIT_PER_MINUTE: a worker's ops server throttles /metrics and failed logins with it.
   if (!c.APP_ROLES.has('api')) unused(['PUBLIC_BASE_URL'], 'this process serves no API');
   return out;
