@@ -14,6 +14,11 @@ import { HttpImageFetcher } from '../adapters/images/http-fetcher';
 import { SharpImageAnalyzer } from '../adapters/images/sharp-analyzer';
 import { AmqpJobQueue } from '../adapters/queue/rabbitmq/amqp-queue';
 import { SqliteJobQueue } from '../adapters/queue/in-process/sqlite-queue';
+import { AmqpEventBus } from '../adapters/queue/rabbitmq/amqp-event-bus';
+import { SqliteEventBus } from '../adapters/queue/in-process/sqlite-event-bus';
+import type { EventBus } from '../ports/event-bus';
+import { ProgressNotices } from '../jobs/progress-notices';
+import { DatasetEventsService } from '../services/dataset-events';
 import { redactUrl, type Config } from '../config/env';
 import { FairShare } from '../jobs/fair-share';
 import { Slots } from '../lib/slots';
@@ -135,6 +140,13 @@ async function elasticsearchStores(
   };
 }
 
+/** Live progress notices travel the way jobs do: through RabbitMQ, or the queue's SQLite file. */
+function openEventBus(config: Config, log: Logger, now: () => number): EventBus {
+  return config.QUEUE === 'rabbitmq'
+    ? new AmqpEventBus(config.AMQP_URL, config.AMQP_QUEUE_PREFIX, log)
+    : new SqliteEventBus(path.join(config.dataDir, 'queue.db'), log, now);
+}
+
 async function openQueue(
   config: Config,
   log: Logger,
@@ -194,6 +206,9 @@ export async function buildContainer(
     await stores.close();
     throw e;
   }
+  // Live progress (contract §17 subscriptions): workers publish, API processes stream.
+  const bus = openEventBus(config, log.child({ component: 'event-bus' }), now);
+  const progressNotices = new ProgressNotices(bus, log.child({ component: 'progress' }), now);
   const analyzer = new SharpImageAnalyzer(embedder);
   metrics.watchQueue(queue, config.APP_ROLES.has('worker'), now);
   const http = new HttpImageFetcher(
@@ -247,6 +262,12 @@ export async function buildContainer(
       now,
       readyMemo,
     ),
+    datasetEvents: new DatasetEventsService(auth, (id) => content.counts(id), bus, {
+      // Elasticsearch shows a write after its 1-s refresh; the embedded engine at once.
+      visibilityLagMs: config.SEARCH_BACKEND === 'elasticsearch' ? 1100 : 0,
+      log: log.child({ component: 'dataset-events' }),
+      now,
+    }),
     vision,
     track: new TrackService(vision, events, now),
     report: new ReportService(auth, events, now),
@@ -276,11 +297,15 @@ export async function buildContainer(
       fair: new FairShare(config.WORKER_CONCURRENCY),
       imageSlots: new Slots(config.WORKER_CONCURRENCY),
       metrics,
+      outcomes: progressNotices,
     }),
     embedder: embedderRef,
     bootstrapOperatorToken,
     async close() {
       await queue.close();
+      services.datasetEvents.close();
+      await progressNotices.close();
+      await bus.close();
       await http.close();
       await metering.drain();
       await stores.close();

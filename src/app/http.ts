@@ -65,6 +65,8 @@ function closeConnectionsOnClose(app: FastifyInstance): void {
     connections.set(socket, new Set());
     socket.once('close', () => connections.delete(socket));
   });
+  // An upgraded socket (a subscription) belongs to the WebSocket server, which closes it itself.
+  app.server.on('upgrade', (req: http.IncomingMessage) => connections.delete(req.socket as Socket));
   app.server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const answers = connections.get(req.socket as Socket);
     if (!answers) return;
@@ -158,6 +160,9 @@ export async function buildApiServer(
       production: config.NODE_ENV === 'production',
       log,
       publicBaseUrl: config.PUBLIC_BASE_URL,
+      // the limit's key is the client address, all an upgrade request has of a Fastify request
+      authFailedOnUpgrade: (req) =>
+        authFailed({ ip: req.socket.remoteAddress, routeOptions: { config: {} } } as never),
     }),
   );
   await app.register(consolePages());

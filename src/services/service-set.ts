@@ -1,6 +1,7 @@
 import type { Metrics } from '../observability/metrics';
 import type { AuthService } from './auth';
 import type { ContentService } from './content';
+import type { DatasetEventsService } from './dataset-events';
 import type { DatasetService } from './datasets';
 import type { MeteringService } from './metering';
 import type { OrganisationService } from './organisations';
@@ -16,6 +17,7 @@ export interface ServiceSet {
   auth: AuthService;
   organisations: OrganisationService;
   datasets: DatasetService;
+  datasetEvents: DatasetEventsService;
   content: ContentService;
   vision: VisionService;
   similarity: SimilarityService;

@@ -26,13 +26,24 @@ export function buildContext(
   // The HTTP layer may have checked the header already (for the rate-limit key).
   const principal = (): Promise<Principal> =>
     (auth ??= req.graphqlAuth ?? services.auth.authenticate(req.headers.authorization));
-  const loaders = new Map<string, DataLoader<string, StoredItem | null>>();
-  return {
-    services,
+  return contextOf(services, {
     requestId: req.id,
     baseUrl: publicBaseUrl ?? `${req.protocol}://${req.host}`,
     log: req.log,
     principal,
+  });
+}
+
+/** A context for a caller already authenticated elsewhere (a WebSocket's connection_init). */
+export function contextOf(
+  services: GraphqlServices,
+  base: Pick<GqlContext, 'requestId' | 'baseUrl' | 'log' | 'principal'>,
+): GqlContext {
+  const { principal } = base;
+  const loaders = new Map<string, DataLoader<string, StoredItem | null>>();
+  return {
+    services,
+    ...base,
     itemLoader(org, dataset) {
       const key = JSON.stringify([org, dataset]);
       let l = loaders.get(key);

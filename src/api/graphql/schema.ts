@@ -15,6 +15,7 @@ import type { GqlContext } from './context';
 import { resolveVisionItemReference, type VisionItemReference } from './federation';
 import { AccountResolver, OrganisationFields } from './resolvers/accounts';
 import { ContentEntryFields, DatasetResolver } from './resolvers/datasets';
+import { DatasetEventsResolver } from './resolvers/dataset-events';
 import { EventLogResolver } from './resolvers/event-log';
 import { SimilarityResolver } from './resolvers/similarity';
 import { VisionItemFields, VisionResolver } from './resolvers/vision';
@@ -77,12 +78,22 @@ function keepDefaults(from: GraphQLSchema, to: GraphQLSchema): void {
   }
 }
 
+const NO_PUBSUB = {
+  publish(): never {
+    throw new Error('no PubSub: subscriptions subscribe through their services');
+  },
+  subscribe(): never {
+    throw new Error('no PubSub: subscriptions subscribe through their services');
+  },
+};
+
 function buildCodeFirst(): Promise<GraphQLSchema> {
   return buildSchema({
     resolvers: [
       AccountResolver,
       OrganisationFields,
       DatasetResolver,
+      DatasetEventsResolver,
       ContentEntryFields,
       EventLogResolver,
       VisionResolver,
@@ -91,6 +102,8 @@ function buildCodeFirst(): Promise<GraphQLSchema> {
     ],
     // Input rules live in the domain validators shared with REST, not in class-validator.
     validate: false,
+    // Each subscription brings its own `subscribe`; type-graphql wants a PubSub all the same.
+    pubSub: NO_PUBSUB,
   });
 }
 

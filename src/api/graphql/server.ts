@@ -7,6 +7,7 @@ import { InMemoryLRUCache } from '@apollo/utils.keyvaluecache';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage } from 'node:http';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { AppError } from '../../domain/errors';
@@ -15,6 +16,7 @@ import { formatError } from './errors';
 import { PAGE_CSP, graphiqlHtml, loadWebAssets } from './graphiql-page';
 import { CONTENT_TYPES } from '../web-assets';
 import { graphqlSchema } from './schema';
+import { serveSubscriptions } from './subscriptions';
 import type { GraphqlServices } from './services';
 import { LIMITS } from '../../domain/limits';
 import { checkAccept } from '../http/negotiation';
@@ -70,6 +72,8 @@ export interface GraphqlOptions {
   log: Logger;
   /** PUBLIC_BASE_URL: the scheme, host and port of the links answers carry. */
   publicBaseUrl?: string;
+  /** Counts a failed authentication of a WebSocket upgrade's client address. */
+  authFailedOnUpgrade?: (req: IncomingMessage) => Promise<void>;
 }
 
 /** POST/GET /graphql and the GraphiQL page, over the services GraphQL declares. */
@@ -93,8 +97,9 @@ export const graphqlApi =
       blockFieldSuggestion: { enabled: false },
     });
     const protection = armor.protect();
+    const schema = await graphqlSchema();
     const apollo = new ApolloServer<GqlContext>({
-      schema: await graphqlSchema(),
+      schema,
       introspection: !production,
       csrfPrevention: true,
       // main.ts owns SIGTERM (finish in-flight work, exit 0); Apollo's handler would re-raise the
@@ -141,6 +146,15 @@ export const graphqlApi =
       },
     });
     await apollo.start();
+    serveSubscriptions(app, {
+      schema,
+      validationRules: protection.validationRules,
+      services,
+      production,
+      log: opts.log,
+      publicBaseUrl: opts.publicBaseUrl,
+      authFailed: opts.authFailedOnUpgrade,
+    });
     // Fastify drains HTTP connections on close; Apollo's drain plugin would call app.close() again
     // from inside this hook and wait for itself.
     app.addHook('onClose', async () => {

@@ -6,6 +6,7 @@ export type GraphqlServices = Pick<
   | 'auth'
   | 'organisations'
   | 'datasets'
+  | 'datasetEvents'
   | 'content'
   | 'vision'
   | 'similarity'

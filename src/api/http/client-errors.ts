@@ -43,7 +43,12 @@ function describe(err: ParserError): { status: number; error: AppError } {
 }
 
 /** Writes one complete error response on a socket no HTTP response object owns, then closes. */
-function writeRawError(socket: Duplex, status: number, error: AppError, requestId: string): void {
+export function writeRawError(
+  socket: Duplex,
+  status: number,
+  error: AppError,
+  requestId: string,
+): void {
   const body = JSON.stringify(errorBody(error, requestId));
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\n` +

@@ -28,7 +28,12 @@ const root = document.getElementById('graphiql');
 if (root)
   createRoot(root).render(
     createElement(GraphiQL, {
-      fetcher: createGraphiQLFetcher({ url: endpoint }),
+      // Subscriptions go over a WebSocket to the same endpoint; the Headers tab's Authorization
+      // becomes the connection_init payload.
+      fetcher: createGraphiQLFetcher({
+        url: endpoint,
+        subscriptionUrl: endpoint.replace(/^http/, 'ws'),
+      }),
       defaultQuery,
       defaultHeaders: JSON.stringify({ Authorization: 'token ' }, null, 2),
       shouldPersistHeaders: false,

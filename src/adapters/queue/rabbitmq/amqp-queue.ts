@@ -436,7 +436,7 @@ export class AmqpJobQueue implements JobQueue {
 }
 
 /** Heartbeats let a worker notice a broker that vanished without closing the socket. */
-function withHeartbeat(url: string): string {
+export function withHeartbeat(url: string): string {
   const u = new URL(url);
   if (!u.searchParams.has('heartbeat')) u.searchParams.set('heartbeat', '15');
   return u.toString();
@@ -447,7 +447,7 @@ function withHeartbeat(url: string): string {
  * accept the socket and never finish the handshake. Bound the whole thing, and close a
  * connection that arrives too late.
  */
-async function connectWithin(url: string, ms: number): Promise<ChannelModel> {
+export async function connectWithin(url: string, ms: number): Promise<ChannelModel> {
   const pending = amqp.connect(url, { timeout: ms });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
