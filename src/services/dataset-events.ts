@@ -35,6 +35,8 @@ export interface DatasetEventsOptions {
   visibilityLagMs: number;
   log: Logger;
   now?: () => number;
+  /** At most one counts read per dataset this often (250 ms). */
+  readEveryMs?: number;
 }
 
 /**
@@ -65,13 +67,7 @@ export class DatasetEventsService {
     const initial = statusOf(await this.readCounts(ds.id));
     let watch = this.watches.get(ds.id);
     if (!watch) {
-      watch = new DatasetWatch(
-        ds.id,
-        this.readCounts,
-        this.opts.visibilityLagMs,
-        this.opts.log,
-        this.now,
-      );
+      watch = new DatasetWatch(ds.id, this.readCounts, this.opts, this.now);
       this.watches.set(ds.id, watch);
     }
     this.unsubscribe ??= this.bus.subscribe((n) => this.watches.get(n.datasetId)?.notice(n));
@@ -108,8 +104,7 @@ class DatasetWatch {
   constructor(
     readonly datasetId: string,
     private readonly readCounts: CountsReader,
-    private readonly lagMs: number,
-    private readonly log: Logger,
+    private readonly opts: DatasetEventsOptions,
     private readonly now: () => number,
   ) {}
 
@@ -127,8 +122,8 @@ class DatasetWatch {
 
   private schedule(): void {
     if (this.timer || this.reading || this.stopped || this.waiting.length === 0) return;
-    const visible = Math.min(...this.waiting.map((n) => n.at)) + this.lagMs;
-    const due = Math.max(visible, this.readAt + READ_EVERY_MS);
+    const visible = Math.min(...this.waiting.map((n) => n.at)) + this.opts.visibilityLagMs;
+    const due = Math.max(visible, this.readAt + (this.opts.readEveryMs ?? READ_EVERY_MS));
     this.timer = setTimeout(() => void this.read(), Math.max(0, due - this.now()));
     this.timer.unref();
   }
@@ -139,8 +134,8 @@ class DatasetWatch {
     const start = this.now();
     this.readAt = start;
     // Only notices the engine shows by now; later ones wait for the next read.
-    const ready = this.waiting.filter((n) => n.at + this.lagMs <= start);
-    this.waiting = this.waiting.filter((n) => n.at + this.lagMs > start);
+    const ready = this.waiting.filter((n) => n.at + this.opts.visibilityLagMs <= start);
+    this.waiting = this.waiting.filter((n) => n.at + this.opts.visibilityLagMs > start);
     try {
       if (ready.length === 0) return;
       const counts = await this.readCounts(this.datasetId);
@@ -149,7 +144,7 @@ class DatasetWatch {
       for (const s of this.subs) s.deliver(events, counts, status);
     } catch (err) {
       // The next notice reads again, and its counts cover these items too.
-      this.log.warn({ err }, 'could not read counts for dataset events');
+      this.opts.log.warn({ err }, 'could not read counts for dataset events');
     } finally {
       this.reading = false;
       this.schedule();
