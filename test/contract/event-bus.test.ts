@@ -3,6 +3,7 @@
  * instances standing for two processes of one installation: SQLite instances on one queue.db,
  * AMQP instances with their own connections to one broker and exchange.
  */
+import amqp from 'amqplib';
 import path from 'node:path';
 import pino from 'pino';
 import { SqliteEventBus } from '../../src/adapters/queue/in-process/sqlite-event-bus';
@@ -14,19 +15,39 @@ import { tierOf } from './tier';
 const AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 const log = pino({ level: 'silent' });
 
-const rigs = tierOf<() => EventBus[]>({
+interface Rig {
+  buses: [EventBus, EventBus];
+  /** Removes what the rig left on a shared service. */
+  cleanup(): Promise<void>;
+}
+
+const rigs = tierOf<() => Rig>({
   local: [
     'SQLite',
     () => {
       const file = path.join(tempDir('vss-bus-'), 'queue.db');
-      return [new SqliteEventBus(file, log), new SqliteEventBus(file, log)];
+      return {
+        buses: [new SqliteEventBus(file, log), new SqliteEventBus(file, log)],
+        cleanup: async () => undefined,
+      };
     },
   ],
   services: [
     'RabbitMQ',
     () => {
       const prefix = `test.b${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}.`;
-      return [new AmqpEventBus(AMQP_URL, prefix, log), new AmqpEventBus(AMQP_URL, prefix, log)];
+      return {
+        buses: [new AmqpEventBus(AMQP_URL, prefix, log), new AmqpEventBus(AMQP_URL, prefix, log)],
+        // the exchange is durable: the broker would keep one per test run
+        async cleanup() {
+          const conn = await amqp.connect(AMQP_URL);
+          try {
+            await (await conn.createChannel()).deleteExchange(`${prefix}events`);
+          } finally {
+            await conn.close();
+          }
+        },
+      };
     },
   ],
 });
@@ -43,11 +64,14 @@ const notice = (itemIds: string[]): ProgressNotice => ({
 describe.each(rigs)('EventBus on %s', (_name, make) => {
   let a: EventBus;
   let b: EventBus;
+  let rig: Rig;
   beforeEach(() => {
-    [a, b] = make();
+    rig = make();
+    [a, b] = rig.buses;
   });
   afterEach(async () => {
     await Promise.all([a.close(), b.close()]);
+    await rig.cleanup();
   });
 
   /** Publishes `n` from `from` until `seen` holds it: a consumer binds asynchronously. */
