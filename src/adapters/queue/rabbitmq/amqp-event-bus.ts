@@ -5,6 +5,7 @@ import { connectWithin, withHeartbeat } from './amqp-queue';
 
 const CONNECT_WAIT_MS = 5000;
 const RECONNECT_MAX_MS = 10_000;
+const DROP_LOG_EVERY_MS = 10_000;
 /**
  * A subscriber's queue keeps what it has not read for 10 s and at most 10,000 messages, oldest
  * dropped first: a stalled API process must not grow the broker, and counts heal the gap.
@@ -36,6 +37,7 @@ export class AmqpEventBus implements EventBus {
   private reconnecting = false;
   /** Notices lost on publish (no broker); a subscriber's counts heal them. */
   dropped = 0;
+  private droppedLoggedAt = 0;
 
   constructor(
     private readonly url: string,
@@ -56,7 +58,11 @@ export class AmqpEventBus implements EventBus {
       });
     } catch (err) {
       this.dropped += notices.length;
-      this.log.warn({ err, dropped: this.dropped }, 'progress notices dropped: no broker');
+      // a worker flushes every 250 ms: one line per outage window is enough
+      if (Date.now() - this.droppedLoggedAt >= DROP_LOG_EVERY_MS) {
+        this.droppedLoggedAt = Date.now();
+        this.log.warn({ err, dropped: this.dropped }, 'progress notices dropped: no broker');
+      }
     }
   }
 
