@@ -1,5 +1,7 @@
 import { ReadinessMemo } from '../services/ready-memo';
 import { esClient } from '../adapters/elasticsearch/client';
+import crypto from 'node:crypto';
+import os from 'node:os';
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { openDb, sqliteOutage } from '../adapters/embedded/db';
@@ -43,6 +45,16 @@ import { VisionService } from '../services/vision';
 import { ReadinessService } from '../services/readiness';
 import type { ServiceSet } from '../services/service-set';
 import { datasetPath } from '../api/links';
+import { HttpWebhookSender } from '../adapters/webhooks/http-sender';
+import { allSinks } from '../jobs/item-outcomes';
+import { OutboxBatcher } from '../jobs/outbox-batcher';
+import { WebhookDeliverer } from '../jobs/webhook-deliverer';
+import { WebhookFacts } from '../jobs/webhook-facts';
+import { startWebhookWork } from '../jobs/webhook-work';
+import { UsageThresholds } from '../services/usage-thresholds';
+import { WebhookDirectory } from '../services/webhook-directory';
+import { webhookHeaders, webhookSecret } from '../services/webhook-signing';
+import { WebhookService } from '../services/webhooks';
 
 /** Every port with state, as one engine provides them. */
 export interface Stores extends EnginePorts {
@@ -61,6 +73,8 @@ export interface Container {
   processImage: ProcessImageHandler;
   /** The embedder this process embeds with (images and lens queries). */
   embedder: EmbedderRef;
+  /** The worker role's share of events out: batching facts and attempting deliveries. */
+  startWebhookWork(): { stop(): Promise<void> };
   /** Set on first start when no OPERATOR_TOKEN is configured; printed once, stored as a hash. */
   bootstrapOperatorToken?: string;
   close(): Promise<void>;
@@ -79,7 +93,8 @@ function countBytes(fetcher: ImageFetcher, metrics: Metrics): ImageFetcher {
 
 /** Which adapter serves each port (start-up banner, and the test that nothing falls back). */
 export function describePorts(c: Container): Record<string, string> {
-  const { accounts, content, engine, ledger, events, keys, rates, queue } = c.ports;
+  const { accounts, content, engine, ledger, events, keys, rates, webhooks, outbox, queue } =
+    c.ports;
   const items = contentParts(content);
   const ports = {
     accounts,
@@ -91,6 +106,8 @@ export function describePorts(c: Container): Record<string, string> {
     events,
     keys,
     rates,
+    webhooks,
+    outbox,
     queue,
   };
   return Object.fromEntries(
@@ -198,7 +215,8 @@ export async function buildContainer(
     config.SEARCH_BACKEND === 'elasticsearch'
       ? await elasticsearchStores(config, embedder, now, metrics)
       : embeddedStores(config, metrics);
-  const { accounts, content, engine, ledger, events, keys, counts, rates } = stores;
+  const { accounts, content, engine, ledger, events, keys, counts, rates, webhooks, outbox } =
+    stores;
   let queue: JobQueue;
   try {
     queue = await openQueue(config, log.child({ component: 'queue' }), now, metrics);
@@ -211,9 +229,12 @@ export async function buildContainer(
   const progressNotices = new ProgressNotices(bus, log.child({ component: 'progress' }), now);
   const analyzer = new SharpImageAnalyzer(embedder);
   metrics.watchQueue(queue, config.APP_ROLES.has('worker'), now);
-  const http = new HttpImageFetcher(
-    config.IMAGE_FETCH_ALLOW_PRIVATE ? allowAll : allowListed(config.IMAGE_FETCH_ALLOW_HOSTS),
-  );
+  // Webhook URLs obey the image-fetch address rules (contract §17): one policy for both.
+  const addressPolicy = config.IMAGE_FETCH_ALLOW_PRIVATE
+    ? allowAll
+    : allowListed(config.IMAGE_FETCH_ALLOW_HOSTS);
+  const http = new HttpImageFetcher(addressPolicy);
+  const sender = new HttpWebhookSender(addressPolicy);
   const fetcher = countBytes(http, metrics);
 
   const serverKey = await keys.serverKey();
@@ -223,12 +244,17 @@ export async function buildContainer(
     ? await auth.ensureOperatorToken(clock())
     : undefined;
   const plans = new PlanReads(accounts, now);
+  const webhookLog = log.child({ component: 'webhooks' });
+  const directory = new WebhookDirectory(webhooks, now);
+  const thresholds = new UsageThresholds(directory, outbox, ledger, plans, now, webhookLog);
+  metrics.watchOutbox(outbox, now);
   const metering = new MeteringService(
     plans,
     ledger,
     events,
     log.child({ component: 'metering' }),
     now,
+    thresholds,
   );
   const readyMemo = new ReadinessMemo(now);
   const settingsAt = (org: string, name: string) => `${datasetPath(org, name)}/settings/fields`;
@@ -276,13 +302,47 @@ export async function buildContainer(
     metering,
     readiness: new ReadinessService({ accounts, store: content, queue }),
     metrics,
+    webhooks: new WebhookService(
+      auth,
+      accounts,
+      webhooks,
+      outbox,
+      sender,
+      directory,
+      serverKey,
+      now,
+    ),
   };
+  // Whoever holds a lease or a claim: this process, unique across restarts and hosts.
+  const owner = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`;
+  const outcomes = allSinks([
+    progressNotices,
+    new WebhookFacts(outbox, directory),
+    {
+      // a processed image may cross a fixed image package's threshold
+      record: async (o) => {
+        if (o.kind === 'processed') thresholds.nudge(o.org, 'images');
+      },
+    },
+  ]);
 
   return {
     config,
     log,
     services,
-    ports: { accounts, content, engine, ledger, events, keys, counts, rates, queue },
+    ports: {
+      accounts,
+      content,
+      engine,
+      ledger,
+      events,
+      keys,
+      counts,
+      rates,
+      webhooks,
+      outbox,
+      queue,
+    },
     processImage: new ProcessImageHandler({
       store: content,
       accounts,
@@ -297,9 +357,46 @@ export async function buildContainer(
       fair: new FairShare(config.WORKER_CONCURRENCY),
       imageSlots: new Slots(config.WORKER_CONCURRENCY),
       metrics,
-      outcomes: progressNotices,
+      outcomes,
     }),
     embedder: embedderRef,
+    startWebhookWork() {
+      let kick = (): void => undefined;
+      const work = startWebhookWork({
+        batcher: new OutboxBatcher({
+          outbox,
+          directory,
+          async dataset(id) {
+            const ds = await accounts.getDatasetById(id);
+            return ds && { org: ds.org, name: ds.name, counts: () => content.counts(id) };
+          },
+          now,
+          log: webhookLog,
+          owner,
+          made: () => kick(),
+        }),
+        deliverer: new WebhookDeliverer({
+          outbox,
+          store: webhooks,
+          directory,
+          sender,
+          sign: (hook, d, at) =>
+            webhookHeaders(webhookSecret(serverKey, hook.id, hook.salt), d.id, at, d.body),
+          now,
+          log: webhookLog,
+          owner,
+          retryScale: config.WEBHOOK_RETRY_SCALE,
+          metrics,
+        }),
+        thresholds,
+        outbox,
+        directory,
+        now,
+        log: webhookLog,
+      });
+      kick = work.kick;
+      return work;
+    },
     bootstrapOperatorToken,
     async close() {
       await queue.close();
@@ -307,7 +404,9 @@ export async function buildContainer(
       await progressNotices.close();
       await bus.close();
       await http.close();
+      await sender.close();
       await metering.drain();
+      await thresholds.drain();
       await stores.close();
       await embedder.close?.();
     },

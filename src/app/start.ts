@@ -26,6 +26,7 @@ export async function startApp(
   let url: string | undefined;
   let recovery: ReturnType<typeof startRecovery> | undefined;
   let rollup: ReturnType<typeof startPopularityRollup> | undefined;
+  let webhookWork: { stop(): Promise<void> } | undefined;
   if (config.APP_ROLES.has('worker')) {
     // While the store is down, jobs wait in the queue instead of burning their attempts.
     const storeAnswers = async (): Promise<void> => {
@@ -44,6 +45,7 @@ export async function startApp(
       opts.now ?? Date.now,
       container.log.child({ component: 'popularity' }),
     );
+    webhookWork = container.startWebhookWork();
   }
   // A worker-only process serves its health on PORT too, for an orchestrator's probes.
   const server: FastifyInstance = config.APP_ROLES.has('api')
@@ -56,6 +58,7 @@ export async function startApp(
     // e.g. PORT taken: leave nothing running behind the error (the worker already consumes)
     recovery?.stop();
     await rollup?.stop();
+    await webhookWork?.stop();
     await ports.queue.stop().catch(() => undefined);
     await container.close().catch(() => undefined);
     throw e;
@@ -74,6 +77,8 @@ export async function startApp(
       recovery?.stop();
       await rollup?.stop();
       await server?.close();
+      // attempts in flight finish; a claim left behind lapses for another worker to resend
+      await webhookWork?.stop();
       // jobs not yet at an image slot go back to the queue now instead of downloading
       container.processImage.stop();
       await ports.queue.stop();

@@ -11,6 +11,7 @@ import type { SimilarityService } from './similarity';
 import type { TrackService } from './track';
 import type { UsageService } from './usage';
 import type { VisionService } from './vision';
+import type { WebhookService } from './webhooks';
 
 /** Every use case of one process; a transport declares the part it uses (a Pick of this). */
 export interface ServiceSet {
@@ -27,4 +28,5 @@ export interface ServiceSet {
   metering: MeteringService;
   readiness: ReadinessService;
   metrics: Metrics;
+  webhooks: WebhookService;
 }

@@ -19,6 +19,7 @@ import { DatasetEventsResolver } from './resolvers/dataset-events';
 import { EventLogResolver } from './resolvers/event-log';
 import { SimilarityResolver } from './resolvers/similarity';
 import { VisionItemFields, VisionResolver } from './resolvers/vision';
+import { OrganisationWebhookFields, WebhookResolver } from './resolvers/webhooks';
 
 let built: Promise<GraphQLSchema> | undefined;
 
@@ -99,6 +100,8 @@ function buildCodeFirst(): Promise<GraphQLSchema> {
       VisionResolver,
       SimilarityResolver,
       VisionItemFields,
+      OrganisationWebhookFields,
+      WebhookResolver,
     ],
     // Input rules live in the domain validators shared with REST, not in class-validator.
     validate: false,

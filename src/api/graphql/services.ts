@@ -14,4 +14,5 @@ export type GraphqlServices = Pick<
   | 'report'
   | 'usage'
   | 'metrics'
+  | 'webhooks'
 >;

@@ -6,6 +6,7 @@ import * as contentOps from './schema/content-ops';
 import * as serviceOps from './schema/service-ops';
 import { errorBody } from './schema/shapes';
 import * as visionOps from './schema/vision-ops';
+import * as webhookOps from './schema/webhook-ops';
 
 /** Every REST operation; routes are registered from these and the document is made of them. */
 const OPERATIONS: readonly Operation[] = [
@@ -13,6 +14,7 @@ const OPERATIONS: readonly Operation[] = [
   ...Object.values(accountOps),
   ...Object.values(contentOps),
   ...Object.values(visionOps),
+  ...Object.values(webhookOps),
 ] as Operation[];
 
 type Json = Record<string, unknown>;

@@ -10,6 +10,7 @@ import { metricsRoute } from './routes/metrics';
 import { openApiRoute } from './routes/openapi';
 import { orgRoutes } from './routes/orgs';
 import { visionRoutes } from './routes/vision';
+import { webhookRoutes } from './routes/webhooks';
 import type { OpsServices, RestServices } from './services';
 
 /** The release /openapi.json names. */
@@ -35,4 +36,5 @@ export const restApi =
     await app.register(datasetRoutes(s));
     await app.register(contentRoutes(s));
     await app.register(visionRoutes(s));
+    await app.register(webhookRoutes(s));
   };

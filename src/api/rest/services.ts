@@ -14,6 +14,7 @@ export type RestServices = Pick<
   | 'usage'
   | 'readiness'
   | 'metrics'
+  | 'webhooks'
 >;
 
 /** What a worker-only process serves over HTTP: health and metrics. */
