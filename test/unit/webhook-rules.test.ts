@@ -28,15 +28,19 @@ describe('the retry schedule (contract §17)', () => {
 
   test('waits of 5 min and more are jittered by at most 10 %, 5 s is not', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 7 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), (n, r) => {
-        const wait = nextAttemptAt(n, T, { random: () => r })! - T;
-        const base = RETRY_SCHEDULE_MS[n - 1]!;
-        if (base < 300_000) expect(wait).toBe(base);
-        else {
-          expect(wait).toBeGreaterThanOrEqual(base * 0.9 - 1);
-          expect(wait).toBeLessThanOrEqual(base * 1.1 + 1);
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 7 }),
+        fc.double({ min: 0, max: 0.999999, noNaN: true }),
+        (n, r) => {
+          const wait = nextAttemptAt(n, T, { random: () => r })! - T;
+          const base = RETRY_SCHEDULE_MS[n - 1]!;
+          if (base < 300_000) expect(wait).toBe(base);
+          else {
+            expect(wait).toBeGreaterThanOrEqual(base * 0.9 - 1);
+            expect(wait).toBeLessThanOrEqual(base * 1.1 + 1);
+          }
+        },
+      ),
     );
   });
 
