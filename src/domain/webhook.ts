@@ -89,7 +89,7 @@ export const RETRY_SCHEDULE_MS = [
 ] as const;
 export const MAX_DELIVERY_ATTEMPTS = RETRY_SCHEDULE_MS.length + 1;
 /** A receiver's Retry-After is honoured up to this long. */
-export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
+const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 
 /** Seconds or an HTTP date, as milliseconds from `now`; undefined when absent or unreadable. */
 export function retryAfterMs(header: string | undefined, now: number): number | undefined {

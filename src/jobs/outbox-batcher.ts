@@ -20,7 +20,7 @@ const READ_LIMIT = 5 * WEBHOOK_BATCH;
  * counts include its item (Elasticsearch shows writes within its 1 s refresh), so the counts
  * a publication is judged on are never behind the facts that made it.
  */
-export const FACT_SETTLE_MS = 1100;
+const FACT_SETTLE_MS = 1100;
 
 export interface BatcherDeps {
   outbox: EventOutbox;

@@ -11,7 +11,7 @@ const FOLLOWED: Record<ItemOutcome['kind'], readonly WebhookEventType[]> = {
 };
 
 /** The fact of one outcome: the same processing always gets the same id. */
-export function factId(o: ItemOutcome): string {
+function factId(o: ItemOutcome): string {
   return crypto
     .createHash('sha256')
     .update(JSON.stringify([o.kind, o.datasetId, o.itemId, o.url, o.version]))

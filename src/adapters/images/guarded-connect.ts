@@ -11,7 +11,7 @@ import { destinationKey, type AddressPolicy, type Destination } from './address-
 
 export const FORBIDDEN = 'EFORBIDDENADDRESS';
 
-export class ForbiddenAddress extends Error {
+class ForbiddenAddress extends Error {
   readonly code = FORBIDDEN;
 }
 
