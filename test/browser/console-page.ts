@@ -29,14 +29,19 @@ export interface Watched {
   outside: string[];
 }
 
-/** A new page at `url`, watched; `allowed` are the origins it may talk to. */
+/**
+ * A new page at `url`, watched; `allowed` are the origins it may talk to; `before` can add
+ * listeners before the page loads.
+ */
 export async function openWatched(
   browser: Browser,
   url: string,
   allowed: string[],
   width = 1280,
+  before?: (page: Page) => void,
 ): Promise<Watched> {
   const page = await browser.newPage({ viewport: { width, height: 900 } });
+  before?.(page);
   const errors: string[] = [];
   const outside: string[] = [];
   const origins = allowed.map((a) => new URL(a).origin);

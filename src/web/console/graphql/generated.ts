@@ -4,6 +4,18 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+export type DatasetEventType =
+  /** The dataset became `PUBLISHED` (enough processed items); no item ids. */
+  | 'DATASET_PUBLISHED'
+  /** Items that failed for good; the dataset's processing errors say why. */
+  | 'ITEMS_FAILED'
+  /** Items processed (and searchable). */
+  | 'ITEMS_PROCESSED';
+
+export type DatasetStatus =
+  | 'PENDING'
+  | 'PUBLISHED';
+
 /** A field to count values of among all matching items. */
 export type FacetInput = {
   /** Count without the q conditions on this same field (multi-select filters). */
@@ -16,6 +28,14 @@ export type TokenKind =
   | 'OPERATOR'
   | 'ORGANISATION'
   | 'SCOPED';
+
+export type ConsoleDatasetEventsSubscriptionVariables = Exact<{
+  organisation: string;
+  dataset: string;
+}>;
+
+
+export type ConsoleDatasetEventsSubscription = { datasetEvents: { type: DatasetEventType, status: DatasetStatus, counts: { items: number, processed: number, pending: number, errors: number } } };
 
 export type ConsoleFiguresQueryVariables = Exact<{
   o: string;
@@ -52,6 +72,20 @@ export class TypedDocumentString<TResult, TVariables>
   }
 }
 
+export const ConsoleDatasetEventsDocument = new TypedDocumentString(`
+    subscription ConsoleDatasetEvents($organisation: String!, $dataset: String!) {
+  datasetEvents(organisation: $organisation, dataset: $dataset) {
+    type
+    status
+    counts {
+      items
+      processed
+      pending
+      errors
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<ConsoleDatasetEventsSubscription, ConsoleDatasetEventsSubscriptionVariables>;
 export const ConsoleFiguresDocument = new TypedDocumentString(`
     query ConsoleFigures($o: String!, $d: String!, $limit: Int!, $facets: [FacetInput!], $stats: [String!]) {
   vision(organisation: $o, dataset: $d) {

@@ -1,35 +1,58 @@
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import type { Dataset, OrgApi } from '../api';
 import { DatasetTable } from '../components/dataset-table';
 import { ErrorBanner } from '../components/error-banner';
+import { useDatasetEvents, type DatasetProgress } from '../lib/dataset-events';
 import { usePolling } from '../lib/hooks';
 import { DatasetAdmin } from './dataset-admin';
 import { UsagePanel } from './usage-panel';
 
-const POLL_MS = 3000;
+/** The list itself (datasets created or deleted elsewhere) while progress comes live. */
+const LIST_POLL_MS = 30_000;
+/** Progress by polling, while the subscription's socket is down. */
+const FALLBACK_POLL_MS = 3000;
 
 /**
- * What an organisation token sees: its datasets with live processing progress (polled), a form
- * to create one, the selected dataset's administration, and usage against the plan.
+ * What an organisation token sees: its datasets with live processing progress (the
+ * `datasetEvents` subscription, or polling while its socket is down), a form to create one, the
+ * selected dataset's administration, and usage against the plan.
  */
 export function OrgView({ orgApi, onBrowse }: { orgApi: OrgApi; onBrowse: (d: Dataset) => void }) {
   const [datasets, setDatasets] = useState<Dataset[]>();
   const [selected, setSelected] = useState<string>();
   const [error, setError] = useState<unknown>();
   const [updated, setUpdated] = useState<Date>();
+  // When each dataset's last event arrived: a list asked for before it must not undo it.
+  const eventAt = useRef(new Map<string, number>());
 
   const refresh = async () => {
     try {
-      const list = await orgApi.listDatasets();
-      setDatasets(list);
+      const asked = Date.now();
+      const answer = await orgApi.listDatasets();
+      setDatasets((shown) =>
+        answer.map((d) => {
+          const newer =
+            (eventAt.current.get(d.name) ?? 0) > asked
+              ? shown?.find((x) => x.name === d.name)
+              : undefined;
+          return newer ? { ...d, counts: newer.counts, status: newer.status } : d;
+        }),
+      );
       setUpdated(new Date());
       setError(undefined);
-      setSelected((s) => s ?? list[0]?.name);
+      setSelected((s) => s ?? answer[0]?.name);
     } catch (e) {
       setError(e);
     }
   };
-  usePolling(refresh, POLL_MS, [orgApi]);
+  const patch = (name: string, progress: DatasetProgress) => {
+    eventAt.current.set(name, Date.now());
+    setDatasets((list) => list?.map((d) => (d.name === name ? { ...d, ...progress } : d)));
+    setUpdated(new Date());
+  };
+  const names = (datasets ?? []).map((d) => d.name);
+  const live = useDatasetEvents(orgApi.api.token, orgApi.org, names, patch);
+  usePolling(refresh, live === 'down' ? FALLBACK_POLL_MS : LIST_POLL_MS, [orgApi]);
 
   const replace = (d: Dataset) =>
     setDatasets((list) => {
@@ -50,7 +73,7 @@ export function OrgView({ orgApi, onBrowse }: { orgApi: OrgApi; onBrowse: (d: Da
           <section class="panel" aria-labelledby="datasets-title">
             <div class="section-head">
               <h2 id="datasets-title">Datasets</h2>
-              <span class="hint" aria-live="off">
+              <span class="hint" aria-live="off" data-progress={live}>
                 {updated ? `live · ${updated.toLocaleTimeString('en-GB')}` : 'loading…'}
               </span>
             </div>
