@@ -9,6 +9,7 @@ import {
   OPERATOR,
   setupDataset,
   startTestApp,
+  waitFor,
   waitProcessed,
   type Res,
   type TestApp,
@@ -150,6 +151,24 @@ test('every documented operation answers as documented, errors included', async 
     ).status,
   ).toBe(400);
   await call('rotateBrowseToken', 'POST', '/orgs/acme/datasets/other/browse_token', org);
+
+  // Webhooks: one to a closed port, so its deliveries stay pending for the retry below.
+  const hook = await call('createWebhook', 'POST', '/orgs/acme/webhooks', {
+    ...org,
+    body: { url: 'http://127.0.0.1:9/hook', events: ['items.processed'], datasets: ['shoes'] },
+  });
+  const hooks = `/orgs/acme/webhooks/${hook.body.webhook.id}`;
+  expect(
+    (
+      await call('createWebhook', 'POST', '/orgs/acme/webhooks', {
+        ...org,
+        body: { url: 'ftp://x/y', events: [] },
+      })
+    ).status,
+  ).toBe(400);
+  await call('listWebhooks', 'GET', '/orgs/acme/webhooks', org);
+  await call('getWebhook', 'GET', hooks, org);
+  expect((await call('getWebhook', 'GET', '/orgs/acme/webhooks/wh_nope', org)).status).toBe(404);
   await call('deleteDataset', 'DELETE', '/orgs/acme/datasets/other', org);
 
   // Content: enough processed items for the Vision API, and one that fails.
@@ -179,6 +198,18 @@ test('every documented operation answers as documented, errors included', async 
     body: { content: [{ id: 'i0', metadata: { colour: null } }] },
   });
   await call('listContent', 'GET', `${ds.base}/content?limit=5&offset=1`, org);
+  const pending = await waitFor('a webhook delivery', async () => {
+    const r = await call('listWebhookDeliveries', 'GET', `${hooks}/deliveries?limit=5`, org);
+    return r.body.deliveries[0] as Json | undefined;
+  });
+  await call('retryWebhookDelivery', 'POST', `${hooks}/deliveries/${pending.id}/retry`, org);
+  expect(
+    (await call('retryWebhookDelivery', 'POST', `${hooks}/deliveries/msg_nope/retry`, org)).status,
+  ).toBe(404);
+  expect(
+    (await call('listWebhookDeliveries', 'GET', `${hooks}/deliveries?limit=0`, org)).status,
+  ).toBe(400);
+  await call('deleteWebhook', 'DELETE', hooks, org);
   await call('processingErrors', 'GET', `${ds.base}/errors`, org);
 
   // The Vision API.
