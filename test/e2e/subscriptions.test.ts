@@ -4,6 +4,7 @@
  * are separate, so notices cross RabbitMQ), and the same rules as POST /graphql.
  */
 import { createClient, type Client, type ExecutionResult } from 'graphql-ws';
+import net from 'node:net';
 import WebSocket from 'ws';
 import {
   OPERATOR,
@@ -293,6 +294,40 @@ test('failed connection_init counts toward the failed-authentication limit', asy
     await limited.stop();
   }
 }, 60_000);
+
+test('a request asking to upgrade to h2c (curl --http2) is answered as HTTP/1.1 without a body', async () => {
+  // what curl sends; Node's own client cannot take a 200 to an upgrade request
+  const send = (method: string, path: string, body = '') =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const { hostname, port } = new URL(t.url);
+      const socket = net.connect(Number(port), hostname, () =>
+        socket.write(
+          `${method} ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\n` +
+            'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n' +
+            'HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nAccept: application/json\r\n' +
+            `Authorization: token ${ds.orgToken}\r\n` +
+            (body
+              ? `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
+              : '') +
+            `\r\n${body}`,
+        ),
+      );
+      let raw = '';
+      socket.on('data', (d: Buffer) => (raw += d.toString()));
+      socket.on('end', () => {
+        const [headers, ...rest] = raw.split('\r\n\r\n');
+        resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(headers!)?.[1]), body: rest.join('') });
+      });
+      socket.on('error', reject);
+    });
+  const got = await send('GET', '/orgs/acme/datasets');
+  expect(got.status).toBe(200);
+  expect(JSON.parse(got.body).datasets).toBeDefined();
+  // a body cannot follow an upgrade request through Node: refused in the error format
+  const posted = await send('POST', '/graphql', JSON.stringify({ query: '{ __typename }' }));
+  expect(posted.status).toBe(400);
+  expect(JSON.parse(posted.body).error.code).toBe('invalid_request');
+});
 
 test('upgrades only /graphql with the graphql-transport-ws protocol', async () => {
   expect(await refusedWith('/orgs', PROTOCOL)).toBe(404);

@@ -1,4 +1,5 @@
-import type { IncomingMessage } from 'node:http';
+import http, { type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import {
@@ -174,6 +175,8 @@ export function serveSubscriptions(app: FastifyInstance, opts: SubscriptionOptio
 
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const id = requestIdFrom(req.headers['x-request-id']);
+    if (String(req.headers.upgrade).toLowerCase() !== 'websocket')
+      return answerAsRequest(app.server, req, socket, id);
     const path = (req.url ?? '').split('?')[0]!.replace(/(.)\/+$/, '$1');
     if (path !== '/graphql')
       return writeRawError(
@@ -217,6 +220,39 @@ export function serveSubscriptions(app: FastifyInstance, opts: SubscriptionOptio
     for (const ws of wss.clients) ws.terminate();
     await new Promise((r) => wss.close(r));
   });
+}
+
+/**
+ * Node hands every request with `Connection: Upgrade` to the upgrade listeners once there is
+ * one, `curl --http2`'s `Upgrade: h2c` too: such a request without a body is answered as the
+ * HTTP/1.1 request it also is. Node has ended the request stream of an upgrade by then, so one
+ * with a body is refused, naming the header to drop.
+ */
+function answerAsRequest(
+  server: http.Server,
+  req: IncomingMessage,
+  socket: Duplex,
+  id: string,
+): void {
+  const length = Number(req.headers['content-length'] ?? 0);
+  if (req.headers['transfer-encoding'] || length > 0)
+    return writeRawError(
+      socket,
+      400,
+      new AppError(
+        'invalid_request',
+        `a request with a body cannot ask to upgrade to ${String(req.headers.upgrade)}; send it without the Upgrade header`,
+      ),
+      id,
+    );
+  const res = new http.ServerResponse(req);
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket as Socket);
+  res.on('finish', () => {
+    res.detachSocket(socket as Socket);
+    socket.end();
+  });
+  server.emit('request', req, res);
 }
 
 function baseUrlOf(req: IncomingMessage): string {
