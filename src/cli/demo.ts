@@ -8,7 +8,8 @@
  *   3. start the service (`node dist/main.js`) on a fresh data directory with a random operator
  *      token and `IMAGE_FETCH_ALLOW_HOSTS=127.0.0.1:<image port>`: that one destination is the
  *      only private one the fetcher may reach (IMAGE_FETCH_ALLOW_PRIVATE stays off);
- *   4. create an organisation and a dataset, push the catalogue, follow processing;
+ *   4. create an organisation and a dataset, push the catalogue, follow processing (the
+ *      `datasetEvents` subscription over a WebSocket, polling GET dataset if it cannot connect);
  *   5. print a console link that signs in, the tokens and sample requests as soon as the dataset
  *      is published (200 processed items, contract §3: search answers from then on), so the
  *      catalogue is visible within about a minute; keep reporting progress until every item is
@@ -42,6 +43,7 @@ import {
   spec,
   type Food,
 } from './ifct2017';
+import { ProgressFeed, type Progress } from './progress-feed';
 
 const ORG = 'demo';
 const DATASET = 'food';
@@ -372,6 +374,17 @@ async function main(): Promise<void> {
   });
   const dsToken = created.dataset.browse_token;
   const ds = `/orgs/${ORG}/datasets/${DATASET}`;
+  const tty = process.stdout.isTTY;
+  const read = () => call<Answers['dataset']>('GET', ds, orgToken).then((r) => r.dataset);
+  // Subscribed before the items are pushed, so their events are not missed.
+  const feed = await ProgressFeed.open({
+    url: `${base.replace(/^http/, 'ws')}/graphql`,
+    token: orgToken,
+    organisation: ORG,
+    dataset: DATASET,
+    read,
+    pollMs: tty ? 250 : 500,
+  });
   for (let i = 0; i < foods.length; i += BATCH)
     await call('POST', `${ds}/content`, orgToken, {
       content: foods.slice(i, i + BATCH).map((f) => ({
@@ -382,15 +395,16 @@ async function main(): Promise<void> {
     });
   out(`Loaded ${foods.length} items into ${ORG}/${DATASET}; processing (download, decode, embed):`);
 
-  const tty = process.stdout.isTTY;
   const processingStarted = Date.now();
   let shown = '';
   let lastPrint = 0;
   const usage = { link, ds, orgToken, dsToken, operator, sampleId: foods[0].id };
   let linked = false;
   let counts: Counts;
+  // The progress comes from the subscription's events (polled if its socket is down), between
+  // one read of the dataset before and one after for the exact totals.
+  let dataset: Progress = await read();
   for (;;) {
-    const { dataset } = await call<Answers['dataset']>('GET', ds, orgToken);
     counts = dataset.counts;
     const done = counts.processed + counts.errors >= counts.items;
     const elapsed = (Date.now() - processingStarted) / 1000;
@@ -423,8 +437,10 @@ async function main(): Promise<void> {
       linked = true;
     }
     if (done) break;
-    await sleep(tty ? 250 : 500);
+    dataset = await feed.next();
   }
+  feed.close();
+  counts = (await read()).counts;
   if (tty) out();
   out(
     `All ${counts.items} items handled in ${((Date.now() - processingStarted) / 1000).toFixed(1)} s ` +

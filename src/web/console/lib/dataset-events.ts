@@ -86,7 +86,8 @@ export function useDatasetEvents(
     return () => {
       disposed = true;
       for (const stop of stops) stop();
-      void client.dispose();
+      // A socket refused before its acknowledgement rejects dispose too: nothing is left to close.
+      void Promise.resolve(client.dispose()).catch(() => undefined);
     };
   }, [token, org, key]);
 
