@@ -69,7 +69,7 @@ export interface Container {
   log: Logger;
   services: Services;
   /** The ports, for the worker role and start-up in app/ (and tests); never for a transport. */
-  ports: Omit<Stores, 'close'> & { queue: JobQueue };
+  ports: Omit<Stores, 'close'> & { queue: JobQueue; bus: EventBus };
   processImage: ProcessImageHandler;
   /** The embedder this process embeds with (images and lens queries). */
   embedder: EmbedderRef;
@@ -93,7 +93,7 @@ function countBytes(fetcher: ImageFetcher, metrics: Metrics): ImageFetcher {
 
 /** Which adapter serves each port (start-up banner, and the test that nothing falls back). */
 export function describePorts(c: Container): Record<string, string> {
-  const { accounts, content, engine, ledger, events, keys, rates, webhooks, outbox, queue } =
+  const { accounts, content, engine, ledger, events, keys, rates, webhooks, outbox, queue, bus } =
     c.ports;
   const items = contentParts(content);
   const ports = {
@@ -109,6 +109,7 @@ export function describePorts(c: Container): Record<string, string> {
     webhooks,
     outbox,
     queue,
+    bus,
   };
   return Object.fromEntries(
     Object.entries(ports).map(([k, v]) => [k, v ? (v as object).constructor.name : 'none']),
@@ -342,6 +343,7 @@ export async function buildContainer(
       webhooks,
       outbox,
       queue,
+      bus,
     },
     processImage: new ProcessImageHandler({
       store: content,

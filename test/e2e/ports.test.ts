@@ -16,6 +16,8 @@ const EXPECTED: Record<string, Record<string, string>> = {
     events: 'SqliteEventLog',
     keys: 'FileKeyStore',
     rates: 'MemoryRateCounter',
+    webhooks: 'SqliteWebhookStore',
+    outbox: 'SqliteEventOutbox',
   },
   elasticsearch: {
     accounts: 'EsAccountStore',
@@ -27,9 +29,12 @@ const EXPECTED: Record<string, Record<string, string>> = {
     events: 'EsEventLog',
     keys: 'EsKeyStore',
     rates: 'EsRateCounter',
+    webhooks: 'EsWebhookStore',
+    outbox: 'EsEventOutbox',
   },
 };
 const QUEUES: Record<string, string> = { inprocess: 'SqliteJobQueue', rabbitmq: 'AmqpJobQueue' };
+const BUSES: Record<string, string> = { inprocess: 'SqliteEventBus', rabbitmq: 'AmqpEventBus' };
 
 test(`every port of every process is served by the ${SEARCH_BACKEND} engine and the ${QUEUE} queue`, async () => {
   const t = await startTestApp();
@@ -39,6 +44,7 @@ test(`every port of every process is served by the ${SEARCH_BACKEND} engine and 
       expect(describePorts(h.container)).toEqual({
         ...EXPECTED[SEARCH_BACKEND],
         queue: QUEUES[QUEUE],
+        bus: BUSES[QUEUE],
       });
   } finally {
     await t.stop();
