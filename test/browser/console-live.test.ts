@@ -120,3 +120,31 @@ test('a socket that fails leaves the view polling the list every 3 s', async () 
   expect(Math.max(...gaps.slice(-2))).toBeLessThan(10_000);
   await page.close();
 }, 60_000);
+
+test('more datasets than one socket may follow are followed over two sockets', async () => {
+  const { t } = rig!;
+  // The service allows 10 subscriptions per connection; the shop and ten more make 11.
+  for (let k = 0; k < 10; k++) {
+    const r = await t.call('POST', listPath, {
+      token: rig!.ds.orgToken,
+      body: { name: `more-${k}` },
+    });
+    expect(r.status).toBe(201);
+  }
+  const sockets: string[] = [];
+  const { page, errors } = await openWatched(
+    rig!.browser,
+    `${t.url}/#token=${rig!.ds.orgToken}`,
+    [t.url, rig!.img.url],
+    1280,
+    (p) => void p.on('websocket', (ws) => sockets.push(ws.url())),
+  );
+  await page.locator('tr[data-dataset="more-9"]').waitFor();
+  await progressIs(page, 'live');
+  expect(sockets).toHaveLength(2);
+  const processed = Number(await count(page, 'processed'));
+  await push([300]);
+  await countIs(page, 'processed', processed + 1);
+  expect(errors).toEqual([]);
+  await page.close();
+}, 60_000);
