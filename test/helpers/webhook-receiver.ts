@@ -12,6 +12,11 @@ export interface Received {
   verified: boolean;
   /** What the receiver answered. */
   status: number;
+  /** The request's path and query, and its content type. */
+  path: string;
+  contentType: string;
+  /** The raw signature header (`v1,<base64>` entries separated by spaces). */
+  signature: string;
 }
 
 /** What to answer a request: a status, and headers (e.g. Retry-After). */
@@ -96,6 +101,9 @@ export async function startWebhookReceiver(port = 0): Promise<WebhookReceiver> {
         at: Date.now(),
         verified,
         status: answer.status,
+        path: req.url ?? '',
+        contentType: String(req.headers['content-type'] ?? ''),
+        signature: headers['webhook-signature'],
       });
       const send = () => {
         res.writeHead(answer.status, answer.headers ?? {});
