@@ -224,8 +224,8 @@ test('a revoked org token loses its socket within the revocation window', async 
   const revokedAt = Date.now();
   await waitFor('the close', async () => closed.code !== undefined, 10_000);
   expect(closed.code).toBe(4403);
-  // a 2-s recheck of a token whose revocation every host sees within 2 s
-  expect(Date.now() - revokedAt).toBeLessThan(5000);
+  // contract §12's 2 s, plus the round trips of this test's own calls
+  expect(Date.now() - revokedAt).toBeLessThan(2500);
 }, 60_000);
 
 test('documents meet the limits of POST /graphql; only subscriptions are served', async () => {
