@@ -33,6 +33,15 @@ test('every port of an unreachable Elasticsearch answers 503 with Retry-After, n
       ['events', () => ports.events.list('d', { from: 0, to: 1 }, 10)],
       ['keys', () => ports.keys.serverKey()],
       ['rates', () => ports.rates.take('st:d:k', 5, 0)],
+      ['webhooks', () => ports.webhooks.list('acme')],
+      ['outbox', () => ports.outbox.due(0, 10, ['wh_1'])],
+      [
+        'outbox facts',
+        () =>
+          ports.outbox.recordFacts([
+            { id: 'f', org: 'acme', datasetId: 'd', kind: 'processed', itemId: 'a', at: 0 },
+          ]),
+      ],
     ];
     for (const [port, call] of calls) {
       const err = await call().then(
