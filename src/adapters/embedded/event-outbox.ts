@@ -6,6 +6,7 @@ import type {
   WebhookEventType,
 } from '../../domain/webhook';
 import type { EventOutbox, OutboxDepth, SeenStatus } from '../../ports/event-outbox';
+import { GroupCommit, WORKER_LINGER_MS } from '../group-commit';
 import { type Db, stmt } from './db';
 
 interface DeliveryRow {
@@ -67,9 +68,27 @@ const seenKey = (datasetId: string) => `ds:${datasetId}`;
  * lock is taken before the read), and the file is FULL-synced: a fact is on disk once recorded.
  */
 export class SqliteEventOutbox implements EventOutbox {
+  /**
+   * Facts of jobs finishing within WORKER_LINGER_MS share one transaction: each commit is an
+   * fsync that holds the event loop (the driver is synchronous), which one per item would make
+   * the ingest's bottleneck.
+   */
+  private readonly facts = new GroupCommit<ItemFact[], void>(
+    async (batches) => {
+      this.writeFacts(batches.flat());
+      return batches.map(() => undefined);
+    },
+    256,
+    WORKER_LINGER_MS,
+  );
+
   constructor(private readonly db: Db) {}
 
-  async recordFacts(facts: ItemFact[]): Promise<void> {
+  recordFacts(facts: ItemFact[]): Promise<void> {
+    return this.facts.submit(facts);
+  }
+
+  private writeFacts(facts: ItemFact[]): void {
     const insert = stmt(
       this.db,
       `INSERT OR IGNORE INTO webhook_facts (id, org, dataset_id, kind, item_id, at, error)
