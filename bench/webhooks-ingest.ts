@@ -13,12 +13,15 @@
  *                             elasticsearch for one set-up)
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import path from 'node:path';
 import sharp from 'sharp';
 import { Webhook } from 'standardwebhooks';
 import {
+  RESULTS_DIR,
   SETUPS,
   type Setup,
   call,
@@ -155,7 +158,7 @@ interface Helper {
   url: string;
   pid: number;
   child: ChildProcess;
-  register(path: string, secret: string): void;
+  register(hookPath: string, secret: string): void;
   report(prefix: string): Promise<Record<string, PathStats>>;
   close(): void;
 }
@@ -170,7 +173,7 @@ async function helper(): Promise<Helper> {
     url: `http://127.0.0.1:${port}`,
     pid: child.pid!,
     child,
-    register: (path, secret) => child.send({ path, secret }),
+    register: (hookPath, secret) => child.send({ path: hookPath, secret }),
     report: (prefix) =>
       new Promise((resolve) => {
         const on = (m: { report?: string; stats?: Record<string, PathStats> }) => {
@@ -207,13 +210,13 @@ async function run(
     const prefix = `/hook/${tag}/`;
     if (mode === 'B') {
       for (const [i, events] of HOOKS.entries()) {
-        const path = `${prefix}${i}`;
+        const hookPath = `${prefix}${i}`;
         const r = await call(base, 'POST', '/orgs/bench/webhooks', orgToken, {
-          url: h.url + path,
+          url: h.url + hookPath,
           events: events[0] === 'all' ? ALL_TYPES : events,
         });
         if (r.status !== 201) throw new Error(`webhook: ${r.status} ${JSON.stringify(r.body)}`);
-        h.register(path, r.body.secret as string);
+        h.register(hookPath, r.body.secret as string);
       }
     }
     // the workers read the webhook directory once a second: both modes wait alike
@@ -317,12 +320,38 @@ async function checkDeliveries(
   }
 }
 
+/**
+ * With BENCH_SETUPS naming one set-up, the other set-up's figures already in the result file
+ * are kept beside the new ones (each summary and run names its set-up and the file its dates).
+ */
+function keptFigures(only: string | undefined): {
+  dates?: string[];
+  summary?: Array<Record<string, unknown>>;
+  runs?: Array<Record<string, unknown>>;
+} {
+  const file = path.join(RESULTS_DIR, 'webhooks-ingest.json');
+  if (!only || !fs.existsSync(file)) return {};
+  const old = JSON.parse(fs.readFileSync(file, 'utf8')) as {
+    date: string;
+    dates?: string[];
+    summary: Array<{ setup: string }>;
+    runs: Array<{ setup: string }>;
+  };
+  const other = (x: { setup: string }) => !x.setup.startsWith(only);
+  return {
+    dates: [...(old.dates ?? [old.date]), new Date().toISOString()],
+    summary: old.summary.filter(other),
+    runs: old.runs.filter(other),
+  };
+}
+
 async function main(): Promise<void> {
   const h = await helper();
   const runs: Array<Record<string, unknown>> = [];
   const only = process.env.BENCH_SETUPS;
   const summary: Array<Record<string, unknown>> = [];
   let file = '';
+  const kept = keptFigures(only);
   try {
     for (const s of SETUPS.filter((x) => !only || x.name.startsWith(only))) {
       const mine: Array<Record<string, unknown>> = [];
@@ -349,12 +378,13 @@ async function main(): Promise<void> {
       });
       // written after every set-up, so a later one failing keeps what was measured
       file = writeResult('webhooks-ingest', {
+        ...kept,
         benchmark: 'webhooks-ingest',
         date: new Date().toISOString(),
         machine: machine(),
         note: `one process with api and worker roles; ${ITEMS} items in batches of ${BATCH}, 1 in ${FAIL_EVERY} a missing image; A = no webhook, B = 3 webhooks (items.processed; items.failed; all four types) to a verifying receiver in another process; rounds A, B interleaved`,
-        summary,
-        runs,
+        summary: [...(kept.summary ?? []), ...summary],
+        runs: [...(kept.runs ?? []), ...runs],
       });
     }
   } finally {
