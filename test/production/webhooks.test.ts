@@ -169,8 +169,12 @@ test('1,000 items through API B reach a webhook made on API A, signed, published
   const after = await b.call('GET', '/orgs/bulk/datasets/d', token);
   expect(after.body.dataset.counts).toMatchObject({ processed: 1000, errors: 0 });
   expect(rx.delivered().filter((r) => r.body.type === 'dataset.published')).toHaveLength(1);
+  // at least once: say whether duplicates came as re-sent requests or as other deliveries
+  const once = new Map(rx.delivered().map((r) => [r.id, r]));
+  const inOthers = idsIn([...once.values()]).length - ids.length;
   console.log(
-    `1,000 items: ${rx.received.length} deliveries, ${duplicates} duplicate ids, both workers`,
+    `1,000 items: ${rx.received.length} requests, ${once.size} webhook-ids; ${duplicates} ` +
+      `duplicate ids, ${inOthers} of them in deliveries of other webhook-ids`,
   );
 }, 180_000);
 
