@@ -43,7 +43,7 @@ export class MeteringService {
     private readonly log: Logger,
     private readonly now: () => number,
     /** Told of every charge against a fixed package (usage.threshold events). */
-    private readonly usage?: { nudge(org: string, kind: 'credits', refused?: boolean): void },
+    private readonly usage?: { nudge(org: string, kind: 'credits', refusedAt?: number): void },
   ) {}
 
   private async organisation(name: string): Promise<Organisation> {
@@ -61,7 +61,7 @@ export class MeteringService {
       { org: org.name, datasetId: ds.id, type, micro: toMicro(credits), at },
       limit === undefined ? undefined : toMicro(limit),
     );
-    if (limit !== undefined) this.usage?.nudge(org.name, 'credits', !receipt);
+    if (limit !== undefined) this.usage?.nudge(org.name, 'credits', receipt ? undefined : limit);
     if (!receipt) {
       this.refused.set(org.name, at + REFUSED_MEMORY_MS);
       const d = new Date(at);

@@ -20,7 +20,11 @@ export type UsageKind = 'credits' | 'images';
  * the threshold) before the mark that says so, so a crash between sends it still, once.
  */
 export class UsageThresholds {
-  private readonly lastCheck = new Map<string, number>();
+  /** Per organisation and kind: the last check, and a check due at the end of its interval. */
+  private readonly checks = new Map<
+    string,
+    { at: number; again?: NodeJS.Timeout; refusedAt?: number }
+  >();
   private readonly running = new Set<Promise<void>>();
 
   constructor(
@@ -33,16 +37,31 @@ export class UsageThresholds {
   ) {}
 
   /**
-   * Usage of `kind` grew (or a request was refused for it): checked soon, without waiting. A
-   * refusal is checked at once, since it may be the only sign of a package used up.
+   * Usage of `kind` grew, or a request was refused at the fixed limit `refusedAt`: checked at
+   * once, then at most every CHECK_EVERY_MS per organisation and kind, with one check at the
+   * end of each interval that had nudges, so the last growth of a burst is seen then and a
+   * refused flood costs one read per interval.
    */
-  nudge(org: string, kind: UsageKind, refused = false): void {
+  nudge(org: string, kind: UsageKind, refusedAt?: number): void {
     const key = `${org}\u0000${kind}`;
     const at = this.now();
-    if (!refused && at - (this.lastCheck.get(key) ?? -Infinity) < CHECK_EVERY_MS) return;
-    this.lastCheck.set(key, at);
-    if (this.lastCheck.size > 10_000) this.lastCheck.clear();
-    const p = this.check(org, kind, refused)
+    const state = this.checks.get(key);
+    if (state && at - state.at < CHECK_EVERY_MS) {
+      state.refusedAt = refusedAt ?? state.refusedAt;
+      state.again ??= setTimeout(
+        () => {
+          state.again = undefined;
+          this.checks.delete(key);
+          this.nudge(org, kind, state.refusedAt);
+        },
+        Math.max(0, state.at + CHECK_EVERY_MS - at),
+      );
+      state.again.unref();
+      return;
+    }
+    if (this.checks.size > 10_000) this.checks.clear();
+    this.checks.set(key, { at });
+    const p = this.check(org, kind, refusedAt)
       .catch((err: unknown) => this.log.warn({ err, kind }, 'usage threshold check failed'))
       .finally(() => this.running.delete(p));
     this.running.add(p);
@@ -56,10 +75,15 @@ export class UsageThresholds {
   }
 
   async drain(): Promise<void> {
+    for (const c of this.checks.values()) if (c.again) clearTimeout(c.again);
     await Promise.all(this.running);
   }
 
-  async check(org: string, kind: UsageKind, refused = false): Promise<void> {
+  /**
+   * A refusal counts as 100 % only if it was judged on the limit in force now: one by a process
+   * whose plan copy is older than a raised limit says nothing about the new one.
+   */
+  async check(org: string, kind: UsageKind, refusedAt?: number): Promise<void> {
     const hooks = await this.directory.wanting(org, 'usage.threshold');
     if (!hooks.length) return;
     const plan = (await this.plans.get(org))?.plan;
@@ -76,7 +100,7 @@ export class UsageThresholds {
       kind === 'credits'
         ? (await this.ledger.month(org, d.getUTCFullYear(), d.getUTCMonth() + 1)).micro / MICRO
         : (await this.ledger.images(org, d.getUTCFullYear())).processed;
-    for (const percent of reachedThresholds(used, limit, refused)) {
+    for (const percent of reachedThresholds(used, limit, refusedAt === limit)) {
       const mark = `usage:${org}:${kind}:${period}:${limit}:${percent}`;
       if (await this.outbox.hasMark(mark)) continue;
       const event = { type: 'usage.threshold', kind, percent, used, limit } as const;

@@ -254,44 +254,39 @@ test('no dataset.published for a dataset published before its webhook existed', 
   pre = { orgToken: ds.orgToken, base: ds.base, hookId: id };
 });
 
-// BUG: a dataset that falls below 200 processed items is `pending` again (contract §3) and
-// becomes `published` again at 200, which §17 announces ("when the status becomes
-// published"); deletes make no item facts, so the batcher (outbox-batcher.ts `publication`)
-// only ever sees `published` and stays silent. Fails: "timed out waiting for
-// dataset.published after re-publication".
-test.failing(
-  'dataset.published again when a dataset falls below 200 and re-publishes',
-  async () => {
-    const ds = pre;
-    const id = pre.hookId;
-    // below 200 processed it is pending again (contract §3); back to 200, published again
-    const del = await t.call('DELETE', `${ds.base}/content`, {
-      token: ds.orgToken,
-      body: { ids: ['p0', 'p1'] },
-    });
-    expect(del.status).toBeLessThan(300);
-    await waitFor('pending again', async () => {
-      const d = (await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset;
-      return d.status === 'pending' && d.counts.processed === 199;
-    });
-    await push(ds.orgToken, ds.base, [{ id: 'again1', url: `${img.url}/img/7002.png` }]);
-    await waitFor('again1 delivered', async () =>
-      of(rx.pre, 'items.processed').some((r) => r.body.data.ids.includes('again1')),
-    );
-    expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe(
-      'published',
-    );
-    const published = await waitFor(
-      'dataset.published after re-publication',
-      async () => {
-        const log = await deliveries('prepub', ds.orgToken, id);
-        return log.filter((d) => d.type === 'dataset.published').length > 0 && log;
-      },
-      10_000,
-    );
-    expect(published.filter((d) => d.type === 'dataset.published')).toHaveLength(1);
-  },
-);
+// A dataset that falls below 200 processed items is `pending` again (contract §3) and is
+// published again at 200, which §17 announces; deletes make no item facts, so the batcher must
+// see the crossing in the counts of the pass that made it.
+test('dataset.published again when a dataset falls below 200 and re-publishes', async () => {
+  const ds = pre;
+  const id = pre.hookId;
+  // below 200 processed it is pending again (contract §3); back to 200, published again
+  const del = await t.call('DELETE', `${ds.base}/content`, {
+    token: ds.orgToken,
+    body: { ids: ['p0', 'p1'] },
+  });
+  expect(del.status).toBeLessThan(300);
+  await waitFor('pending again', async () => {
+    const d = (await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset;
+    return d.status === 'pending' && d.counts.processed === 199;
+  });
+  await push(ds.orgToken, ds.base, [{ id: 'again1', url: `${img.url}/img/7002.png` }]);
+  await waitFor('again1 delivered', async () =>
+    of(rx.pre, 'items.processed').some((r) => r.body.data.ids.includes('again1')),
+  );
+  expect((await t.call('GET', ds.base, { token: ds.orgToken })).body.dataset.status).toBe(
+    'published',
+  );
+  const published = await waitFor(
+    'dataset.published after re-publication',
+    async () => {
+      const log = await deliveries('prepub', ds.orgToken, id);
+      return log.filter((d) => d.type === 'dataset.published').length > 0 && log;
+    },
+    10_000,
+  );
+  expect(published.filter((d) => d.type === 'dataset.published')).toHaveLength(1);
+});
 
 test('/metrics counts delivered webhook deliveries', async () => {
   const texts = await Promise.all(
