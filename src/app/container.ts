@@ -51,6 +51,7 @@ import { OutboxBatcher } from '../jobs/outbox-batcher';
 import { WebhookDeliverer } from '../jobs/webhook-deliverer';
 import { WebhookFacts } from '../jobs/webhook-facts';
 import { startWebhookWork } from '../jobs/webhook-work';
+import { PublicationWatch } from '../services/publication-watch';
 import { UsageThresholds } from '../services/usage-thresholds';
 import { WebhookDirectory } from '../services/webhook-directory';
 import { webhookHeaders, webhookSecret } from '../services/webhook-signing';
@@ -248,6 +249,13 @@ export async function buildContainer(
   const webhookLog = log.child({ component: 'webhooks' });
   const directory = new WebhookDirectory(webhooks, now);
   const thresholds = new UsageThresholds(directory, outbox, ledger, plans, now, webhookLog);
+  const publications = new PublicationWatch(
+    directory,
+    outbox,
+    (id) => content.counts(id),
+    webhookLog,
+    config.SEARCH_BACKEND === 'elasticsearch' ? 1100 : 0,
+  );
   metrics.watchOutbox(outbox, now);
   const metering = new MeteringService(
     plans,
@@ -288,6 +296,7 @@ export async function buildContainer(
       log.child({ component: 'content' }),
       now,
       readyMemo,
+      (org, id) => publications.changed(org, id),
     ),
     datasetEvents: new DatasetEventsService(auth, (id) => content.counts(id), bus, {
       // Elasticsearch shows a write after its 1-s refresh; the embedded engine at once.
@@ -409,6 +418,7 @@ export async function buildContainer(
       await sender.close();
       await metering.drain();
       await thresholds.drain();
+      publications.close();
       await stores.close();
       await embedder.close?.();
     },

@@ -61,8 +61,8 @@ export class OutboxBatcher {
     }
     const deliveries: Delivery[] = [];
     const done: string[] = [];
-    /** Per dataset with processed facts in this pass: how many, and the oldest one's id. */
-    const published = new Map<string, { told: number; first: string }>();
+    /** Per dataset with processed facts in this pass: how many. */
+    const published = new Map<string, { told: number }>();
     for (const group of groups.values()) {
       group.sort((a, b) => a.at - b.at || a.id.localeCompare(b.id));
       const settled = group.filter((f) => f.at <= start - FACT_SETTLE_MS);
@@ -74,7 +74,9 @@ export class OutboxBatcher {
       for (const f of ready) done.push(f.id);
       if (!ds) continue;
       if (first.kind === 'processed')
-        published.set(first.datasetId, { told: ready.length, first: first.id });
+        published.set(first.datasetId, {
+          told: (published.get(first.datasetId)?.told ?? 0) + ready.length,
+        });
       const type = first.kind === 'processed' ? 'items.processed' : 'items.failed';
       const hooks = await this.deps.directory.wanting(first.org, type, first.datasetId);
       for (let i = 0; i < ready.length; i += WEBHOOK_BATCH) {
@@ -106,38 +108,34 @@ export class OutboxBatcher {
   }
 
   /**
-   * dataset.published, once per publication. A publication is seen two ways: this pass's items
-   * took the processed count across the threshold (deletes make no facts, so a dataset that
-   * fell back and came back is seen this way), or the status last seen was pending. A crossing's
-   * deliveries are named by the pass's oldest fact and a seen change's by the stored epoch, so a
-   * pass made again (its holder died before forgetting the facts) sends nothing twice. A
-   * dataset first seen already published is not announced unless this pass published it.
+   * dataset.published, once per publication: the status the batcher last saw is stored, and
+   * moving it from pending to published (a compare-and-set) follows the deliveries, whose ids
+   * name the publication (the stored epoch), so a pass done twice sends it once. A fall back to
+   * pending makes no facts: PublicationWatch stores it when items are deleted or changed. A
+   * dataset first seen already published is announced only if this pass's items published it,
+   * so one published before its webhook stays silent.
    */
-  private async publication(
-    datasetId: string,
-    pass: { told: number; first: string },
-  ): Promise<void> {
+  private async publication(datasetId: string, pass: { told: number }): Promise<void> {
     const { outbox } = this.deps;
     const ds = await this.deps.dataset(datasetId);
     if (!ds) return;
     const counts = await ds.counts();
     const status = statusOf(counts);
     const seen = await outbox.seenStatus(datasetId);
-    const crossed =
-      status === 'published' && counts.processed - pass.told < LIMITS.minProcessedForVision;
-    if (seen?.status === status && !crossed) return;
-    const epoch = (seen?.epoch ?? 0) + (seen?.status === status ? 0 : 1);
-    if (status === 'published' && (crossed || seen?.status === 'pending')) {
+    if (seen?.status === status) return;
+    const epoch = (seen?.epoch ?? 0) + 1;
+    const announce =
+      status === 'published' &&
+      (seen !== undefined || counts.processed - pass.told < LIMITS.minProcessedForVision);
+    if (announce) {
       const at = this.deps.now();
       const hooks = await this.deps.directory.wanting(ds.org, 'dataset.published', datasetId);
       const event = { type: 'dataset.published', dataset: ds.name, counts } as const;
-      const name = crossed ? ['crossed', pass.first] : ['epoch', epoch];
       const made = hooks.map((h) =>
-        newDelivery(h, deliveryId(h.id, event.type, datasetId, ...name), at, event),
+        newDelivery(h, deliveryId(h.id, event.type, datasetId, epoch), at, event),
       );
       if (made.length) await outbox.enqueue(made, []);
     }
-    if (seen?.status !== status)
-      await outbox.setSeenStatus(datasetId, { status, epoch }, seen?.epoch);
+    await outbox.setSeenStatus(datasetId, { status, epoch }, seen?.epoch);
   }
 }

@@ -20,6 +20,8 @@ export class ContentService {
     private readonly now: () => number,
     /** Forgotten on every write here: a delete or a url change may take the dataset below it. */
     private readonly ready?: ReadinessMemo,
+    /** Told of every write that may take the dataset back to pending (dataset.published). */
+    private readonly changed?: (org: string, datasetId: string) => void,
   ) {}
 
   /**
@@ -59,6 +61,7 @@ export class ContentService {
       throw e;
     }
     await this.enqueue(ds.id, jobs);
+    this.changed?.(ds.org, ds.id);
     return { accepted: writes.length };
   }
 
@@ -77,6 +80,7 @@ export class ContentService {
     const ds = await this.auth.adminDataset(p, org, name);
     await this.store.deleteItems(ds.id, checkDeleteIds(ids));
     this.ready?.forget(ds.id);
+    this.changed?.(ds.org, ds.id);
   }
 
   async list(
