@@ -254,7 +254,6 @@ export async function buildContainer(
     outbox,
     (id) => content.counts(id),
     webhookLog,
-    config.SEARCH_BACKEND === 'elasticsearch' ? 1100 : 0,
   );
   metrics.watchOutbox(outbox, now);
   const metering = new MeteringService(
@@ -418,7 +417,7 @@ export async function buildContainer(
       await sender.close();
       await metering.drain();
       await thresholds.drain();
-      publications.close();
+      await publications.drain();
       await stores.close();
       await embedder.close?.();
     },

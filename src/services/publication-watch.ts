@@ -7,37 +7,27 @@ import type { WebhookDirectory } from './webhook-directory';
  * Notices a dataset falling back to `pending` (a delete, or a url change that makes processed
  * items pending again), which makes no item facts, so that the batcher announces its next
  * publication (contract §17: dataset.published each time the status becomes published). Only
- * datasets a webhook follows for dataset.published are read. The counts are read once the
- * engine shows the write (`visibilityLagMs`: Elasticsearch refreshes each second, the embedded
- * engine at once), so a dip repaired within that time on Elasticsearch goes unseen.
+ * datasets a webhook follows for dataset.published are read, right after the write: a client
+ * write is searchable when it is answered (contract §4), so the counts include it.
  */
 export class PublicationWatch {
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly running = new Set<Promise<void>>();
 
   constructor(
     private readonly directory: WebhookDirectory,
     private readonly outbox: EventOutbox,
     private readonly counts: (datasetId: string) => Promise<DatasetCounts>,
     private readonly log: Logger,
-    private readonly visibilityLagMs: number,
   ) {}
 
-  /** Items of the dataset were deleted or changed: its status is read again shortly. */
+  /** Items of the dataset were deleted or changed: its status is read again, not awaited. */
   changed(org: string, datasetId: string): void {
-    const check = () =>
-      this.check(org, datasetId).catch((err: unknown) =>
+    const p = this.check(org, datasetId)
+      .catch((err: unknown) =>
         this.log.warn({ err }, 'could not read a dataset status for dataset.published'),
-      );
-    if (this.visibilityLagMs === 0) {
-      void check();
-      return;
-    }
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      void check();
-    }, this.visibilityLagMs);
-    timer.unref();
-    this.timers.add(timer);
+      )
+      .finally(() => this.running.delete(p));
+    this.running.add(p);
   }
 
   async check(org: string, datasetId: string): Promise<void> {
@@ -52,8 +42,7 @@ export class PublicationWatch {
     );
   }
 
-  close(): void {
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
+  async drain(): Promise<void> {
+    await Promise.all(this.running);
   }
 }
