@@ -58,6 +58,8 @@ module.exports = {
         '**/e2e/federation.test.ts',
         '**/e2e/graphql-transport.test.ts',
         '**/e2e/subscriptions.test.ts',
+        '**/e2e/webhooks.test.ts',
+        '**/e2e/webhooks-retries.test.ts',
         '**/e2e/usage.test.ts',
         '**/e2e/similarity.test.ts',
         '**/e2e/embedder-change.test.ts',
