@@ -7,19 +7,13 @@
  * counter on /metrics.
  */
 import { startImageServer, type ImageServer } from '../helpers/image-server';
-import {
-  OPERATOR,
-  setupDataset,
-  startTestApp,
-  waitFor,
-  waitProcessed,
-  type TestApp,
-} from '../helpers/app';
+import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
 import {
   startWebhookReceiver,
   type Received,
   type WebhookReceiver,
 } from '../helpers/webhook-receiver';
+import { scrapeAll } from '../helpers/metrics';
 
 jest.setTimeout(150_000);
 
@@ -289,23 +283,11 @@ test('dataset.published again when a dataset falls below 200 and re-publishes', 
 });
 
 test('/metrics counts delivered webhook deliveries', async () => {
-  const texts = await Promise.all(
-    t.hosts.map(async (h) => {
-      const r = await fetch(`${h.healthUrl}/metrics`, {
-        headers: { authorization: `token ${OPERATOR}` },
-      });
-      expect(r.status).toBe(200);
-      return r.text();
-    }),
-  );
-  const sum = (outcome: string) =>
-    texts
-      .flatMap((x) => x.split('\n'))
-      .filter((l) => l.startsWith(`webhook_deliveries_total{outcome="${outcome}"}`))
-      .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+  const metrics = await scrapeAll(t.hosts);
+  const sum = (outcome: string) => metrics.sum('webhook_deliveries_total', `outcome="${outcome}"`);
   const arrived = Object.values(rx).reduce((n, r) => n + r.delivered().length, 0);
   expect(sum('delivered')).toBeGreaterThanOrEqual(arrived);
   expect(sum('delivered')).toBeGreaterThan(0);
-  expect(texts.join('\n')).toMatch(/^# TYPE webhook_deliveries_total counter$/m);
-  expect(texts.join('\n')).toMatch(/^webhook_delivery_duration_seconds_count /m);
+  expect(metrics.text).toMatch(/^# TYPE webhook_deliveries_total counter$/m);
+  expect(metrics.text).toMatch(/^webhook_delivery_duration_seconds_count /m);
 });

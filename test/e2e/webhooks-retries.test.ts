@@ -6,9 +6,10 @@
  * Timing is asserted as lower bounds only.
  */
 import { startImageServer, type ImageServer } from '../helpers/image-server';
-import { OPERATOR, setupDataset, startTestApp, waitFor, type TestApp } from '../helpers/app';
+import { setupDataset, startTestApp, waitFor, type TestApp } from '../helpers/app';
 import { gql } from '../helpers/graphql';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
+import { scrapeAll } from '../helpers/metrics';
 
 jest.setTimeout(90_000);
 
@@ -290,20 +291,8 @@ test('a receiver that is down: pending, attempts > 1, last_status null; retry de
 });
 
 test('/metrics counts delivered and retried attempts', async () => {
-  const texts = await Promise.all(
-    t.hosts.map(async (h) => {
-      const r = await fetch(`${h.healthUrl}/metrics`, {
-        headers: { authorization: `token ${OPERATOR}` },
-      });
-      expect(r.status).toBe(200);
-      return r.text();
-    }),
-  );
-  const sum = (outcome: string) =>
-    texts
-      .flatMap((x) => x.split('\n'))
-      .filter((l) => l.startsWith(`webhook_deliveries_total{outcome="${outcome}"}`))
-      .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+  const metrics = await scrapeAll(t.hosts);
+  const sum = (outcome: string) => metrics.sum('webhook_deliveries_total', `outcome="${outcome}"`);
   const all = Object.values(rx).flatMap((r) => r.received);
   expect(sum('delivered')).toBeGreaterThanOrEqual(all.filter((r) => r.status < 300).length);
   // 3 × 500, 503, 429, and the attempts on the closed port
