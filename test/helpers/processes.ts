@@ -7,13 +7,47 @@ export { freePort };
 
 export const ROOT = path.resolve(__dirname, '../..');
 
-/** Fault tests run the real entry point (dist/main.js), as an operator would. */
+/** Blocks this worker for `ms` (the build lock is waited for synchronously, like the build). */
+const pause = (ms: number): void => {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+};
+
+/**
+ * Fault tests run the real entry point (dist/main.js), as an operator would. Built once per
+ * Jest run: suites running side by side must not rewrite dist/ while another's server loads it.
+ */
 export function buildDist(): void {
-  execFileSync(process.execPath, [
-    path.join(ROOT, 'node_modules/typescript/bin/tsc'),
-    '-p',
-    path.join(ROOT, 'tsconfig.build.json'),
-  ]);
+  // the Jest process: a worker's parent, or this process when the run is in band
+  const run = process.send ? process.ppid : process.pid;
+  const marker = path.join(ROOT, 'dist', `.built-for-run-${run}`);
+  const lock = path.join(ROOT, 'dist.build-lock');
+  const deadline = Date.now() + 300_000;
+  for (;;) {
+    if (fs.existsSync(marker)) return;
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch {
+      // a lock left by a run that was killed mid-build is taken over
+      const age =
+        Date.now() - (fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+      if (age > 120_000) fs.rmSync(lock, { recursive: true, force: true });
+      if (Date.now() > deadline)
+        throw new Error('timed out waiting for another suite to build dist/');
+      pause(100);
+    }
+  }
+  try {
+    if (fs.existsSync(marker)) return;
+    execFileSync(process.execPath, [
+      path.join(ROOT, 'node_modules/typescript/bin/tsc'),
+      '-p',
+      path.join(ROOT, 'tsconfig.build.json'),
+    ]);
+    fs.writeFileSync(marker, '');
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 /** Starts dist/main.js; its log goes to `<dataDir>/<name>.log` for diagnosing a failed run. */
