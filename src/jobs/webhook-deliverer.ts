@@ -47,10 +47,13 @@ export class WebhookDeliverer {
 
   constructor(private readonly deps: DelivererDeps) {}
 
-  /** Starts the attempts due now (up to the in-flight bounds); resolves once all have ended. */
-  async look(): Promise<number> {
+  /**
+   * Starts the attempts due now (up to the in-flight bounds); resolves once all have ended,
+   * with whether more may be due already (the bounds or the page left some unstarted).
+   */
+  async look(): Promise<boolean> {
     const { outbox, directory, now } = this.deps;
-    if (this.total >= IN_FLIGHT) return 0;
+    if (this.total >= IN_FLIGHT) return false;
     const active = (await directory.active()).map((w) => w.id);
     const due = await outbox.due(now(), LOOK_LIMIT, active);
     const started: Array<Promise<void>> = [];
@@ -60,7 +63,7 @@ export class WebhookDeliverer {
       started.push(this.attempt(d));
     }
     await Promise.all(started);
-    return started.length;
+    return due.length === LOOK_LIMIT || started.length < due.length;
   }
 
   private async attempt(d: Delivery): Promise<void> {
@@ -85,8 +88,7 @@ export class WebhookDeliverer {
     const d = await outbox.claim(due.id, owner, start, start + CLAIM_MS);
     if (!d) return;
     // read fresh: a webhook deleted or disabled since the look is not sent to
-    this.deps.directory.invalidate();
-    const hook = await this.deps.directory.byId(d.webhookId);
+    const hook = await this.deps.store.get(d.org, d.webhookId);
     if (!hook || (hook.state !== 'active' && !d.manual)) {
       // a deleted webhook's delivery is dropped with it; a disabled one's waits, unattempted
       await outbox.settle(d.id, owner, {

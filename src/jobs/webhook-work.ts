@@ -7,7 +7,7 @@ import type { OutboxBatcher } from './outbox-batcher';
 import type { WebhookDeliverer } from './webhook-deliverer';
 
 /** How often a worker batches facts (if it holds the lease) and looks for due deliveries. */
-const BATCH_EVERY_MS = 500;
+const BATCH_EVERY_MS = 1000;
 const LOOK_EVERY_MS = 1000;
 /** The lease holder's housekeeping: usage thresholds swept, delivery logs pruned. */
 const SWEEP_EVERY_MS = 60_000;
@@ -59,8 +59,9 @@ export function startWebhookWork(deps: {
   const { log } = deps;
   const deliver = loop(
     async () => {
-      // keep looking while a look found work, so a backlog drains at the in-flight bound
-      for (let i = 0; i < 20 && (await deps.deliverer.look()) > 0; i++);
+      // look again at once only while a backlog is left, which then drains at the in-flight
+      // bound; otherwise the next tick, or a kick from the batcher, looks
+      for (let i = 0; i < 20 && (await deps.deliverer.look()); i++);
     },
     LOOK_EVERY_MS,
     log,

@@ -55,11 +55,6 @@ export class WebhookDirectory {
     return (await this.hooks()).filter((w) => w.state === 'active');
   }
 
-  /** Any webhook by id, whatever its state (a manual retry may target a disabled one). */
-  async byId(id: string): Promise<Webhook | undefined> {
-    return (await this.hooks()).find((w) => w.id === id);
-  }
-
   /** Forgets the last read: the next question reads the store (after a local change). */
   invalidate(): void {
     this.read = undefined;
