@@ -43,6 +43,8 @@ export interface ItemFact {
   itemId: string;
   at: number;
   error?: { code: string; message: string };
+  /** Where the outbox keeps it, as `unbatchedFacts` read it (the outbox's own reference). */
+  ref?: string;
 }
 
 export type DeliveryState = 'pending' | 'delivered' | 'failed';

@@ -31,13 +31,16 @@ export interface EventOutbox {
   recordFacts(facts: ItemFact[]): Promise<void>;
   /** The installation-wide batching lease: true when `owner` holds it until `until`. */
   claimBatcher(owner: string, now: number, until: number): Promise<boolean>;
-  /** Facts not yet batched, oldest first. */
+  /**
+   * Facts not yet batched, oldest first: about `limit` (facts stored together come together).
+   * A fact recorded twice in different writes may come twice.
+   */
   unbatchedFacts(limit: number): Promise<ItemFact[]>;
   /**
    * Creates the deliveries (an existing id is kept as it is, so a batch made twice is sent
-   * once), then forgets the facts they were made of.
+   * once), then forgets the facts they were made of, as `unbatchedFacts` returned them.
    */
-  enqueue(deliveries: Delivery[], doneFactIds: string[]): Promise<void>;
+  enqueue(deliveries: Delivery[], done: readonly ItemFact[]): Promise<void>;
   /** A create-only marker: true for the one caller that created `key`. */
   mark(key: string, at: number): Promise<boolean>;
   /** Whether `key` was marked (a realtime read: a mark just made anywhere is seen). */

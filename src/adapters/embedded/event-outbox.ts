@@ -126,7 +126,7 @@ export class SqliteEventOutbox implements EventOutbox {
     return rows.map(fact);
   }
 
-  async enqueue(deliveries: Delivery[], doneFactIds: string[]): Promise<void> {
+  async enqueue(deliveries: Delivery[], done: readonly ItemFact[]): Promise<void> {
     const insert = stmt(
       this.db,
       `INSERT OR IGNORE INTO webhook_deliveries (id, webhook_id, org, type, body, state, attempts,
@@ -150,7 +150,7 @@ export class SqliteEventOutbox implements EventOutbox {
           d.createdAt,
           d.manual ? 1 : 0,
         );
-      for (const id of doneFactIds) forget.run(id);
+      for (const f of done) forget.run(f.id);
     })();
   }
 
