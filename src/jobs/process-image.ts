@@ -157,9 +157,11 @@ export class ProcessImageHandler {
         // Redelivered after a crash between the result and the count: counting is idempotent
         // per processing, which the item's processedAt names (0 for items processed before it
         // was recorded, as their ledger rows say).
-        await this.countImage(job, orgName, item.image?.processedAt ?? 0, item.updatedAt);
         // and its outcome may not have been told either: told again under the same name
-        await this.tell(job, orgName, 'processed', item.image?.processedAt ?? item.updatedAt);
+        await Promise.all([
+          this.countImage(job, orgName, item.image?.processedAt ?? 0, item.updatedAt),
+          this.tell(job, orgName, 'processed', item.image?.processedAt ?? item.updatedAt),
+        ]);
         await reembedded?.();
       };
     }
@@ -259,8 +261,12 @@ export class ProcessImageHandler {
     try {
       const at = this.deps.now();
       if (await this.deps.store.markProcessed(job, features, at)) {
-        await this.deps.ledger.recordImage({ ...key, at, processedAt: at, held });
-        await this.tell(job, key.org, 'processed', at);
+        // together, so that a store can write both in one request; each is idempotent, and
+        // the job is redelivered unless both are durable
+        await Promise.all([
+          this.deps.ledger.recordImage({ ...key, at, processedAt: at, held }),
+          this.tell(job, key.org, 'processed', at),
+        ]);
         this.deps.metrics?.imageJobs.inc({ outcome: 'processed' });
       } else await this.countIfDone(job, key.org, release);
     } catch (e) {
@@ -283,8 +289,10 @@ export class ProcessImageHandler {
   ): Promise<void> {
     const [item] = await this.deps.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (item?.state === 'processed' && item.url === job.url) {
-      await this.countImage(job, org, item.image?.processedAt ?? 0, item.updatedAt);
-      await this.tell(job, org, 'processed', item.image?.processedAt ?? item.updatedAt);
+      await Promise.all([
+        this.countImage(job, org, item.image?.processedAt ?? 0, item.updatedAt),
+        this.tell(job, org, 'processed', item.image?.processedAt ?? item.updatedAt),
+      ]);
       return;
     }
     await release();

@@ -8,13 +8,16 @@ import type {
   WebhookEventType,
 } from '../../domain/webhook';
 import type { EventOutbox, OutboxDepth, SeenStatus } from '../../ports/event-outbox';
-import { GroupCommit, WORKER_LINGER_MS } from '../group-commit';
-import { casUpdate, createOnly, getVersioned } from './cas';
-import type { EsIndices } from './indices';
+import { GroupCommit } from '../group-commit';
+import type { BulkLane } from './bulk-lane';
+import { casUpdate, createOnly, getVersioned, type Versioned } from './cas';
+import { isConflict, isNotFound, type EsIndices } from './indices';
 import { unavailable } from './outage';
 import { Refresher } from './refresher';
 
-interface FactDoc {
+/** One item outcome as the facts index keeps it. */
+interface StoredFact {
+  id: string;
   org: string;
   dataset_id: string;
   kind: ItemFact['kind'];
@@ -22,6 +25,15 @@ interface FactDoc {
   at: number;
   error?: { code: string; message: string };
 }
+
+/**
+ * The facts one worker wrote together, `at` their oldest. A document of a release that wrote
+ * one fact per document has the fact's fields at the top and its id as _id.
+ */
+type FactDoc = { at: number; count: number; facts: StoredFact[] } | Omit<StoredFact, 'id'>;
+
+/** Facts one document holds at most. */
+const FACTS_PER_DOC = 500;
 
 interface DeliveryDoc {
   id: string;
@@ -87,9 +99,6 @@ const fromDoc = (d: DeliveryDoc): Delivery => ({
  */
 const REFRESH_GAP_MS = 200;
 
-/** Facts requests one `_bulk` takes at most. */
-const MAX_FACT_REQUESTS = 500;
-
 /** The most hits one search returns (index.max_result_window). */
 const MAX_HITS = 10_000;
 
@@ -116,13 +125,23 @@ const markId = (key: string) =>
  */
 export class EsEventOutbox implements EventOutbox {
   private readonly refresher: Refresher;
-  private readonly facts = new GroupCommit(
+  /** No linger of its own: facts arriving while a group is in the lane form the next group. */
+  private readonly factGroups = new GroupCommit(
     (batch: ItemFact[][]) => this.writeFacts(batch.flat()).then(() => batch.map(() => undefined)),
-    MAX_FACT_REQUESTS,
-    WORKER_LINGER_MS,
+    FACTS_PER_DOC,
   );
+  /**
+   * The version of a delivery this process last saw (in a look, or its own claim), so that a
+   * claim and a settlement write without reading first; a conflict reads as before.
+   */
+  private readonly seen = new Map<string, Versioned<DeliveryDoc>>();
+  /** The lease document as this process last wrote it: a renewal needs no read. */
+  private lease?: Versioned<StateDoc>;
 
-  constructor(private readonly indices: EsIndices) {
+  constructor(
+    private readonly indices: EsIndices,
+    private readonly lane: BulkLane,
+  ) {
     this.refresher = new Refresher(() => indices.client, REFRESH_GAP_MS);
   }
 
@@ -142,30 +161,45 @@ export class EsEventOutbox implements EventOutbox {
     return this.indices.shared('outbox_state');
   }
 
+  /**
+   * The facts of jobs finishing together go in one document, in the bulk lane's request beside
+   * their image counts (default translog: fsynced before it is answered): a document per fact
+   * cost Elasticsearch a write and a delete per item.
+   */
   async recordFacts(facts: ItemFact[]): Promise<void> {
-    if (facts.length) await this.facts.submit(facts);
+    if (facts.length) await this.factGroups.submit(facts);
   }
 
-  /** One create-only `_bulk` (default translog: fsynced before it is answered). */
-  private async writeFacts(facts: ItemFact[]): Promise<void> {
-    const r = await this.client.bulk({
-      operations: facts.flatMap((f) => [
-        { create: { _index: this.factIndex, _id: f.id } },
-        {
-          org: f.org,
-          dataset_id: f.datasetId,
-          kind: f.kind,
-          item_id: f.itemId,
-          at: f.at,
-          ...(f.error ? { error: f.error } : {}),
-        } satisfies FactDoc,
-      ]),
-    });
-    const failed = r.items.find((i) => i.create?.error && i.create.status !== 409)?.create;
-    if (failed) throw unavailable(`an event fact was not written (${failed.status}); try again`, 1);
+  private async writeFacts(all: ItemFact[]): Promise<void> {
+    const facts = [...new Map(all.map((f) => [f.id, f])).values()];
+    const stored = facts.map((f): StoredFact => ({
+      id: f.id,
+      org: f.org,
+      dataset_id: f.datasetId,
+      kind: f.kind,
+      item_id: f.itemId,
+      at: f.at,
+      ...(f.error ? { error: f.error } : {}),
+    }));
+    // named by its facts: the same group written twice (a retried request) is one document
+    const id = crypto
+      .createHash('sha256')
+      .update(stored.map((f) => f.id).join(','))
+      .digest('base64url')
+      .slice(0, 32);
+    const doc: FactDoc = {
+      at: Math.min(...facts.map((f) => f.at)),
+      count: stored.length,
+      facts: stored,
+    };
+    const [item] = await this.lane.submit([[{ create: { _index: this.factIndex, _id: id } }, doc]]);
+    if (item?.error && item.status !== 409)
+      throw unavailable(`an event fact was not written (${item.status}); try again`, 1);
   }
 
   async claimBatcher(owner: string, now: number, until: number): Promise<boolean> {
+    const known = this.lease?.doc.owner === owner ? this.lease : undefined;
+    this.lease = undefined;
     const r = await casUpdate<StateDoc>(
       this.client,
       this.stateIndex,
@@ -174,11 +208,29 @@ export class EsEventOutbox implements EventOutbox {
         cur && cur.owner !== owner && (cur.claim_until ?? 0) > now
           ? undefined
           : { owner, claim_until: until },
-      { what: 'the event batcher lease', attempts: ATTEMPTS },
+      { what: 'the event batcher lease', attempts: ATTEMPTS, ...(known ? { known } : {}) },
     );
+    if (r.written) this.lease = r.version;
     return r.written;
   }
 
+  /** Remembers versions seen, forgetting them all past a bound (a look reads at most 10,000). */
+  private remember(id: string, v: Versioned<DeliveryDoc> | undefined): void {
+    if (!v) return void this.seen.delete(id);
+    if (this.seen.size >= 20_000) this.seen.clear();
+    this.seen.set(id, v);
+  }
+
+  private recall(id: string): { known?: Versioned<DeliveryDoc> } {
+    const known = this.seen.get(id);
+    this.seen.delete(id);
+    return known ? { known } : {};
+  }
+
+  /**
+   * Facts oldest first, each with `ref` = its document's id and fact count, so that enqueue
+   * deletes a document all of whose facts were batched and rewrites one batched in part.
+   */
   async unbatchedFacts(limit: number): Promise<ItemFact[]> {
     await this.refresher.visible(this.factIndex);
     const r = await this.client.search<FactDoc>({
@@ -186,21 +238,29 @@ export class EsEventOutbox implements EventOutbox {
       size: Math.min(limit, MAX_HITS),
       sort: [{ at: 'asc' }],
     });
-    return r.hits.hits.map((h) => {
-      const f = h._source!;
-      return {
-        id: h._id!,
-        org: f.org,
-        datasetId: f.dataset_id,
-        kind: f.kind,
-        itemId: f.item_id,
-        at: f.at,
-        ...(f.error ? { error: f.error } : {}),
-      };
-    });
+    const out: ItemFact[] = [];
+    for (const h of r.hits.hits) {
+      if (out.length >= limit) break;
+      const d = h._source!;
+      const facts = 'facts' in d ? d.facts : [{ ...d, id: h._id! }];
+      const ref = `${h._id!}/${facts.length}`;
+      for (const f of facts)
+        out.push({
+          id: f.id,
+          org: f.org,
+          datasetId: f.dataset_id,
+          kind: f.kind,
+          itemId: f.item_id,
+          at: f.at,
+          ...(f.error ? { error: f.error } : {}),
+          ref,
+        });
+    }
+    // a document is as old as its oldest fact: its others are later than those of the next
+    return out.sort((a, b) => a.at - b.at || a.id.localeCompare(b.id));
   }
 
-  async enqueue(deliveries: Delivery[], doneFactIds: string[]): Promise<void> {
+  async enqueue(deliveries: Delivery[], done: readonly ItemFact[]): Promise<void> {
     if (deliveries.length) {
       const r = await this.client.bulk({
         operations: deliveries.flatMap((d) => [
@@ -213,13 +273,52 @@ export class EsEventOutbox implements EventOutbox {
       if (failed) throw unavailable(`a delivery was not written (${failed.status}); try again`, 1);
     }
     // Only once every delivery is stored: a death in between batches the same facts again.
-    if (doneFactIds.length) {
+    const byDoc = new Map<string, { count: number; done: Set<string> }>();
+    for (const f of done) {
+      const [docId = f.id, count = '1'] = (f.ref ?? '').split('/').filter(Boolean);
+      const d = byDoc.get(docId) ?? { count: Number(count), done: new Set<string>() };
+      d.done.add(f.id);
+      byDoc.set(docId, d);
+    }
+    const whole = [...byDoc].filter(([, d]) => d.done.size >= d.count).map(([id]) => id);
+    if (whole.length) {
       const r = await this.client.bulk({
-        operations: doneFactIds.map((id) => ({ delete: { _index: this.factIndex, _id: id } })),
+        operations: whole.map((id) => ({ delete: { _index: this.factIndex, _id: id } })),
       });
       const failed = r.items.find((i) => i.delete?.error && i.delete.status !== 404)?.delete;
       if (failed) throw unavailable(`a batched fact was not removed (${failed.status})`, 1);
     }
+    for (const [id, d] of byDoc) if (d.done.size < d.count) await this.forgetSome(id, d.done);
+  }
+
+  /** A document batched in part keeps the rest of its facts. */
+  private async forgetSome(id: string, done: Set<string>): Promise<void> {
+    const r = await casUpdate<FactDoc>(
+      this.client,
+      this.factIndex,
+      id,
+      (cur) => {
+        if (!cur || !('facts' in cur)) return undefined;
+        const facts = cur.facts.filter((f) => !done.has(f.id));
+        return facts.length === cur.facts.length || !facts.length
+          ? undefined
+          : { at: Math.min(...facts.map((f) => f.at)), count: facts.length, facts };
+      },
+      { what: 'the facts batched in part', attempts: ATTEMPTS },
+    );
+    const left = r.doc && 'facts' in r.doc ? r.doc.facts.filter((f) => !done.has(f.id)) : [];
+    if (r.version && !left.length)
+      await this.client
+        .delete({
+          index: this.factIndex,
+          id,
+          if_seq_no: r.version.seqNo,
+          if_primary_term: r.version.primaryTerm,
+        })
+        .catch((e: unknown) => {
+          // changed or gone since: the next pass reads it again
+          if (!isConflict(e) && !isNotFound(e)) throw e;
+        });
   }
 
   async mark(key: string, at: number): Promise<boolean> {
@@ -270,8 +369,12 @@ export class EsEventOutbox implements EventOutbox {
         },
       },
       sort: [{ next_attempt_at: 'asc' }, { created_at: 'asc' }, { id: 'asc' }],
+      seq_no_primary_term: true,
     });
-    return r.hits.hits.map((h) => fromDoc(h._source!));
+    return r.hits.hits.map((h) => {
+      this.remember(h._id!, { doc: h._source!, seqNo: h._seq_no!, primaryTerm: h._primary_term! });
+      return fromDoc(h._source!);
+    });
   }
 
   async claim(
@@ -292,9 +395,11 @@ export class EsEventOutbox implements EventOutbox {
         cur.claim_until <= now
           ? { ...cur, claim: owner, claim_until: until }
           : undefined,
-      { what: 'a webhook delivery', attempts: ATTEMPTS },
+      { what: 'a webhook delivery', attempts: ATTEMPTS, ...this.recall(id) },
     );
-    return r.written && r.doc ? fromDoc(r.doc) : undefined;
+    if (!r.written || !r.doc) return undefined;
+    this.remember(id, r.version);
+    return fromDoc(r.doc);
   }
 
   async settle(id: string, owner: string, next: DeliverySettlement): Promise<boolean> {
@@ -317,7 +422,7 @@ export class EsEventOutbox implements EventOutbox {
           claim_until: 0,
         };
       },
-      { what: 'a webhook delivery', attempts: ATTEMPTS },
+      { what: 'a webhook delivery', attempts: ATTEMPTS, ...this.recall(id) },
     );
     return r.written;
   }
@@ -438,8 +543,11 @@ export class EsEventOutbox implements EventOutbox {
       this.client.search({
         index: this.factIndex,
         size: 0,
-        track_total_hits: true,
-        aggs: { oldest: { min: { field: 'at' } } },
+        aggs: {
+          oldest: { min: { field: 'at' } },
+          // a document of one fact from an earlier release has no count
+          n: { sum: { field: 'count', missing: 1 } },
+        },
       }),
       this.client.search({
         index: this.deliveries,
@@ -455,15 +563,14 @@ export class EsEventOutbox implements EventOutbox {
       }),
     ]);
     type Min = { value: number | null };
-    const fa = facts.aggregations as { oldest: Min };
+    const fa = facts.aggregations as { oldest: Min; n: { value: number } };
     const da = deliveries.aggregations as {
       due: { doc_count: number; oldest: Min };
       scheduled: { doc_count: number };
     };
-    const total = facts.hits.total;
     const oldest = [fa.oldest.value, da.due.oldest.value].filter((x): x is number => x !== null);
     return {
-      unbatched: typeof total === 'number' ? total : (total?.value ?? 0),
+      unbatched: fa.n.value,
       due: da.due.doc_count,
       scheduled: da.scheduled.doc_count,
       ...(oldest.length ? { oldestAt: Math.min(...oldest) } : {}),

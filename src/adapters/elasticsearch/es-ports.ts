@@ -1,6 +1,7 @@
 import { contentStore } from '../../ports/content-store';
 import type { EnginePorts } from '../engine-ports';
 import { enginePolicy, type PortTimers } from '../port-policy';
+import { BulkLane } from './bulk-lane';
 import { EsAccountStore } from './es-account-store';
 import { EsEventLog } from './es-event-log';
 import { EsEventOutbox } from './es-event-outbox';
@@ -40,6 +41,7 @@ export function esPorts(
   const port = enginePolicy(toUnavailable, timers);
   const catalogues = new FieldCatalogues(indices, opts.now ?? Date.now);
   const known = new KnownVersions();
+  const lane = new BulkLane(() => indices.client);
   return {
     accounts: port('accounts', new EsAccountStore(indices, opts.now ?? Date.now)),
     content: contentStore({
@@ -48,12 +50,12 @@ export function esPorts(
       processing: port('itemProcessing', new EsItemProcessing(indices, opts.vectorDims, known)),
     }),
     engine: port('engine', new EsSearchEngine(indices)),
-    ledger: port('ledger', new EsUsageLedger(indices)),
+    ledger: port('ledger', new EsUsageLedger(indices, lane)),
     events: port('events', new EsEventLog(indices, opts.now ?? Date.now)),
     counts: port('counts', new EsItemCounts(indices)),
     keys: port('keys', new EsKeyStore(indices)),
     rates: port('rates', new EsRateCounter(indices)),
     webhooks: port('webhooks', new EsWebhookStore(indices)),
-    outbox: port('outbox', new EsEventOutbox(indices)),
+    outbox: port('outbox', new EsEventOutbox(indices, lane)),
   };
 }

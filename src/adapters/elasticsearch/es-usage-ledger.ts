@@ -11,7 +11,8 @@ import {
   type UsageLedger,
 } from '../../ports/usage-ledger';
 import { casUpdate, getVersioned, type Versioned } from './cas';
-import { GroupCommit, KeyedGroupCommit, WORKER_LINGER_MS } from '../group-commit';
+import { GroupCommit, KeyedGroupCommit } from '../group-commit';
+import type { BulkLane } from './bulk-lane';
 import { unavailable } from './outage';
 import type { EsIndices } from './indices';
 
@@ -88,13 +89,16 @@ export class EsUsageLedger implements UsageLedger {
   /** Each counter as this process last wrote it: the next write usually needs no read. */
   private readonly lastWritten = new Map<string, Versioned<CreditsDoc>>();
 
+  /** No linger of its own: the lane's keeps the counts of jobs finishing together in one request. */
   private readonly imageRecords = new GroupCommit(
     (batch: ImageCount[]) => this.recordImages(batch),
     IMAGE_GROUP,
-    WORKER_LINGER_MS,
   );
 
-  constructor(private readonly indices: EsIndices) {}
+  constructor(
+    private readonly indices: EsIndices,
+    private readonly lane: BulkLane,
+  ) {}
 
   private get client() {
     return this.indices.client;
@@ -308,8 +312,8 @@ export class EsUsageLedger implements UsageLedger {
    */
   private async recordImages(batch: ImageCount[]): Promise<void[]> {
     const index = this.indices.shared('images');
-    const r = await this.client.bulk({
-      operations: batch.flatMap((e) => [
+    const items = await this.lane.submit(
+      batch.map((e) => [
         { create: { _index: index, _id: hash(e.datasetId, e.itemId, e.url, e.processedAt) } },
         {
           org: e.org,
@@ -321,8 +325,8 @@ export class EsUsageLedger implements UsageLedger {
           hold: this.holdId(e),
         } satisfies ImageDoc,
       ]),
-    });
-    const failed = r.items.find((i) => i.create?.error && i.create.status !== 409)?.create;
+    );
+    const failed = items.find((i) => i.error && i.status !== 409);
     if (failed)
       throw unavailable(`an image count was not written (${failed.status}); try again`, 1);
     const byHolds = new Map<string, ImageCount[]>();

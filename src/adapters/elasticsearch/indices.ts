@@ -108,8 +108,14 @@ const SHARED = {
    * `hook_ids` finds the organisation of a webhook id.
    */
   webhooks: { org: keyword, hook_ids: keyword, hooks: opaque },
-  /** Item facts not yet batched into deliveries; _id = fact id, written create-only. */
+  /**
+   * Item facts not yet batched into deliveries, written create-only: `facts` holds those a
+   * worker wrote together (_id names them); the other fields are a fact of its own (_id = its
+   * id), as an earlier release wrote them.
+   */
   webhook_facts: {
+    facts: opaque,
+    count: { type: 'integer' },
     org: keyword,
     dataset_id: keyword,
     kind: keyword,
@@ -183,8 +189,10 @@ const CREATED_WITH: Partial<Record<SharedIndex, Record<string, unknown>>> = {
  */
 const KEPT_AT: Partial<Record<SharedIndex, Record<string, unknown>>> = {
   images: IMAGE_COUNT_SETTINGS,
-  // only the batcher reads the facts, after refreshing them itself (EsEventOutbox)
+  // every search of these refreshes the index itself first (EsEventOutbox, EsWebhookStore)
   webhook_facts: IMAGE_COUNT_SETTINGS,
+  webhook_deliveries: IMAGE_COUNT_SETTINGS,
+  webhooks: IMAGE_COUNT_SETTINGS,
   rates: RATE_SETTINGS,
 };
 
