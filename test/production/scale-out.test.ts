@@ -3,84 +3,36 @@
  * DATA_DIR it cannot use (a regular file: any read or write under it fails), on one
  * Elasticsearch and one RabbitMQ. They must behave as one service.
  */
-import type { ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import { deleteInstallation, tempDir, waitFor } from '../helpers/app';
+import { waitFor } from '../helpers/app';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
-import {
-  buildDist,
-  freePort,
-  httpClient,
-  spawnService,
-  stopProcess,
-  type HttpClient,
-} from '../helpers/processes';
+import { ProcessInstallation } from '../helpers/process-installation';
+import { buildDist, type HttpClient } from '../helpers/processes';
 
-const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
-const tag = `s${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-const dir = tempDir('vss-scale-');
-const unusable = path.join(dir, 'data-dir-is-a-file');
-const env = {
-  SEARCH_BACKEND: 'elasticsearch',
-  ELASTICSEARCH_URL: ES_URL,
-  ES_INDEX_PREFIX: `${tag}-`,
-  ELASTICSEARCH_REPLICAS: '0',
-  QUEUE: 'rabbitmq',
-  AMQP_QUEUE_PREFIX: `test.${tag}.`,
-  DATA_DIR: unusable,
-  // no OPERATOR_TOKEN: the installation generates one, once
-  OPERATOR_TOKEN: '',
-};
+const inst = new ProcessInstallation('s');
+const { children } = inst;
 
 let img: ImageServer;
-const children: ChildProcess[] = [];
 let a: HttpClient;
 let b: HttpClient;
 let operator: string;
 /** The org token of the `credits` organisation (its dataset is processed once, then reused). */
 let creditsToken: string;
 
-/** The process's log (its stdout and stderr), written beside the test's files. */
-const logOf = (name: string): string =>
-  fs.existsSync(path.join(dir, `${name}.log`))
-    ? fs.readFileSync(path.join(dir, `${name}.log`), 'utf8')
-    : '';
-
-function spawn(name: string, extra: Record<string, string>): ChildProcess {
-  // spawnService writes the log to <dataDir>/<name>.log; DATA_DIR itself is overridden below
-  const child = spawnService(dir, name, { ...env, ...extra });
-  children.push(child);
-  return child;
-}
-
 beforeAll(async () => {
   buildDist();
   img = await startImageServer();
-  fs.writeFileSync(unusable, 'not a directory\n');
-  const [pa, pb] = [await freePort(), await freePort()];
-  // both API hosts start at once: exactly one generates the operator token
-  spawn('api-a', { APP_ROLES: 'api', PORT: String(pa) });
-  spawn('api-b', { APP_ROLES: 'api', PORT: String(pb) });
-  a = httpClient(pa);
-  b = httpClient(pb);
-  // generous: in CI this shares two cores with the three-node cluster's restart test
-  const tail = (n: string) => () => `--- ${n}.log (tail) ---\n${logOf(n).slice(-4000)}`;
-  await Promise.all([a.up(90_000, tail('api-a')), b.up(90_000, tail('api-b'))]);
-  spawn('worker-1', { APP_ROLES: 'worker', WORKER_CONCURRENCY: '4' });
-  spawn('worker-2', { APP_ROLES: 'worker', WORKER_CONCURRENCY: '4' });
-  const printed = ['api-a', 'api-b']
-    .map((n) => /Operator token \(shown once[^:]*\): (op_\S+)/.exec(logOf(n))?.[1])
-    .filter(Boolean) as string[];
-  expect(printed).toHaveLength(1);
-  operator = printed[0];
+  const apis = await inst.twoApis();
+  ({ a, b } = apis);
+  inst.spawn('worker-1', { APP_ROLES: 'worker', WORKER_CONCURRENCY: '4' });
+  inst.spawn('worker-2', { APP_ROLES: 'worker', WORKER_CONCURRENCY: '4' });
+  expect(apis.printed).toHaveLength(1);
+  operator = apis.printed[0]!;
 }, 180_000);
 
 afterAll(async () => {
-  await Promise.all(children.map((c) => stopProcess(c, 'SIGTERM')));
+  await inst.stop();
   await img.close();
-  await deleteInstallation(ES_URL, `${tag}-`);
 });
 
 const counts = async (h: HttpClient, org: string, token: string) =>
@@ -252,8 +204,8 @@ test('a fixed image limit holds exactly across both workers', async () => {
 }, 180_000);
 
 test('no process used DATA_DIR, and none died', () => {
-  expect(fs.readFileSync(unusable, 'utf8')).toBe('not a directory\n');
+  expect(inst.dataDirUntouched()).toBe(true);
   for (const c of children) expect(c.exitCode).toBeNull();
   for (const n of ['api-a', 'api-b', 'worker-1', 'worker-2'])
-    expect(logOf(n)).not.toMatch(/ENOTDIR|EEXIST|fatal/);
+    expect(inst.logOf(n)).not.toMatch(/ENOTDIR|EEXIST|fatal/);
 });

@@ -1,50 +1,27 @@
 /**
- * Contract §17 with real processes, in the set-up of scale-out.test.ts: two API hosts and the
+ * Contract §17 with real processes, as scale-out.test.ts runs them: two API hosts and the
  * workers (dist/main.js) as separate processes, each with a DATA_DIR it cannot use, on one
  * Elasticsearch and one RabbitMQ. Delivery is at least once from the outbox in Elasticsearch,
  * so a worker killed mid-delivery or while holding the batching lease loses nothing.
  * The cases run in order: the later ones stop and start workers.
  */
 import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { deleteInstallation, tempDir, waitFor } from '../helpers/app';
+import { waitFor } from '../helpers/app';
 import { startImageServer, type ImageServer } from '../helpers/image-server';
-import {
-  buildDist,
-  freePort,
-  httpClient,
-  spawnService,
-  stopProcess,
-  type HttpClient,
-} from '../helpers/processes';
+import { ProcessInstallation } from '../helpers/process-installation';
+import { buildDist, stopProcess, type HttpClient } from '../helpers/processes';
 import {
   startWebhookReceiver,
   type Received,
   type WebhookReceiver,
 } from '../helpers/webhook-receiver';
 
-const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
-const tag = `w${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-const dir = tempDir('vss-webhooks-');
-const unusable = path.join(dir, 'data-dir-is-a-file');
-const env = {
-  SEARCH_BACKEND: 'elasticsearch',
-  ELASTICSEARCH_URL: ES_URL,
-  ES_INDEX_PREFIX: `${tag}-`,
-  ELASTICSEARCH_REPLICAS: '0',
-  QUEUE: 'rabbitmq',
-  AMQP_QUEUE_PREFIX: `test.${tag}.`,
-  DATA_DIR: unusable,
-  OPERATOR_TOKEN: '',
-  // 5 s → 50 ms, 5 min → 3 s, 30 min → 18 s: three failed answers cost about 21 s
-  WEBHOOK_RETRY_SCALE: '100',
-};
+// 5 s → 50 ms, 5 min → 3 s, 30 min → 18 s: three failed answers cost about 21 s
+const inst = new ProcessInstallation('w', { WEBHOOK_RETRY_SCALE: '100' });
 
 let img: ImageServer;
-const children: ChildProcess[] = [];
 const workers = new Map<string, ChildProcess>();
 const receivers: WebhookReceiver[] = [];
 const clients: Client[] = [];
@@ -52,19 +29,8 @@ let a: HttpClient;
 let b: HttpClient;
 let operator: string;
 
-const logOf = (name: string): string =>
-  fs.existsSync(path.join(dir, `${name}.log`))
-    ? fs.readFileSync(path.join(dir, `${name}.log`), 'utf8')
-    : '';
-
-function spawn(name: string, extra: Record<string, string>): ChildProcess {
-  const child = spawnService(dir, name, { ...env, ...extra });
-  children.push(child);
-  return child;
-}
-
 function startWorker(name: string): void {
-  workers.set(name, spawn(name, { APP_ROLES: 'worker', WORKER_CONCURRENCY: '4' }));
+  workers.set(name, inst.spawn(name, { APP_ROLES: 'worker', WORKER_CONCURRENCY: '4' }));
 }
 
 async function stopWorker(name: string, signal: NodeJS.Signals): Promise<void> {
@@ -75,29 +41,19 @@ async function stopWorker(name: string, signal: NodeJS.Signals): Promise<void> {
 beforeAll(async () => {
   buildDist();
   img = await startImageServer();
-  fs.writeFileSync(unusable, 'not a directory\n');
-  const [pa, pb] = [await freePort(), await freePort()];
-  spawn('api-a', { APP_ROLES: 'api', PORT: String(pa) });
-  spawn('api-b', { APP_ROLES: 'api', PORT: String(pb) });
-  a = httpClient(pa);
-  b = httpClient(pb);
-  const tail = (n: string) => () => `--- ${n}.log (tail) ---\n${logOf(n).slice(-4000)}`;
-  await Promise.all([a.up(90_000, tail('api-a')), b.up(90_000, tail('api-b'))]);
+  const apis = await inst.twoApis();
+  ({ a, b } = apis);
   startWorker('worker-1');
   startWorker('worker-2');
-  const printed = ['api-a', 'api-b']
-    .map((n) => /Operator token \(shown once[^:]*\): (op_\S+)/.exec(logOf(n))?.[1])
-    .filter(Boolean) as string[];
-  expect(printed).toHaveLength(1);
-  operator = printed[0]!;
+  expect(apis.printed).toHaveLength(1);
+  operator = apis.printed[0]!;
 }, 180_000);
 
 afterAll(async () => {
   for (const c of clients) await c.dispose();
-  await Promise.all(children.map((c) => stopProcess(c, 'SIGTERM')));
+  await inst.stop();
   await img?.close();
   for (const r of receivers) await r.close();
-  await deleteInstallation(ES_URL, `${tag}-`);
 });
 
 /**
@@ -330,8 +286,8 @@ test('the lease holder SIGKILLed while facts wait: the other worker batches with
 }, 180_000);
 
 test('no process used DATA_DIR, and none died unasked', () => {
-  expect(fs.readFileSync(unusable, 'utf8')).toBe('not a directory\n');
+  expect(inst.dataDirUntouched()).toBe(true);
   for (const c of workers.values()) expect(c.exitCode).toBeNull();
   for (const n of ['api-a', 'api-b', 'worker-1', 'worker-2', 'worker-5'])
-    expect(logOf(n)).not.toMatch(/ENOTDIR|EEXIST|fatal/);
+    expect(inst.logOf(n)).not.toMatch(/ENOTDIR|EEXIST|fatal/);
 });
