@@ -26,6 +26,8 @@ export class UsageThresholds {
     { at: number; again?: NodeJS.Timeout; refusedAt?: number }
   >();
   private readonly running = new Set<Promise<void>>();
+  /** Set by drain: the stores close next, so a late nudge (a job finishing) checks nothing. */
+  private closed = false;
 
   constructor(
     private readonly directory: WebhookDirectory,
@@ -43,6 +45,7 @@ export class UsageThresholds {
    * refused flood costs one read per interval.
    */
   nudge(org: string, kind: UsageKind, refusedAt?: number): void {
+    if (this.closed) return;
     const key = `${org}\u0000${kind}`;
     const at = this.now();
     const state = this.checks.get(key);
@@ -75,6 +78,7 @@ export class UsageThresholds {
   }
 
   async drain(): Promise<void> {
+    this.closed = true;
     for (const c of this.checks.values()) if (c.again) clearTimeout(c.again);
     await Promise.all(this.running);
   }
