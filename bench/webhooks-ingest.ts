@@ -22,6 +22,7 @@ import sharp from 'sharp';
 import { Webhook } from 'standardwebhooks';
 import {
   RESULTS_DIR,
+  ES_URL,
   SETUPS,
   type Setup,
   call,
@@ -269,6 +270,7 @@ async function run(
       load_1m: [load0, os.loadavg()[0]!].map((l) => Math.round(l * 10) / 10),
       ...(esPid ? { es_cpu_ms_per_item: Math.round((esCpu / ITEMS) * 1e5) / 100 } : {}),
     };
+    if (setup.env.SEARCH_BACKEND) out.es_ops = await esOps(`${tag}-`);
     if (mode === 'B') out.deliveries = await checkDeliveries(h, prefix, counts);
     process.stderr.write(`${JSON.stringify(out)}\n`);
     return out;
@@ -276,6 +278,43 @@ async function run(
     await app.stop();
     await deleteInstallation(app.container.config);
   }
+}
+
+/**
+ * What the round asked of Elasticsearch, per index of the installation (items indices as one):
+ * documents indexed and deleted, searches, realtime gets and refreshes. Read when the items are
+ * all done, so a B round's tail of deliveries is not in it.
+ */
+async function esOps(prefix: string): Promise<Record<string, number[]>> {
+  const r = await fetch(`${ES_URL}/${prefix}*/_stats/indexing,search,get,refresh`);
+  const body = (await r.json()) as {
+    indices: Record<
+      string,
+      {
+        primaries: {
+          indexing: { index_total: number; delete_total: number };
+          search: { query_total: number };
+          get: { total: number };
+          refresh: { total: number };
+        };
+      }
+    >;
+  };
+  const out: Record<string, number[]> = {};
+  for (const [name, { primaries: p }] of Object.entries(body.indices)) {
+    const key = name.slice(prefix.length).startsWith('items-')
+      ? 'items'
+      : name.slice(prefix.length);
+    const row = [
+      p.indexing.index_total,
+      p.indexing.delete_total,
+      p.search.query_total,
+      p.get.total,
+      p.refresh.total,
+    ];
+    out[key] = (out[key] ?? [0, 0, 0, 0, 0]).map((v, i) => v + row[i]!);
+  }
+  return out;
 }
 
 /**
