@@ -16,7 +16,14 @@ export interface StoredItem {
    * What processing found; `processedAt` (epoch ms) names that processing, so the image ledger
    * counts each processing once (contract §8). Absent on items processed before it was kept.
    */
-  image?: { width: number; height: number; url: string; processedAt?: number };
+  image?: {
+    width: number;
+    height: number;
+    url: string;
+    processedAt?: number;
+    /** ImageFeatures.pixelHash; absent for items processed before it was kept. */
+    pixelHash?: string;
+  };
   /**
    * service_popularity and service_purchases (contract §14), as the last roll-up of the event
    * log found them (absent: none yet, both 0). `at` is when they were counted (epoch ms): a

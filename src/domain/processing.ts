@@ -29,6 +29,12 @@ export interface ImageFeatures {
   /** The visual embedding (L2-normalised) and the embedder that made it. */
   vector: number[];
   embedder: string;
+  /**
+   * Names the decoded picture (contract §18, exact duplicates): equal for the same picture
+   * whatever its id, url or file name, different for any other pixels or size. The image
+   * analyzer always sets it; features made by hand (tests, seeded items) may not.
+   */
+  pixelHash?: string;
 }
 
 export interface ProcessingFailure {

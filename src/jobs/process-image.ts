@@ -318,9 +318,10 @@ export class ProcessImageHandler {
    */
   private async reembed(job: ProcessingJob, endDownload: () => void): Promise<Recording> {
     let vector: number[] = [];
+    let pixelHash: string | undefined;
     try {
       const bytes = await this.deps.fetcher.fetch(job.url).finally(endDownload);
-      vector = (await this.deps.analyzer.analyze(bytes)).vector;
+      ({ vector, pixelHash } = await this.deps.analyzer.analyze(bytes));
     } catch (e) {
       this.retryIfTransient(e, job);
       this.deps.log.warn(
@@ -329,7 +330,11 @@ export class ProcessImageHandler {
       );
     }
     return async () =>
-      void (await this.deps.store.markEmbedded(job, { vector, embedder: this.deps.embedderId }));
+      void (await this.deps.store.markEmbedded(job, {
+        vector,
+        embedder: this.deps.embedderId,
+        ...(pixelHash ? { pixelHash } : {}),
+      }));
   }
 
   private async tell(

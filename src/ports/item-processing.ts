@@ -18,7 +18,8 @@ export interface ItemProcessing {
    */
   markEmbedded(
     job: ProcessingJob,
-    embedding: { vector: number[]; embedder: string },
+    /** With the new decode's pixel hash, which replaces the old one. */
+    embedding: { vector: number[]; embedder: string; pixelHash?: string },
   ): Promise<boolean>;
   /**
    * Records why a pending item waits (quota_postponed) without ending it: it stays pending, so

@@ -158,6 +158,30 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     });
   });
 
+  test('the pixel hash is kept with the image, replaced on a re-embedding, gone with the url', async () => {
+    // newest writes, not as queries see them after a refresh
+    const latest = (id: string) => e.store.getItems(ds, [id], { latest: true });
+    const [job] = await write([{ id: 'a', url: url('a') }]);
+    expect(await e.store.markProcessed(job!, { ...features, pixelHash: 'h-one' }, T0)).toBe(true);
+    expect((await latest('a'))[0]!.image).toMatchObject({ pixelHash: 'h-one' });
+    // a metadata write keeps it
+    await write([{ id: 'a', url: url('a'), metadata: { n: 2 } }]);
+    expect((await latest('a'))[0]!.image?.pixelHash).toBe('h-one');
+    const again = { vector: axis(1), embedder: EMB, pixelHash: 'h-two' };
+    expect(await e.store.markEmbedded(job!, again)).toBe(true);
+    expect((await latest('a'))[0]!.image?.pixelHash).toBe('h-two');
+    // a new url is a new picture, not yet hashed
+    const [fresh] = await write([{ id: 'a', url: url('a', 2) }], 'put');
+    expect((await latest('a'))[0]!.image).toBeUndefined();
+    expect(await e.store.markProcessed(fresh!, features, T0 + 5)).toBe(true);
+    expect((await latest('a'))[0]!.image).toEqual({
+      width: 40,
+      height: 30,
+      url: url('a', 2),
+      processedAt: T0 + 5,
+    });
+  });
+
   test('processing succeeds once: a redelivered job reports no change', async () => {
     const jobs = await write([{ id: 'a', url: url('a') }]);
     expect(await e.store.markProcessed(jobs[0]!, features, T0)).toBe(true);

@@ -22,7 +22,7 @@ export interface ItemDoc {
   updated_at: number;
   metadata: Metadata;
   private_metadata: Metadata;
-  image?: { width: number; height: number; url: string } | null;
+  image?: StoredItem['image'] | null;
   error?: (ProcessingFailure & { url: string; occurred_at: string }) | null;
   has_error: boolean;
   terms: string[];
@@ -39,6 +39,8 @@ export interface ItemDoc {
   embedding_f32?: string | null;
   /** The rolled-up counts (contract §14); absent on documents written before they existed. */
   counts?: ItemCounts & { at?: number };
+  /** image.pixelHash, searchable (contract §18). */
+  pixel_hash?: string | null;
 }
 
 /**
@@ -136,6 +138,7 @@ export function toDoc(
     metadata: item.metadata,
     private_metadata: item.privateMetadata,
     image: item.image ?? null,
+    pixel_hash: item.image?.pixelHash ?? null,
     error,
     has_error: !!error,
     terms: itemTerms(item.metadata),

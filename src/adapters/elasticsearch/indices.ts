@@ -1,5 +1,10 @@
 import { errors, type Client } from '@elastic/elasticsearch';
-import { COUNTS_MAPPING, EMBEDDING_SOURCE_MAPPING, itemMapping } from './mapping';
+import {
+  COUNTS_MAPPING,
+  DUPLICATES_MAPPING,
+  EMBEDDING_SOURCE_MAPPING,
+  itemMapping,
+} from './mapping';
 
 /** Shards and replicas of every index (ELASTICSEARCH_SHARDS / ELASTICSEARCH_REPLICAS). */
 export interface IndexLayout {
@@ -279,11 +284,16 @@ export class EsIndices {
         mappings: itemMapping(dims) as never,
       },
     });
-    // Indices made before the embedding had its compact stored copy (or the counts) take the
-    // fields now, so no write is refused by their strict mapping (a no-op once there).
+    // Indices made before the embedding had its compact stored copy (or the counts, or the
+    // pixel hash) take the fields now, so no write is refused by their strict mapping (a no-op
+    // once there).
     await this.client.indices.putMapping({
       index: this.allItems,
-      properties: { ...EMBEDDING_SOURCE_MAPPING, ...COUNTS_MAPPING } as never,
+      properties: {
+        ...EMBEDDING_SOURCE_MAPPING,
+        ...COUNTS_MAPPING,
+        ...DUPLICATES_MAPPING,
+      } as never,
       allow_no_indices: true,
       ignore_unavailable: true,
     });

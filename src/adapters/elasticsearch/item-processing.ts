@@ -59,7 +59,13 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
         {
           ...item,
           state: 'processed',
-          image: { width: f.width, height: f.height, url: job.url, processedAt: now },
+          image: {
+            width: f.width,
+            height: f.height,
+            url: job.url,
+            processedAt: now,
+            ...(f.pixelHash ? { pixelHash: f.pixelHash } : {}),
+          },
         },
         null,
         { vector: f.vector, embedder: f.embedder },
@@ -69,12 +75,15 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
 
   async markEmbedded(
     job: ProcessingJob,
-    embedding: { vector: number[]; embedder: string },
+    embedding: { vector: number[]; embedder: string; pixelHash?: string },
   ): Promise<boolean> {
     await this.prepareVectorField();
     return this.casUpdate(job, (d) => {
       if (d.url !== job.url || d.state !== 'processed') return undefined;
-      return toDoc(job.datasetId, fromDoc(d), d.error ?? null, embedding);
+      const item = fromDoc(d);
+      // the hash names the decode for the embedder: a new embedder's decode gets its own
+      if (item.image && embedding.pixelHash) item.image.pixelHash = embedding.pixelHash;
+      return toDoc(job.datasetId, item, d.error ?? null, embedding);
     });
   }
 

@@ -6,6 +6,9 @@ export const EMBEDDING_SOURCE_MAPPING = { [EMBEDDING_SOURCE]: { type: 'binary' }
 /** An item's rolled-up counts (contract §14), stored only: queries read them from `attrs`. */
 export const COUNTS_MAPPING = { counts: { type: 'object', enabled: false } } as const;
 
+/** The image's pixel hash (contract §18): exact duplicates are its values held by two items. */
+export const DUPLICATES_MAPPING = { pixel_hash: { type: 'keyword' } } as const;
+
 /**
  * One index per dataset, with a fixed mapping: metadata never becomes mapped fields of its own
  * (no mapping explosion, and a key may hold a number in one item and a string in another).
@@ -44,6 +47,7 @@ const BASE_MAPPING = {
     embedder: { type: 'keyword' },
     ...EMBEDDING_SOURCE_MAPPING,
     ...COUNTS_MAPPING,
+    ...DUPLICATES_MAPPING,
   },
 } as const;
 

@@ -209,6 +209,13 @@ const MIGRATIONS: string[] = [
   CREATE INDEX wd_hook ON webhook_deliveries(webhook_id, created_at);
   CREATE TABLE outbox_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
   `,
+  // Contract §18: the pixel hash of a processed item's image (exact duplicates), NULL for items
+  // processed before it was kept.
+  `
+  ALTER TABLE items ADD COLUMN image_pixel_hash TEXT;
+  CREATE INDEX items_pixel_hash ON items(dataset_id, image_pixel_hash)
+    WHERE image_pixel_hash IS NOT NULL;
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

@@ -25,9 +25,9 @@ export class EmbeddedItemProcessing implements ItemProcessing {
       const row = stmt(
         this.db,
         `UPDATE items SET state = 'processed', image_width = ?, image_height = ?, image_url = url,
-             image_processed_at = ?
+             image_processed_at = ?, image_pixel_hash = ?
              WHERE dataset_id = ? AND id = ? AND url = ? AND state != 'processed' RETURNING pk`,
-      ).get(f.width, f.height, now, job.datasetId, job.itemId, job.url) as
+      ).get(f.width, f.height, now, f.pixelHash ?? null, job.datasetId, job.itemId, job.url) as
         { pk: number } | undefined;
       if (!row) return false;
       this.changes.stamp(job.datasetId, [row.pk], false);
@@ -102,7 +102,7 @@ export class EmbeddedItemProcessing implements ItemProcessing {
 
   async markEmbedded(
     job: ProcessingJob,
-    embedding: { vector: number[]; embedder: string },
+    embedding: { vector: number[]; embedder: string; pixelHash?: string },
   ): Promise<boolean> {
     return this.db.transaction(() => {
       const row = stmt(
@@ -110,6 +110,12 @@ export class EmbeddedItemProcessing implements ItemProcessing {
         `SELECT pk FROM items WHERE dataset_id = ? AND id = ? AND url = ? AND state = 'processed'`,
       ).get(job.datasetId, job.itemId, job.url) as { pk: number } | undefined;
       if (!row) return false;
+      // the hash names the decode for the embedder: a new embedder's decode gets its own
+      if (embedding.pixelHash)
+        stmt(this.db, 'UPDATE items SET image_pixel_hash = ? WHERE pk = ?').run(
+          embedding.pixelHash,
+          row.pk,
+        );
       this.st.putVector.run(
         row.pk,
         job.datasetId,

@@ -17,6 +17,7 @@ export interface ItemRow {
   image_height: number | null;
   image_url: string | null;
   image_processed_at: number | null;
+  image_pixel_hash: string | null;
   created_at: number;
   updated_at: number;
   popularity: number;
@@ -39,6 +40,7 @@ export const toStoredItem = (r: ItemRow): StoredItem => ({
           height: r.image_height ?? 0,
           url: r.image_url ?? r.url,
           ...(r.image_processed_at !== null ? { processedAt: r.image_processed_at } : {}),
+          ...(r.image_pixel_hash !== null ? { pixelHash: r.image_pixel_hash } : {}),
         },
       }
     : {}),

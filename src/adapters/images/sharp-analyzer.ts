@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import sharp, { type Metadata } from 'sharp';
 import { LIMITS } from '../../domain/limits';
 import { ImageError, type ImageFeatures } from '../../domain/processing';
@@ -62,6 +63,21 @@ async function dcTiff(bytes: Uint8Array, meta: Metadata): Promise<Buffer> {
   return rawTiff(image, { icc: meta.icc, orientation: meta.orientation });
 }
 
+/**
+ * The picture's name for exact duplicates: its size as displayed and the pixels decoded for the
+ * embedder (upright, sRGB, at the embedder's input size), so the same file under any url, or a
+ * copy re-saved without changing a pixel, has the same hash, and a crop, a resize or a lossy
+ * recompression does not. The full-size pixels are never decoded for it (the decode budget).
+ */
+export function pixelHash(width: number, height: number, pixels: Pixels): string {
+  return crypto
+    .createHash('sha256')
+    .update(`p1:${width}x${height}:${pixels.size}:`)
+    .update(pixels.data)
+    .digest('base64url')
+    .slice(0, 32);
+}
+
 /** The format is decided from the bytes, never from the URL or Content-Type. */
 export function sniffFormat(b: Uint8Array): 'jpeg' | 'png' | string {
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'jpeg';
@@ -84,7 +100,14 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
   async analyze(bytes: Uint8Array): Promise<ImageFeatures> {
     const { width, height, format, pixels } = await this.decode(bytes);
     const vector = await this.embedder.embed(pixels);
-    return { width, height, format, vector: Array.from(vector), embedder: this.embedder.id };
+    return {
+      width,
+      height,
+      format,
+      vector: Array.from(vector),
+      embedder: this.embedder.id,
+      pixelHash: pixelHash(width, height, pixels),
+    };
   }
 
   /**
