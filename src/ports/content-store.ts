@@ -25,6 +25,7 @@ const METHODS: { [P in keyof ContentParts]: Record<keyof ContentParts[P], true> 
     publicFields: true,
     getEmbedding: true,
     listErrors: true,
+    sameImageGroups: true,
     ping: true,
   },
   writer: { applyWrites: true, deleteItems: true, dropDataset: true },

@@ -37,6 +37,11 @@ export interface ItemReader {
     offset: number,
     limit: number,
   ): Promise<{ errors: ProcessingErrorRecord[]; total: number }>;
+  /**
+   * Processed items whose images are the same picture (equal pixel hashes, contract §18), as
+   * queries see them: groups of two or more ids, each in id order, the groups in no order.
+   */
+  sameImageGroups(datasetId: string): Promise<string[][]>;
   /** Resolves when the items can be read (readiness, and a worker's probe after an outage). */
   ping(): Promise<void>;
 }

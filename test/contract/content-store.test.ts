@@ -182,6 +182,35 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     });
   });
 
+  test('sameImageGroups: processed items sharing a pixel hash, until deleted or changed', async () => {
+    const hashes: Record<string, string | undefined> = {
+      a: 'h1',
+      b: 'h2',
+      c: 'h1',
+      d: 'h3',
+      e: 'h3',
+      f: undefined,
+      g: 'h3',
+    };
+    const jobs = await write(Object.keys(hashes).map((id) => ({ id, url: url(id) })));
+    for (const j of jobs) {
+      const h = hashes[j.itemId];
+      // g stays pending: not a duplicate of anything yet
+      if (j.itemId !== 'g')
+        expect(
+          await e.store.markProcessed(j, { ...features, ...(h ? { pixelHash: h } : {}) }, T0),
+        ).toBe(true);
+    }
+    await settled(1);
+    const sorted = (gs: string[][]) => gs.map((g) => g.join(',')).sort();
+    expect(sorted(await e.store.sameImageGroups(ds))).toEqual(['a,c', 'd,e']);
+    await e.store.deleteItems(ds, ['c']);
+    await write([{ id: 'd', url: url('d', 2) }], 'put');
+    await settled(2);
+    expect(await e.store.sameImageGroups(ds)).toEqual([]);
+    expect(await e.store.sameImageGroups('no-such-dataset')).toEqual([]);
+  });
+
   test('processing succeeds once: a redelivered job reports no change', async () => {
     const jobs = await write([{ id: 'a', url: url('a') }]);
     expect(await e.store.markProcessed(jobs[0]!, features, T0)).toBe(true);

@@ -1,4 +1,5 @@
 import type { DatasetCounts } from '../../domain/dataset';
+import { groupRuns } from '../../domain/duplicates';
 import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../../domain/item';
 import type { ItemReader, StoredEmbedding } from '../../ports/item-reader';
 import type { FieldCatalogue } from '../../query/resolve';
@@ -11,6 +12,9 @@ import { ItemIndex, orEmpty, type Hit } from './item-index';
 
 /** GET content pages past this window walk the index with search_after. */
 const WINDOW = 10_000;
+
+/** Pixel hashes per composite aggregation page, and per terms filter of their items. */
+const HASH_PAGE = 1_000;
 
 /**
  * ItemReader on Elasticsearch: details, listing, counts, fields, errors, embeddings. A dataset
@@ -146,6 +150,64 @@ export class EsItemReader extends ItemIndex implements ItemReader {
       },
       { items: 0, processed: 0, pending: 0, errors: 0 },
     );
+  }
+
+  /**
+   * The hashes held by two or more processed items, a composite aggregation page at a time, then
+   * their items sorted by hash and id: two passes over the hashes, none over every item.
+   */
+  async sameImageGroups(datasetId: string): Promise<string[][]> {
+    return orEmpty(async () => {
+      const index = this.index(datasetId);
+      const processed = { term: { state: 'processed' } };
+      const shared: string[] = [];
+      let after: Record<string, string> | undefined;
+      do {
+        const r = await this.client.search({
+          index,
+          size: 0,
+          query: { bool: { filter: [processed, { exists: { field: 'pixel_hash' } }] } },
+          aggs: {
+            h: {
+              composite: {
+                size: HASH_PAGE,
+                sources: [{ hash: { terms: { field: 'pixel_hash' } } }],
+                ...(after ? { after } : {}),
+              },
+            },
+          },
+        });
+        const agg = r.aggregations?.h as
+          | {
+              buckets: Array<{ key: { hash: string }; doc_count: number }>;
+              after_key?: Record<string, string>;
+            }
+          | undefined;
+        for (const b of agg?.buckets ?? []) if (b.doc_count > 1) shared.push(b.key.hash);
+        after = agg?.buckets.length === HASH_PAGE ? agg.after_key : undefined;
+      } while (after);
+      const rows: Array<{ id: string; hash: string }> = [];
+      for (let i = 0; i < shared.length; i += HASH_PAGE) {
+        const hashes = shared.slice(i, i + HASH_PAGE);
+        let from: unknown[] | undefined;
+        for (;;) {
+          const r = await this.client.search<ItemDoc>({
+            index,
+            size: WINDOW,
+            query: { bool: { filter: [processed, { terms: { pixel_hash: hashes } }] } },
+            sort: [{ pixel_hash: 'asc' }, { id: 'asc' }],
+            _source: ['id', 'pixel_hash'],
+            track_total_hits: false,
+            ...(from ? { search_after: from as never } : {}),
+          });
+          const hits = r.hits.hits;
+          for (const h of hits) rows.push({ id: h._source!.id, hash: h._source!.pixel_hash! });
+          if (hits.length < WINDOW) break;
+          from = hits.at(-1)!.sort;
+        }
+      }
+      return groupRuns(rows);
+    }, []);
   }
 
   async listErrors(

@@ -1,5 +1,6 @@
 import type { DatasetCounts } from '../../domain/dataset';
 import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../../domain/item';
+import { groupRuns } from '../../domain/duplicates';
 import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
 import type { ValueKind } from '../../domain/metadata';
 import type { ItemReader, StoredEmbedding } from '../../ports/item-reader';
@@ -130,6 +131,19 @@ export class EmbeddedItemReader implements ItemReader {
       ) as { n: number }
     ).n;
     return { errors, total };
+  }
+
+  async sameImageGroups(datasetId: string): Promise<string[][]> {
+    const rows = stmt(
+      this.db,
+      `SELECT id, image_pixel_hash AS hash FROM items
+         WHERE dataset_id = ? AND state = 'processed' AND image_pixel_hash IN (
+           SELECT image_pixel_hash FROM items
+             WHERE dataset_id = ? AND state = 'processed' AND image_pixel_hash IS NOT NULL
+             GROUP BY image_pixel_hash HAVING COUNT(*) > 1)
+         ORDER BY image_pixel_hash, id`,
+    ).all(datasetId, datasetId) as Array<{ id: string; hash: string }>;
+    return groupRuns(rows);
   }
 
   async ping(): Promise<void> {
