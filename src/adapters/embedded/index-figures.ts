@@ -18,7 +18,7 @@ import type { Condition } from '../../query/ast';
 import { type Bits, count, has } from './bitset';
 import { matching } from './index-conditions';
 import { groupFacetCounts, groupsOf } from './index-groups';
-import { compareText } from './index-sort';
+import { compareText } from '../../domain/text-order';
 import type { DatasetIndex, FieldIndex, FieldValue } from './memory-index';
 import { keyed } from '../../domain/keyed';
 
