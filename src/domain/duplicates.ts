@@ -1,6 +1,7 @@
 /**
  * Near-duplicate report (contract §18): what both engines share.
  */
+import { compareText } from './text-order';
 
 /**
  * Items in order of their pixel hash, then id → the runs of one hash as groups of ids (each in
@@ -20,4 +21,171 @@ export function groupRuns(rows: ReadonlyArray<{ id: string; hash: string }>): st
   }
   if (run.length > 1) groups.push(run);
   return groups;
+}
+
+export type DuplicateKind = 'exact' | 'near';
+
+/** Two items within `distance` (cosine, 0–1) of each other, as the neighbour search found. */
+export interface NearPair {
+  a: string;
+  b: string;
+  distance: number;
+}
+
+export interface DuplicateGroup {
+  id: string;
+  kind: DuplicateKind;
+  /** The first item (smallest id) first at distance 0, then by distance to it, then id. */
+  items: Array<{ id: string; distance: number }>;
+}
+
+export interface GroupingInput {
+  /** Groups of items with equal pixel hashes (groupRuns). */
+  exact: readonly string[][];
+  /** Pairs already within the report's max_distance. */
+  near: readonly NearPair[];
+  /** Which kinds: both by default (exact first, an item in at most one group). */
+  kind?: DuplicateKind;
+  /** Pairs never to be in one group: dismissed, or sharing a parent (exclude_same_parent). */
+  apart(a: string, b: string): boolean;
+  /** The distance between two items of a near group (to its first item). */
+  distance(a: string, b: string): number;
+}
+
+/**
+ * The report's groups (contract §18), largest first, then by first item id. Items join by the
+ * closest pairs first (single linkage, like joining transitively), except that two items kept
+ * apart never end in one group: a join that would bring such a pair together is skipped, so a
+ * dismissal holds even when a third item is close to both.
+ */
+export function duplicateGroups(input: GroupingInput): DuplicateGroup[] {
+  const groups: DuplicateGroup[] = [];
+  const taken = new Set<string>();
+  if (input.kind !== 'near')
+    for (const ids of input.exact)
+      for (const members of cluster(ids, exactPairs(ids), input.apart)) {
+        members.forEach((m) => taken.add(m));
+        groups.push(group('exact', members, () => 0));
+      }
+  if (input.kind !== 'exact') {
+    const pairs =
+      input.kind === 'near' ? [...input.exact.flatMap(exactPairs), ...input.near] : input.near;
+    const free = pairs.filter((p) => !taken.has(p.a) && !taken.has(p.b));
+    const ids = [...new Set(free.flatMap((p) => [p.a, p.b]))];
+    for (const members of cluster(ids, free, input.apart))
+      groups.push(group('near', members, input.distance));
+  }
+  return groups.sort(
+    (x, y) => y.items.length - x.items.length || compareIds(x.items[0]!.id, y.items[0]!.id),
+  );
+}
+
+/** Every pair of an exact group, at distance 0, in id order (a deterministic join order). */
+function exactPairs(ids: readonly string[]): NearPair[] {
+  const sorted = [...ids].sort(compareIds);
+  return sorted.flatMap((a, i) => sorted.slice(i + 1).map((b) => ({ a, b, distance: 0 })));
+}
+
+/** Groups of two or more from closest-first joins that never put an `apart` pair together. */
+function cluster(
+  ids: readonly string[],
+  pairs: readonly NearPair[],
+  apart: (a: string, b: string) => boolean,
+): string[][] {
+  const of = new Map<string, Set<string>>(ids.map((id) => [id, new Set([id])]));
+  const ordered = [...pairs].sort(
+    (x, y) => x.distance - y.distance || compareIds(x.a, y.a) || compareIds(x.b, y.b),
+  );
+  for (const p of ordered) {
+    const [ga, gb] = [of.get(p.a), of.get(p.b)];
+    if (!ga || !gb || ga === gb) continue;
+    if ([...ga].some((x) => [...gb].some((y) => apart(x, y)))) continue;
+    for (const y of gb) {
+      ga.add(y);
+      of.set(y, ga);
+    }
+  }
+  return [...new Set(of.values())].filter((g) => g.size > 1).map((g) => [...g]);
+}
+
+function group(
+  kind: DuplicateKind,
+  members: readonly string[],
+  distance: (a: string, b: string) => number,
+): DuplicateGroup {
+  const [first, ...rest] = [...members].sort(compareIds);
+  const items = [
+    { id: first!, distance: 0 },
+    ...rest
+      .map((id) => ({ id, distance: round(distance(first!, id)) }))
+      .sort((x, y) => x.distance - y.distance || compareIds(x.id, y.id)),
+  ];
+  return { id: groupId(kind, first!), kind, items };
+}
+
+/** A group is named by its kind and first item: the same group keeps its id across reports. */
+const groupId = (kind: DuplicateKind, first: string): string =>
+  `${kind}:${Buffer.from(first).toString('base64url')}`;
+
+const round = (d: number): number => Math.round(Math.max(0, d) * 1e6) / 1e6;
+
+/** Code point order, as both engines list item ids. */
+const compareIds = compareText;
+
+/** Where a page ended: the last group's size and first item id. */
+interface Position {
+  size: number;
+  first: string;
+}
+
+/** `next_cursor`: base64url JSON of the last group's position, opaque to clients. */
+export function encodeCursor(p: Position): string {
+  return Buffer.from(JSON.stringify([p.size, p.first])).toString('base64url');
+}
+
+/** The position a cursor names; undefined when it is not one this service wrote. */
+export function decodeCursor(cursor: string): Position | undefined {
+  if (!/^[A-Za-z0-9_-]{1,2000}$/.test(cursor)) return undefined;
+  const bytes = Buffer.from(cursor, 'base64url');
+  if (bytes.toString('base64url') !== cursor) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (
+    !Array.isArray(v) ||
+    v.length !== 2 ||
+    !Number.isInteger(v[0]) ||
+    (v[0] as number) < 2 ||
+    typeof v[1] !== 'string' ||
+    !v[1]
+  )
+    return undefined;
+  return { size: v[0] as number, first: v[1] };
+}
+
+/** The page after `after` (from the start without one) and the cursor of the page after it. */
+export function pageOf(
+  groups: readonly DuplicateGroup[],
+  limit: number,
+  after?: Position,
+): { groups: DuplicateGroup[]; next?: string } {
+  const start = after
+    ? groups.findIndex(
+        (g) =>
+          g.items.length < after.size ||
+          (g.items.length === after.size && compareIds(g.items[0]!.id, after.first) > 0),
+      )
+    : 0;
+  const page = start < 0 ? [] : groups.slice(start, start + limit);
+  const last = page.at(-1);
+  const more = start >= 0 && start + limit < groups.length;
+  return {
+    groups: page,
+    ...(more && last
+      ? { next: encodeCursor({ size: last.items.length, first: last.items[0]!.id }) }
+      : {}),
+  };
 }

@@ -69,7 +69,7 @@ async function dcTiff(bytes: Uint8Array, meta: Metadata): Promise<Buffer> {
  * copy re-saved without changing a pixel, has the same hash, and a crop, a resize or a lossy
  * recompression does not. The full-size pixels are never decoded for it (the decode budget).
  */
-export function pixelHash(width: number, height: number, pixels: Pixels): string {
+function pixelHash(width: number, height: number, pixels: Pixels): string {
   return crypto
     .createHash('sha256')
     .update(`p1:${width}x${height}:${pixels.size}:`)
