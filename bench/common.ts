@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
+import sharp from 'sharp';
 import { Pool } from 'undici';
 import { startApp, type RunningApp } from 'visual-search-service/dist/app/start';
 import { loadConfig, type Config } from 'visual-search-service/dist/config/env';
@@ -253,4 +254,29 @@ export function exactTop(
   });
   scored.sort((a, b) => b.d - a.d || a.i - b.i);
   return scored.slice(0, k).map((s) => s.i);
+}
+
+/** 20 distinct 800×600 JPEGs (about 40 KB each). */
+export function ingestImages(): Promise<Buffer[]> {
+  return Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      sharp({
+        create: {
+          width: 800,
+          height: 600,
+          channels: 3,
+          background: { r: i * 12, g: 90, b: 200 - i * 9 },
+        },
+      })
+        .composite([
+          {
+            input: Buffer.from(
+              `<svg width="800" height="600"><circle cx="${100 + i * 30}" cy="300" r="120" fill="white"/></svg>`,
+            ),
+          },
+        ])
+        .jpeg({ quality: 85 })
+        .toBuffer(),
+    ),
+  );
 }

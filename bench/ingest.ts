@@ -18,7 +18,6 @@
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import sharp from 'sharp';
 import { createEmbedder } from 'visual-search-service/dist/adapters/embedders';
 import { SharpImageAnalyzer } from 'visual-search-service/dist/adapters/images/sharp-analyzer';
 import { loadConfig } from 'visual-search-service/dist/config/env';
@@ -29,6 +28,7 @@ import {
   cpuSeconds,
   createDataset,
   deleteInstallation,
+  ingestImages,
   machine,
   median,
   pidOnPort,
@@ -44,37 +44,12 @@ const EMBEDDER_BATCHES = (process.env.BENCH_EMBEDDER_BATCH ?? '8,1').split(',').
 /** Rounds of every set-up at the first batch size; the others run once, for comparison. */
 const ROUNDS = Number(process.env.BENCH_INGEST_ROUNDS ?? 3);
 
-/** 20 distinct 800×600 JPEGs (about 40 KB each). */
-function makeImages(): Promise<Buffer[]> {
-  return Promise.all(
-    Array.from({ length: 20 }, (_, i) =>
-      sharp({
-        create: {
-          width: 800,
-          height: 600,
-          channels: 3,
-          background: { r: i * 12, g: 90, b: 200 - i * 9 },
-        },
-      })
-        .composite([
-          {
-            input: Buffer.from(
-              `<svg width="800" height="600"><circle cx="${100 + i * 30}" cy="300" r="120" fill="white"/></svg>`,
-            ),
-          },
-        ])
-        .jpeg({ quality: 85 })
-        .toBuffer(),
-    ),
-  );
-}
-
 /**
  * The images, served under any /img/<n>.jpg path by a process of its own, as a remote image
  * host would be: its work is not the service's (it is accounted separately below).
  */
 async function serveImages(): Promise<void> {
-  const images = await makeImages();
+  const images = await ingestImages();
   const server = http.createServer((req, res) => {
     const n = Number(/(\d+)\.jpg$/.exec(req.url ?? '')?.[1] ?? 0);
     res.writeHead(200, { 'content-type': 'image/jpeg' });
@@ -239,7 +214,7 @@ function medianRatios(runs: Array<Record<string, unknown>>) {
 }
 
 async function main(): Promise<void> {
-  const images = await makeImages();
+  const images = await ingestImages();
   const img = await imageServer();
   const runs: Array<Record<string, unknown>> = [];
   const raws: Array<RawLoop & { loops_per_s: number[] }> = [];

@@ -18,7 +18,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import sharp from 'sharp';
 import { Webhook } from 'standardwebhooks';
 import {
   RESULTS_DIR,
@@ -29,6 +28,7 @@ import {
   cpuSeconds,
   createDataset,
   deleteInstallation,
+  ingestImages,
   machine,
   median,
   pidOnPort,
@@ -62,27 +62,7 @@ interface PathStats {
  * webhook and `{ report: prefix }` to read what the paths under `prefix` got.
  */
 async function serveHelper(): Promise<void> {
-  const images = await Promise.all(
-    Array.from({ length: 20 }, (_, i) =>
-      sharp({
-        create: {
-          width: 800,
-          height: 600,
-          channels: 3,
-          background: { r: i * 12, g: 90, b: 200 - i * 9 },
-        },
-      })
-        .composite([
-          {
-            input: Buffer.from(
-              `<svg width="800" height="600"><circle cx="${100 + i * 30}" cy="300" r="120" fill="white"/></svg>`,
-            ),
-          },
-        ])
-        .jpeg({ quality: 85 })
-        .toBuffer(),
-    ),
-  );
+  const images = await ingestImages();
   const secrets = new Map<string, Webhook>();
   const stats = new Map<string, { s: PathStats; processed: Set<string>; failed: Set<string> }>();
   const server = http.createServer((req, res) => {
