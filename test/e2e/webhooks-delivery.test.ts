@@ -12,6 +12,7 @@ import {
   startWebhookReceiver,
   type Received,
   type WebhookReceiver,
+  webhookTestEnv,
 } from '../helpers/webhook-receiver';
 import { scrapeAll } from '../helpers/metrics';
 
@@ -26,12 +27,7 @@ beforeAll(async () => {
   for (const k of ['big', 'other', 'pre', 'all', 'spy'] as const)
     rx[k] = await startWebhookReceiver();
   t = await startTestApp({
-    IMAGE_FETCH_ALLOW_PRIVATE: 'false',
-    IMAGE_FETCH_ALLOW_HOSTS: [
-      new URL(img.url).host,
-      ...Object.values(rx).map((r) => `127.0.0.1:${r.port}`),
-    ].join(','),
-    WEBHOOK_RETRY_SCALE: '1000',
+    ...webhookTestEnv(img.url, Object.values(rx)),
     WORKER_CONCURRENCY: '8',
   });
 });

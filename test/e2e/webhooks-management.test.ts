@@ -6,7 +6,11 @@
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 import { freePort, OPERATOR, setupDataset, startTestApp, type TestApp } from '../helpers/app';
 import { gql, onlyError } from '../helpers/graphql';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
+import {
+  startWebhookReceiver,
+  type WebhookReceiver,
+  webhookTestEnv,
+} from '../helpers/webhook-receiver';
 
 jest.setTimeout(60_000);
 
@@ -19,11 +23,7 @@ let b: Awaited<ReturnType<typeof setupDataset>>;
 beforeAll(async () => {
   img = await startImageServer();
   rx = await startWebhookReceiver();
-  t = await startTestApp({
-    IMAGE_FETCH_ALLOW_PRIVATE: 'false',
-    IMAGE_FETCH_ALLOW_HOSTS: `${new URL(img.url).host},127.0.0.1:${rx.port}`,
-    WEBHOOK_RETRY_SCALE: '1000',
-  });
+  t = await startTestApp(webhookTestEnv(img.url, [rx]));
   a = await setupDataset(t, 'mgmta', 'shoes');
   b = await setupDataset(t, 'mgmtb', 'hats');
 });

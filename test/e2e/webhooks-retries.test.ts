@@ -8,7 +8,11 @@
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 import { setupDataset, startTestApp, waitFor, type TestApp } from '../helpers/app';
 import { gql } from '../helpers/graphql';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
+import {
+  startWebhookReceiver,
+  type WebhookReceiver,
+  webhookTestEnv,
+} from '../helpers/webhook-receiver';
 import { scrapeAll } from '../helpers/metrics';
 
 jest.setTimeout(90_000);
@@ -24,14 +28,7 @@ beforeAll(async () => {
   img = await startImageServer();
   for (const k of NAMES) rx[k] = await startWebhookReceiver();
   trap = await startWebhookReceiver();
-  t = await startTestApp({
-    IMAGE_FETCH_ALLOW_PRIVATE: 'false',
-    IMAGE_FETCH_ALLOW_HOSTS: [
-      new URL(img.url).host,
-      ...Object.values(rx).map((r) => `127.0.0.1:${r.port}`),
-    ].join(','),
-    WEBHOOK_RETRY_SCALE: '1000',
-  });
+  t = await startTestApp(webhookTestEnv(img.url, Object.values(rx)));
 });
 afterAll(async () => {
   await t?.stop();

@@ -5,7 +5,11 @@
  */
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 import { OPERATOR, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
+import {
+  startWebhookReceiver,
+  type WebhookReceiver,
+  webhookTestEnv,
+} from '../helpers/webhook-receiver';
 
 jest.setTimeout(120_000);
 
@@ -18,12 +22,7 @@ beforeAll(async () => {
   img = await startImageServer();
   rx = await startWebhookReceiver();
   burstRx = await startWebhookReceiver();
-  t = await startTestApp({
-    IMAGE_FETCH_ALLOW_PRIVATE: 'false',
-    IMAGE_FETCH_ALLOW_HOSTS: `${new URL(img.url).host},127.0.0.1:${rx.port},127.0.0.1:${burstRx.port}`,
-    WEBHOOK_RETRY_SCALE: '1000',
-    WORKER_CONCURRENCY: '8',
-  });
+  t = await startTestApp({ ...webhookTestEnv(img.url, [rx, burstRx]), WORKER_CONCURRENCY: '8' });
 });
 afterAll(async () => {
   await t?.stop();

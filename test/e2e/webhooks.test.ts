@@ -5,7 +5,11 @@
  */
 import { startImageServer, type ImageServer } from '../helpers/image-server';
 import { setupDataset, startTestApp, waitFor, waitProcessed, type TestApp } from '../helpers/app';
-import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver';
+import {
+  startWebhookReceiver,
+  type WebhookReceiver,
+  webhookTestEnv,
+} from '../helpers/webhook-receiver';
 
 jest.setTimeout(120_000);
 
@@ -16,11 +20,7 @@ let rx: WebhookReceiver;
 beforeAll(async () => {
   img = await startImageServer();
   rx = await startWebhookReceiver();
-  t = await startTestApp({
-    IMAGE_FETCH_ALLOW_PRIVATE: 'false',
-    IMAGE_FETCH_ALLOW_HOSTS: `${new URL(img.url).host},127.0.0.1:${rx.port}`,
-    WEBHOOK_RETRY_SCALE: '1000',
-  });
+  t = await startTestApp(webhookTestEnv(img.url, [rx]));
 });
 afterAll(async () => {
   await t?.stop();

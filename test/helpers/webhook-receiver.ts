@@ -116,3 +116,22 @@ export async function startWebhookReceiver(port = 0): Promise<WebhookReceiver> {
   await r.listen();
   return r;
 }
+
+/**
+ * The environment of a test installation whose image fetcher and webhooks may reach only the
+ * image server and these receivers (any other private address refused, as in production),
+ * with the retry schedule divided by 1,000.
+ */
+export function webhookTestEnv(
+  imageServerUrl: string,
+  receivers: readonly WebhookReceiver[],
+): Record<string, string> {
+  return {
+    IMAGE_FETCH_ALLOW_PRIVATE: 'false',
+    IMAGE_FETCH_ALLOW_HOSTS: [
+      new URL(imageServerUrl).host,
+      ...receivers.map((r) => `127.0.0.1:${r.port}`),
+    ].join(','),
+    WEBHOOK_RETRY_SCALE: '1000',
+  };
+}
