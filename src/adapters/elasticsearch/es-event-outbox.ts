@@ -35,6 +35,13 @@ type FactDoc = { at: number; count: number; facts: StoredFact[] } | Omit<StoredF
 /** Facts one document holds at most. */
 const FACTS_PER_DOC = 500;
 
+/**
+ * Fact documents one read returns at most: a document holds the facts of the jobs one worker
+ * finished together (a few, at most its jobs in hand), so this bounds a read's memory while a
+ * pass still takes thousands of facts.
+ */
+const FACT_DOCS_PER_READ = 1_000;
+
 interface DeliveryDoc {
   id: string;
   webhook_id: string;
@@ -235,7 +242,7 @@ export class EsEventOutbox implements EventOutbox {
     await this.refresher.visible(this.factIndex);
     const r = await this.client.search<FactDoc>({
       index: this.factIndex,
-      size: Math.min(limit, MAX_HITS),
+      size: Math.min(limit, FACT_DOCS_PER_READ),
       sort: [{ at: 'asc' }],
     });
     const out: ItemFact[] = [];
