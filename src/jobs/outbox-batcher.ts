@@ -22,10 +22,11 @@ const READ_LIMIT = 5 * WEBHOOK_BATCH;
  */
 const FACT_SETTLE_MS = 1100;
 /**
- * A group of facts waits until its oldest is this old (or it fills a delivery), so a stream of
- * items makes a delivery every two seconds or so per webhook, not one per pass: each costs the
- * outbox a write, a claim and a settlement, and the receiver a request. With passes a second
- * apart the first id still goes out within about three seconds (contract §17: within 5 s).
+ * A group of facts waits until its oldest is this old (or it fills a delivery), so a trickle of
+ * items makes a delivery per webhook every two seconds and a stream one a second, not one per
+ * pass whatever comes: each costs the outbox a write, a claim and a settlement, and the
+ * receiver a request. With passes a second apart the first id still goes out within about
+ * three seconds (contract §17: within 5 s).
  */
 const GATHER_MS = 2000;
 
