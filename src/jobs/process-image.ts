@@ -154,14 +154,8 @@ export class ProcessImageHandler {
           ? await this.reembed(job, endDownload)
           : undefined;
       return async () => {
-        // Redelivered after a crash between the result and the count: counting is idempotent
-        // per processing, which the item's processedAt names (0 for items processed before it
-        // was recorded, as their ledger rows say).
-        // and its outcome may not have been told either: told again under the same name
-        await Promise.all([
-          this.countImage(job, orgName, item.image?.processedAt ?? 0, item.updatedAt),
-          this.tell(job, orgName, 'processed', item.image?.processedAt ?? item.updatedAt),
-        ]);
+        // Redelivered after a crash between the result and the count
+        await this.countAndTell(job, orgName, item);
         await reembedded?.();
       };
     }
@@ -289,10 +283,7 @@ export class ProcessImageHandler {
   ): Promise<void> {
     const [item] = await this.deps.store.getItems(job.datasetId, [job.itemId], { latest: true });
     if (item?.state === 'processed' && item.url === job.url) {
-      await Promise.all([
-        this.countImage(job, org, item.image?.processedAt ?? 0, item.updatedAt),
-        this.tell(job, org, 'processed', item.image?.processedAt ?? item.updatedAt),
-      ]);
+      await this.countAndTell(job, org, item);
       return;
     }
     await release();
@@ -354,20 +345,24 @@ export class ProcessImageHandler {
    * One image per successful processing of an item's url (contract §8), never twice. `org` is
    * the dataset's, as the job found it (a dataset never changes organisation).
    */
-  private async countImage(
-    job: ProcessingJob,
-    org: string,
-    processedAt: number,
-    at: number,
-  ): Promise<void> {
-    await this.deps.ledger.recordImage({
-      org,
-      datasetId: job.datasetId,
-      itemId: job.itemId,
-      url: job.url,
-      at,
-      processedAt,
-    });
+  /**
+   * An item found processed already: its count and its outcome, either of which a crash may have
+   * lost, again under the names of that processing, so neither is counted or told twice: the
+   * item's processedAt (0 for items processed before it was recorded, as their ledger rows say;
+   * its updatedAt names the outcome then). Together, as recordResult does.
+   */
+  private async countAndTell(job: ProcessingJob, org: string, item: StoredItem): Promise<void> {
+    await Promise.all([
+      this.deps.ledger.recordImage({
+        org,
+        datasetId: job.datasetId,
+        itemId: job.itemId,
+        url: job.url,
+        at: item.updatedAt,
+        processedAt: item.image?.processedAt ?? 0,
+      }),
+      this.tell(job, org, 'processed', item.image?.processedAt ?? item.updatedAt),
+    ]);
   }
 }
 
