@@ -7,6 +7,7 @@ import type {
   ItemFact,
   WebhookEventType,
 } from '../../domain/webhook';
+import { compareText } from '../../domain/text-order';
 import type { EventOutbox, OutboxDepth, SeenStatus } from '../../ports/event-outbox';
 import { GroupCommit } from '../group-commit';
 import type { BulkLane } from './bulk-lane';
@@ -263,8 +264,9 @@ export class EsEventOutbox implements EventOutbox {
           ref,
         });
     }
-    // a document is as old as its oldest fact: its others are later than those of the next
-    return out.sort((a, b) => a.at - b.at || a.id.localeCompare(b.id));
+    // a document is as old as its oldest fact: its others may be later than those of the next;
+    // ties in the order SQLite gives the embedded engine's
+    return out.sort((a, b) => a.at - b.at || compareText(a.id, b.id));
   }
 
   async enqueue(deliveries: Delivery[], done: readonly ItemFact[]): Promise<void> {
