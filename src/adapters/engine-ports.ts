@@ -1,5 +1,6 @@
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
+import type { DuplicateStore } from '../ports/duplicate-store';
 import type { EventLog } from '../ports/event-log';
 import type { EventOutbox } from '../ports/event-outbox';
 import type { ItemCountsRollup } from '../ports/item-counts';
@@ -25,4 +26,6 @@ export interface EnginePorts {
   webhooks: WebhookStore;
   /** Webhook events on their way out: facts, deliveries, marks (contract §17). */
   outbox: EventOutbox;
+  /** The near-duplicate report's neighbours, dismissals and pass state (contract §18). */
+  duplicates: DuplicateStore;
 }

@@ -46,6 +46,8 @@ export interface AccountStore {
   listDatasets(org: string): Promise<Dataset[]>;
   /** Names of deleted datasets still reported by usage. */
   listDeletedDatasets(org: string): Promise<Dataset[]>;
+  /** Every live dataset of the installation (background passes over all of them). */
+  liveDatasets(): Promise<Dataset[]>;
   markDatasetDeleted(id: string, at: string): Promise<void>;
   /** Replaces the enabled fields and bumps the version; returns the new version. */
   updateEnabledFields(id: string, fields: EnabledFields): Promise<number>;

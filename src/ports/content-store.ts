@@ -26,6 +26,7 @@ const METHODS: { [P in keyof ContentParts]: Record<keyof ContentParts[P], true> 
     getEmbedding: true,
     listErrors: true,
     sameImageGroups: true,
+    processedSince: true,
     ping: true,
   },
   writer: { applyWrites: true, deleteItems: true, dropDataset: true },

@@ -42,6 +42,17 @@ export interface ItemReader {
    * queries see them: groups of two or more ids, each in id order, the groups in no order.
    */
   sameImageGroups(datasetId: string): Promise<string[][]>;
+  /**
+   * Processed items as queries see them, in id order after `after`, at most `limit`: those
+   * processed at or after `since` (every one when undefined), with their processedAt (0 for
+   * items processed before it was kept). The duplicate pass's list of what to search.
+   */
+  processedSince(
+    datasetId: string,
+    since: number | undefined,
+    after: string | undefined,
+    limit: number,
+  ): Promise<Array<{ id: string; processedAt: number }>>;
   /** Resolves when the items can be read (readiness, and a worker's probe after an outage). */
   ping(): Promise<void>;
 }

@@ -3,6 +3,7 @@ import type { GroupSpec, GroupedPage } from '../domain/group';
 import type { StoredItem } from '../domain/item';
 import type { Scalar } from '../domain/metadata';
 import type { Condition } from '../query/ast';
+import type { NeighbourEntry } from './duplicate-store';
 
 export type SortOrder = 'asc' | 'desc';
 
@@ -92,6 +93,18 @@ export interface SearchEngine {
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]>;
   /** How many items `similar` ranks under these conditions (contract §15 `total_results`). */
   rankedCount(datasetId: string, set: RankedSet): Promise<number>;
+  /**
+   * For each of `ids` that is processed with a vector of `embedder` (the others are left out):
+   * up to `k` other such items within cosine distance `maxDistance` (1 − cosine), closest first,
+   * then by id, each with its processedAt (contract §18 near duplicates).
+   */
+  neighbours(
+    datasetId: string,
+    embedder: string,
+    ids: readonly string[],
+    maxDistance: number,
+    k: number,
+  ): Promise<NeighbourEntry[]>;
   /** A random selection of processed items matching `conditions` (explore without an id). */
   sample(
     datasetId: string,

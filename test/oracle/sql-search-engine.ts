@@ -14,6 +14,8 @@ import { excludedRows, scoredHits } from '../../src/adapters/embedded/vector-hit
 import type { ItemRow } from '../../src/adapters/embedded/item-row';
 import { toStoredItem } from '../../src/adapters/embedded/item-row';
 import { type Db, stmt } from '../../src/adapters/embedded/db';
+import { blobVector } from '../../src/adapters/embedded/vectors';
+import type { NeighbourEntry } from '../../src/ports/duplicate-store';
 import { QUERYABLE, sortSql, whereClause } from './sql-query';
 import { sqlFigures } from './sql-figures';
 import { keyed } from '../../src/domain/keyed';
@@ -88,6 +90,37 @@ export class SqlSearchEngine implements SearchEngine {
     }
     const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
     return scoredHits(this.db, m, top, req.includeVectors);
+  }
+
+  /** The reference: every pair's cosine from the stored BLOBs, no matrix, no top-k. */
+  async neighbours(
+    datasetId: string,
+    embedder: string,
+    ids: readonly string[],
+    maxDistance: number,
+    k: number,
+  ): Promise<NeighbourEntry[]> {
+    const rows = stmt(
+      this.db,
+      `SELECT i.id, i.image_processed_at AS at, v.vec FROM items i JOIN item_vectors v ON v.item_pk = i.pk
+         WHERE i.dataset_id = ? AND i.state = 'processed' AND v.embedder = ? AND length(v.vec) > 0`,
+    ).all(datasetId, embedder) as Array<{ id: string; at: number | null; vec: Buffer }>;
+    const vecs = rows.map((r) => ({ id: r.id, at: r.at ?? 0, v: blobVector(r.vec) }));
+    return ids.flatMap((id) => {
+      const q = vecs.find((x) => x.id === id);
+      if (!q) return [];
+      const neighbours = vecs
+        .filter((x) => x.id !== id)
+        .map((x) => ({
+          id: x.id,
+          distance: 1 - x.v.reduce((s, f, i) => s + f * q.v[i]!, 0),
+          processedAt: x.at,
+        }))
+        .filter((x) => x.distance <= maxDistance)
+        .sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : 1))
+        .slice(0, k);
+      return [{ id, processedAt: q.at, neighbours }];
+    });
   }
 
   async rankedCount(datasetId: string, set: RankedSet): Promise<number> {

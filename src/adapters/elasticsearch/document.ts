@@ -39,8 +39,9 @@ export interface ItemDoc {
   embedding_f32?: string | null;
   /** The rolled-up counts (contract §14); absent on documents written before they existed. */
   counts?: ItemCounts & { at?: number };
-  /** image.pixelHash, searchable (contract §18). */
+  /** image.pixelHash and image.processedAt, searchable (contract §18). */
   pixel_hash?: string | null;
+  processed_at?: number | null;
 }
 
 /**
@@ -139,6 +140,7 @@ export function toDoc(
     private_metadata: item.privateMetadata,
     image: item.image ?? null,
     pixel_hash: item.image?.pixelHash ?? null,
+    processed_at: item.image?.processedAt ?? null,
     error,
     has_error: !!error,
     terms: itemTerms(item.metadata),

@@ -340,6 +340,16 @@ export class EsAccountStore implements AccountStore {
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
+  async liveDatasets(): Promise<Dataset[]> {
+    const r = await this.client.search<DatasetDoc>({
+      index: await this.searchable(this.indices.shared('datasets')),
+      query: { bool: { must_not: [{ exists: { field: 'deleted_at' } }] } },
+      sort: [{ created_at: 'asc' }],
+      size: MAX_LIST,
+    });
+    return r.hits.hits.map((h) => toDataset(h._id!, h._source!));
+  }
+
   async listDeletedDatasets(org: string): Promise<Dataset[]> {
     const r = await this.client.search<DatasetDoc>({
       index: await this.searchable(this.indices.shared('datasets')),

@@ -3,6 +3,7 @@ import type { EnginePorts } from '../engine-ports';
 import { enginePolicy, type PortTimers } from '../port-policy';
 import { BulkLane } from './bulk-lane';
 import { EsAccountStore } from './es-account-store';
+import { EsDuplicateStore } from './es-duplicate-store';
 import { EsEventLog } from './es-event-log';
 import { EsEventOutbox } from './es-event-outbox';
 import { EsKeyStore } from './es-key-store';
@@ -57,5 +58,6 @@ export function esPorts(
     rates: port('rates', new EsRateCounter(indices)),
     webhooks: port('webhooks', new EsWebhookStore(indices)),
     outbox: port('outbox', new EsEventOutbox(indices, lane)),
+    duplicates: port('duplicates', new EsDuplicateStore(indices)),
   };
 }

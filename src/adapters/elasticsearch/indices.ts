@@ -157,6 +157,24 @@ const SHARED = {
     epoch: { type: 'integer' },
     at: long,
   },
+  /**
+   * The near-duplicate report (contract §18), by `kind`: `entry` (an item's neighbours; _id =
+   * e NUL dataset NUL item), `dismissal` (_id = d NUL dataset NUL key, create-only), `state`
+   * (a dataset's pass state; _id = s NUL dataset) and `lease` (_id = lease, with if_seq_no).
+   */
+  duplicates: {
+    kind: keyword,
+    dataset_id: keyword,
+    item_id: keyword,
+    processed_at: long,
+    neighbours: opaque,
+    ids: keyword,
+    watermark: long,
+    computed_at: long,
+    embedder: keyword,
+    owner: keyword,
+    claim_until: long,
+  },
 } as const;
 
 export type SharedIndex = keyof typeof SHARED;
@@ -194,10 +212,12 @@ const CREATED_WITH: Partial<Record<SharedIndex, Record<string, unknown>>> = {
  */
 const KEPT_AT: Partial<Record<SharedIndex, Record<string, unknown>>> = {
   images: IMAGE_COUNT_SETTINGS,
-  // every search of these refreshes the index itself first (EsEventOutbox, EsWebhookStore)
+  // every search of these refreshes the index itself first (EsEventOutbox, EsWebhookStore,
+  // EsDuplicateStore)
   webhook_facts: IMAGE_COUNT_SETTINGS,
   webhook_deliveries: IMAGE_COUNT_SETTINGS,
   webhooks: IMAGE_COUNT_SETTINGS,
+  duplicates: IMAGE_COUNT_SETTINGS,
   rates: RATE_SETTINGS,
 };
 

@@ -210,6 +210,31 @@ export class EsItemReader extends ItemIndex implements ItemReader {
     }, []);
   }
 
+  async processedSince(
+    datasetId: string,
+    since: number | undefined,
+    after: string | undefined,
+    limit: number,
+  ): Promise<Array<{ id: string; processedAt: number }>> {
+    return orEmpty(async () => {
+      const filter: object[] = [{ term: { state: 'processed' } }];
+      if (since !== undefined) filter.push({ range: { processed_at: { gte: since } } });
+      const r = await this.client.search<ItemDoc>({
+        index: this.index(datasetId),
+        size: limit,
+        query: { bool: { filter } },
+        sort: [{ id: 'asc' }],
+        _source: ['id', 'image.processedAt'],
+        track_total_hits: false,
+        ...(after !== undefined ? { search_after: [after] } : {}),
+      });
+      return r.hits.hits.map((h) => ({
+        id: h._source!.id,
+        processedAt: h._source!.image?.processedAt ?? 0,
+      }));
+    }, []);
+  }
+
   async listErrors(
     datasetId: string,
     offset: number,

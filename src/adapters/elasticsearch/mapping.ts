@@ -6,8 +6,14 @@ export const EMBEDDING_SOURCE_MAPPING = { [EMBEDDING_SOURCE]: { type: 'binary' }
 /** An item's rolled-up counts (contract §14), stored only: queries read them from `attrs`. */
 export const COUNTS_MAPPING = { counts: { type: 'object', enabled: false } } as const;
 
-/** The image's pixel hash (contract §18): exact duplicates are its values held by two items. */
-export const DUPLICATES_MAPPING = { pixel_hash: { type: 'keyword' } } as const;
+/**
+ * The image's pixel hash (contract §18): exact duplicates are its values held by two items; and
+ * when it was processed, so the duplicate pass finds the items processed since its last.
+ */
+export const DUPLICATES_MAPPING = {
+  pixel_hash: { type: 'keyword' },
+  processed_at: { type: 'long' },
+} as const;
 
 /**
  * One index per dataset, with a fixed mapping: metadata never becomes mapped fields of its own

@@ -17,6 +17,8 @@ import { groupCounts, groupFacets, searchGroups, type Search } from './groups';
 import { fromDoc, type ItemDoc } from './document';
 import { facetsBody, sampleBody, searchBody, type Dsl } from './dsl';
 import { approximate, exact, rankedCount } from './similar';
+import { nearPairs } from './near-pairs';
+import type { NeighbourEntry } from '../../ports/duplicate-store';
 import { ItemIndex, orEmpty } from './item-index';
 import { keyed } from '../../domain/keyed';
 
@@ -97,6 +99,19 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
 
   rankedCount(datasetId: string, set: RankedSet): Promise<number> {
     return orEmpty(() => rankedCount(this.searcher(datasetId), set), 0);
+  }
+
+  neighbours(
+    datasetId: string,
+    embedder: string,
+    ids: readonly string[],
+    maxDistance: number,
+    k: number,
+  ): Promise<NeighbourEntry[]> {
+    return orEmpty(
+      () => nearPairs(this.client, this.index(datasetId), embedder, ids, maxDistance, k),
+      [],
+    );
   }
 
   async sample(

@@ -164,6 +164,15 @@ export class EmbeddedAccountStore implements AccountStore {
     ).map(toDataset);
   }
 
+  async liveDatasets(): Promise<Dataset[]> {
+    return (
+      stmt(
+        this.db,
+        'SELECT * FROM datasets WHERE deleted_at IS NULL ORDER BY created_at',
+      ).all() as DatasetRow[]
+    ).map(toDataset);
+  }
+
   async listDeletedDatasets(org: string): Promise<Dataset[]> {
     return (
       stmt(

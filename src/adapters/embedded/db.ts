@@ -216,6 +216,18 @@ const MIGRATIONS: string[] = [
   CREATE INDEX items_pixel_hash ON items(dataset_id, image_pixel_hash)
     WHERE image_pixel_hash IS NOT NULL;
   `,
+  // Contract §18: each item's neighbours as the last pass found them (JSON, only items that
+  // have some), dismissed sets, and per dataset the pass state (also the lease, dataset '').
+  `
+  CREATE TABLE duplicate_entries (
+    dataset_id TEXT NOT NULL, item_id TEXT NOT NULL, processed_at INTEGER NOT NULL,
+    neighbours TEXT NOT NULL, PRIMARY KEY (dataset_id, item_id)
+  ) WITHOUT ROWID;
+  CREATE TABLE duplicate_dismissals (
+    dataset_id TEXT NOT NULL, key TEXT NOT NULL, ids TEXT NOT NULL, PRIMARY KEY (dataset_id, key)
+  ) WITHOUT ROWID;
+  CREATE TABLE duplicate_state (dataset_id TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

@@ -3,6 +3,7 @@ import type { EnginePorts } from '../engine-ports';
 import { enginePolicy, type PortTimers } from '../port-policy';
 import { EmbeddedAccountStore } from './account-store';
 import { sqliteOutage, type Db } from './db';
+import { SqliteDuplicateStore } from './duplicate-store';
 import { SqliteEventLog } from './event-log';
 import { SqliteEventOutbox } from './event-outbox';
 import { FileKeyStore } from './file-key-store';
@@ -33,6 +34,7 @@ export function embeddedPorts(db: Db, dataDir: string, timers?: PortTimers): Eng
     rates: port('rates', new MemoryRateCounter()),
     webhooks: port('webhooks', new SqliteWebhookStore(db)),
     outbox: port('outbox', new SqliteEventOutbox(db)),
+    duplicates: port('duplicates', new SqliteDuplicateStore(db)),
   };
 }
 

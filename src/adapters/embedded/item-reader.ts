@@ -146,6 +146,25 @@ export class EmbeddedItemReader implements ItemReader {
     return groupRuns(rows);
   }
 
+  async processedSince(
+    datasetId: string,
+    since: number | undefined,
+    after: string | undefined,
+    limit: number,
+  ): Promise<Array<{ id: string; processedAt: number }>> {
+    const rows = stmt(
+      this.db,
+      `SELECT id, image_processed_at AS at FROM items
+         WHERE dataset_id = ? AND state = 'processed' AND id > ?
+           AND (? IS NULL OR image_processed_at >= ?)
+         ORDER BY id LIMIT ?`,
+    ).all(datasetId, after ?? '', since ?? null, since ?? null, limit) as Array<{
+      id: string;
+      at: number | null;
+    }>;
+    return rows.map((r) => ({ id: r.id, processedAt: r.at ?? 0 }));
+  }
+
   async ping(): Promise<void> {
     stmt(this.db, 'SELECT 1').get();
   }

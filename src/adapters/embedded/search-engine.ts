@@ -3,6 +3,7 @@ import type { GroupedPage } from '../../domain/group';
 import type { Scalar } from '../../domain/metadata';
 import type { StoredItem } from '../../domain/item';
 import type { Condition } from '../../query/ast';
+import type { NeighbourEntry } from '../../ports/duplicate-store';
 import type {
   Facets,
   GroupedSearchRequest,
@@ -19,6 +20,7 @@ import { groupCountsOf, groupPage } from './index-groups';
 import { matching } from './index-conditions';
 import { pageOf } from './index-sort';
 import { MemoryIndexes } from './index-sync';
+import { nearPairs } from './near-pairs';
 import type { DatasetIndex } from './memory-index';
 import { VectorCache, topK, type Matrix } from './vector-cache';
 import { excludedRows, itemsByPk, scoredHits } from './vector-hits';
@@ -134,6 +136,23 @@ export class EmbeddedSearchEngine implements SearchEngine {
         (a, b) => b.score - a.score || (a.item.id < b.item.id ? -1 : a.item.id > b.item.id ? 1 : 0),
       );
       return hits.slice(req.offset ?? 0, req.limit);
+    });
+  }
+
+  neighbours(
+    datasetId: string,
+    embedder: string,
+    ids: readonly string[],
+    maxDistance: number,
+    k: number,
+  ): Promise<NeighbourEntry[]> {
+    return this.withIndex(datasetId, (ix) => {
+      const { m, rows } = this.rankedRows(ix, datasetId, {
+        embedder,
+        conditions: [],
+        excludeIds: [],
+      });
+      return nearPairs(this.db, datasetId, m, rows, ids, maxDistance, k);
     });
   }
 

@@ -1,0 +1,53 @@
+import type { NeighbourEntry } from '../../ports/duplicate-store';
+import { stmt, type Db } from './db';
+import { topK, type Matrix } from './vector-cache';
+import { itemsByPk } from './vector-hits';
+
+/**
+ * The neighbours of each of `ids` among `rows` (processed items with a vector): up to `k` within
+ * cosine distance `maxDistance`, closest first, then by id. Exact: every row is compared.
+ */
+export function nearPairs(
+  db: Db,
+  datasetId: string,
+  m: Matrix,
+  rows: readonly number[],
+  ids: readonly string[],
+  maxDistance: number,
+  k: number,
+): NeighbourEntry[] {
+  if (!ids.length || !rows.length) return [];
+  const pks = (
+    stmt(
+      db,
+      `SELECT pk FROM items WHERE dataset_id = ? AND id IN (${ids.map(() => '?').join(',')})`,
+    ).all(datasetId, ...ids) as Array<{ pk: number }>
+  ).map((r) => r.pk);
+  const ranked = new Set(rows);
+  const queries = pks.flatMap((pk) => {
+    const row = m.rowOf.get(pk);
+    return row !== undefined && ranked.has(row) ? [row] : [];
+  });
+  const floor = 1 - maxDistance;
+  const found = queries.map((row) => ({
+    row,
+    near: topK(m, m.data.subarray(row * m.dims, (row + 1) * m.dims), k + 1, rows, new Set([row]))
+      .filter((t) => t.d >= floor)
+      .slice(0, k),
+  }));
+  const items = itemsByPk(db, [
+    ...new Set(found.flatMap((f) => [m.pks[f.row]!, ...f.near.map((n) => m.pks[n.row]!)])),
+  ]);
+  return found.flatMap((f) => {
+    const item = items.get(m.pks[f.row]!);
+    if (item?.state !== 'processed') return [];
+    const neighbours = f.near.flatMap((n) => {
+      const other = items.get(m.pks[n.row]!);
+      return other?.state === 'processed'
+        ? [{ id: other.id, distance: 1 - n.d, processedAt: other.image?.processedAt ?? 0 }]
+        : [];
+    });
+    neighbours.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [{ id: item.id, processedAt: item.image?.processedAt ?? 0, neighbours }];
+  });
+}
