@@ -25,6 +25,28 @@ export function groupRuns(rows: ReadonlyArray<{ id: string; hash: string }>): st
 
 export type DuplicateKind = 'exact' | 'near';
 
+/** The largest `max_distance` (contract §18): the neighbours kept are those within it. */
+export const MAX_DISTANCE = 0.2;
+/** Neighbours kept per item: a photo copied more often than this joins through its copies. */
+export const NEIGHBOURS_KEPT = 32;
+
+/**
+ * The default `max_distance` per embedder: crops, recompressions and resizes of one photo
+ * within it, different products of one category outside (docs/api-notes.md: how it was chosen).
+ */
+const DEFAULT_MAX_DISTANCE: Record<string, number> = {
+  'hybrid-d52.5e47.5-v1': 0.08,
+  'efficientnet-lite0-v1': 0.13,
+  // colour and layout alone: a crop moves further than another photo of the same food
+  'descriptor-v1': 0.01,
+};
+/** A model of the operator's own (EMBEDDER=onnx): the hybrid's, having nothing better. */
+const FALLBACK_MAX_DISTANCE = 0.1;
+
+export function defaultMaxDistance(embedder: string | undefined): number {
+  return (embedder && DEFAULT_MAX_DISTANCE[embedder]) || FALLBACK_MAX_DISTANCE;
+}
+
 /** Two items within `distance` (cosine, 0–1) of each other, as the neighbour search found. */
 export interface NearPair {
   a: string;
@@ -48,6 +70,12 @@ export interface GroupingInput {
   kind?: DuplicateKind;
   /** Pairs never to be in one group: dismissed, or sharing a parent (exclude_same_parent). */
   apart(a: string, b: string): boolean;
+  /**
+   * Whether `apart` can hold for this item with any other (it is in a dismissal, or has a
+   * parent when those are kept apart); every item when absent. Only such members are compared,
+   * so a placeholder picture shared by thousands of items groups in linear time.
+   */
+  constrained?(id: string): boolean;
   /** The distance between two items of a near group (to its first item). */
   distance(a: string, b: string): number;
 }
@@ -61,9 +89,10 @@ export interface GroupingInput {
 export function duplicateGroups(input: GroupingInput): DuplicateGroup[] {
   const groups: DuplicateGroup[] = [];
   const taken = new Set<string>();
+  const constrained = input.constrained ?? (() => true);
   if (input.kind !== 'near')
     for (const ids of input.exact)
-      for (const members of cluster(ids, exactPairs(ids), input.apart)) {
+      for (const members of exactCluster(ids, input.apart, constrained)) {
         members.forEach((m) => taken.add(m));
         groups.push(group('exact', members, () => 0));
       }
@@ -72,7 +101,7 @@ export function duplicateGroups(input: GroupingInput): DuplicateGroup[] {
       input.kind === 'near' ? [...input.exact.flatMap(exactPairs), ...input.near] : input.near;
     const free = pairs.filter((p) => !taken.has(p.a) && !taken.has(p.b));
     const ids = [...new Set(free.flatMap((p) => [p.a, p.b]))];
-    for (const members of cluster(ids, free, input.apart))
+    for (const members of cluster(ids, free, input.apart, constrained))
       groups.push(group('near', members, input.distance));
   }
   return groups.sort(
@@ -80,10 +109,34 @@ export function duplicateGroups(input: GroupingInput): DuplicateGroup[] {
   );
 }
 
-/** Every pair of an exact group, at distance 0, in id order (a deterministic join order). */
+/**
+ * An exact group's joins at distance 0 for kind=near: each copy with the first (every pair would
+ * be quadratic in the copies of a placeholder picture shared by thousands of items).
+ */
 function exactPairs(ids: readonly string[]): NearPair[] {
-  const sorted = [...ids].sort(compareIds);
-  return sorted.flatMap((a, i) => sorted.slice(i + 1).map((b) => ({ a, b, distance: 0 })));
+  const [first, ...rest] = [...ids].sort(compareIds);
+  return rest.map((b) => ({ a: first!, b, distance: 0 }));
+}
+
+/**
+ * An exact group split where items are kept apart: in id order, each item joins the first
+ * subgroup holding nothing kept apart from it, or starts one.
+ */
+function exactCluster(
+  ids: readonly string[],
+  apart: (a: string, b: string) => boolean,
+  constrained: (id: string) => boolean,
+): string[][] {
+  const groups: Array<{ members: string[]; bound: string[] }> = [];
+  for (const id of [...ids].sort(compareIds)) {
+    const c = constrained(id);
+    const g = groups.find((x) => !c || x.bound.every((y) => !apart(y, id)));
+    if (g) {
+      g.members.push(id);
+      if (c) g.bound.push(id);
+    } else groups.push({ members: [id], bound: c ? [id] : [] });
+  }
+  return groups.filter((g) => g.members.length > 1).map((g) => g.members);
 }
 
 /** Groups of two or more from closest-first joins that never put an `apart` pair together. */
@@ -91,21 +144,28 @@ function cluster(
   ids: readonly string[],
   pairs: readonly NearPair[],
   apart: (a: string, b: string) => boolean,
+  constrained: (id: string) => boolean,
 ): string[][] {
-  const of = new Map<string, Set<string>>(ids.map((id) => [id, new Set([id])]));
+  type Joined = { members: string[]; bound: string[] };
+  const of = new Map<string, Joined>(
+    ids.map((id) => [id, { members: [id], bound: constrained(id) ? [id] : [] }]),
+  );
   const ordered = [...pairs].sort(
     (x, y) => x.distance - y.distance || compareIds(x.a, y.a) || compareIds(x.b, y.b),
   );
   for (const p of ordered) {
-    const [ga, gb] = [of.get(p.a), of.get(p.b)];
+    let [ga, gb] = [of.get(p.a), of.get(p.b)];
     if (!ga || !gb || ga === gb) continue;
-    if ([...ga].some((x) => [...gb].some((y) => apart(x, y)))) continue;
-    for (const y of gb) {
-      ga.add(y);
+    if (ga.bound.some((x) => gb!.bound.some((y) => apart(x, y)))) continue;
+    // the smaller set moves into the larger: joins cost n log n in all
+    if (ga.members.length < gb.members.length) [ga, gb] = [gb, ga];
+    for (const y of gb.members) {
+      ga.members.push(y);
       of.set(y, ga);
     }
+    ga.bound.push(...gb.bound);
   }
-  return [...new Set(of.values())].filter((g) => g.size > 1).map((g) => [...g]);
+  return [...new Set(of.values())].filter((g) => g.members.length > 1).map((g) => g.members);
 }
 
 function group(
@@ -133,7 +193,7 @@ const round = (d: number): number => Math.round(Math.max(0, d) * 1e6) / 1e6;
 const compareIds = compareText;
 
 /** Where a page ended: the last group's size and first item id. */
-interface Position {
+export interface Position {
   size: number;
   first: string;
 }
