@@ -47,6 +47,8 @@ import type { ServiceSet } from '../services/service-set';
 import { datasetPath } from '../api/links';
 import { HttpWebhookSender } from '../adapters/webhooks/http-sender';
 import { allSinks } from '../jobs/item-outcomes';
+import { DuplicatePass, startDuplicatePass } from '../jobs/duplicate-pass';
+import { DuplicateService } from '../services/duplicates';
 import { OutboxBatcher } from '../jobs/outbox-batcher';
 import { WebhookDeliverer } from '../jobs/webhook-deliverer';
 import { WebhookFacts } from '../jobs/webhook-facts';
@@ -76,6 +78,8 @@ export interface Container {
   embedder: EmbedderRef;
   /** The worker role's share of events out: batching facts and attempting deliveries. */
   startWebhookWork(): { stop(): Promise<void> };
+  /** The worker role's share of the near-duplicate report (contract §18). */
+  startDuplicatePass(): { stop(): Promise<void> };
   /** Set on first start when no OPERATOR_TOKEN is configured; printed once, stored as a hash. */
   bootstrapOperatorToken?: string;
   close(): Promise<void>;
@@ -217,8 +221,19 @@ export async function buildContainer(
     config.SEARCH_BACKEND === 'elasticsearch'
       ? await elasticsearchStores(config, embedder, now, metrics)
       : embeddedStores(config, metrics);
-  const { accounts, content, engine, ledger, events, keys, counts, rates, webhooks, outbox } =
-    stores;
+  const {
+    accounts,
+    content,
+    engine,
+    ledger,
+    events,
+    keys,
+    counts,
+    rates,
+    webhooks,
+    outbox,
+    duplicates,
+  } = stores;
   let queue: JobQueue;
   try {
     queue = await openQueue(config, log.child({ component: 'queue' }), now, metrics);
@@ -306,6 +321,7 @@ export async function buildContainer(
     vision,
     track: new TrackService(vision, events, now),
     report: new ReportService(auth, events, now),
+    duplicates: new DuplicateService(auth, content, duplicates),
     similarity: new SimilarityService(vision, analyzer, embedder.id),
     usage: new UsageService(accounts, content, auth, ledger, clock),
     metering,
@@ -350,6 +366,7 @@ export async function buildContainer(
       rates,
       webhooks,
       outbox,
+      duplicates,
       queue,
       bus,
     },
@@ -406,6 +423,23 @@ export async function buildContainer(
       });
       kick = work.kick;
       return work;
+    },
+    startDuplicatePass() {
+      const pass = new DuplicatePass({
+        store: duplicates,
+        reader: content,
+        engine,
+        datasets: () => accounts.liveDatasets(),
+        counts: (id) => content.counts(id),
+        now,
+        log: log.child({ component: 'duplicates' }),
+        owner,
+      });
+      return startDuplicatePass(
+        pass,
+        log.child({ component: 'duplicates' }),
+        config.DUPLICATE_PASS_MS,
+      );
     },
     bootstrapOperatorToken,
     async close() {

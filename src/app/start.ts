@@ -27,6 +27,7 @@ export async function startApp(
   let recovery: ReturnType<typeof startRecovery> | undefined;
   let rollup: ReturnType<typeof startPopularityRollup> | undefined;
   let webhookWork: { stop(): Promise<void> } | undefined;
+  let duplicatePass: { stop(): Promise<void> } | undefined;
   if (config.APP_ROLES.has('worker')) {
     // While the store is down, jobs wait in the queue instead of burning their attempts.
     const storeAnswers = async (): Promise<void> => {
@@ -46,6 +47,7 @@ export async function startApp(
       container.log.child({ component: 'popularity' }),
     );
     webhookWork = container.startWebhookWork();
+    duplicatePass = container.startDuplicatePass();
   }
   // A worker-only process serves its health on PORT too, for an orchestrator's probes.
   const server: FastifyInstance = config.APP_ROLES.has('api')
@@ -59,6 +61,7 @@ export async function startApp(
     recovery?.stop();
     await rollup?.stop();
     await webhookWork?.stop();
+    await duplicatePass?.stop();
     await ports.queue.stop().catch(() => undefined);
     await container.close().catch(() => undefined);
     throw e;
@@ -79,6 +82,7 @@ export async function startApp(
       await server?.close();
       // attempts in flight finish; a claim left behind lapses for another worker to resend
       await webhookWork?.stop();
+      await duplicatePass?.stop();
       // jobs not yet at an image slot go back to the queue now instead of downloading
       container.processImage.stop();
       await ports.queue.stop();

@@ -165,6 +165,13 @@ const schema = z.object({
     .number({ message: 'expected a number ≥ 1' })
     .min(1, { message: 'expected a number ≥ 1' })
     .default(1),
+  /** How often a worker looks for datasets whose duplicate report is behind (contract §18). */
+  DUPLICATE_PASS_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int()
+    .min(100)
+    .max(60_000)
+    .default(5000),
   /** Requests per minute per token; 0 turns the limit off. */
   RATE_LIMIT_PER_MINUTE: z.coerce
     .number({ message: 'expected a number' })
@@ -239,7 +246,7 @@ function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof sche
     unused(['EMBEDDER_THREADS', 'EMBEDDER_BATCH'], 'EMBEDDER=descriptor runs no model session');
   if (!c.APP_ROLES.has('worker'))
     unused(
-      ['WORKER_CONCURRENCY', 'RETRY_BASE_MS', 'WEBHOOK_RETRY_SCALE'],
+      ['WORKER_CONCURRENCY', 'RETRY_BASE_MS', 'WEBHOOK_RETRY_SCALE', 'DUPLICATE_PASS_MS'],
       'this process runs no worker',
     );
   // Not RATE_LIMIT_PER_MINUTE: a worker's ops server throttles /metrics and failed logins with it.

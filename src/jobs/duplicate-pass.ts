@@ -1,0 +1,163 @@
+import type { Logger } from 'pino';
+import type { Dataset, DatasetCounts } from '../domain/dataset';
+import { MAX_DISTANCE, NEIGHBOURS_KEPT } from '../domain/duplicates';
+import type { DuplicateStore, NeighbourEntry } from '../ports/duplicate-store';
+import type { ItemReader } from '../ports/item-reader';
+import type { SearchEngine } from '../ports/search-engine';
+
+/** How long the installation-wide pass lease lasts without renewal. */
+const LEASE_MS = 60_000;
+/** Items listed per read, and searched per neighbour request. */
+const LIST_PAGE = 500;
+const SEARCH_BATCH = 50;
+/**
+ * Items processed this long before a pass started are searchable by then on either engine
+ * (Elasticsearch shows writes after its 1 s refresh; a worker's write lands after its
+ * processedAt): the next pass starts from there, so nothing falls between two passes.
+ */
+const SETTLE_MS = 5_000;
+/**
+ * A dataset still processing waits for its pass (the report runs after processing, contract
+ * §18), except that a long ingestion still gets one this often.
+ */
+const BUSY_PASS_EVERY_MS = 5 * 60_000;
+
+export interface DuplicatePassDeps {
+  store: DuplicateStore;
+  reader: Pick<ItemReader, 'processedSince' | 'getItems'>;
+  engine: Pick<SearchEngine, 'neighbours'>;
+  datasets: () => Promise<Dataset[]>;
+  counts: (datasetId: string) => Promise<DatasetCounts>;
+  now: () => number;
+  log: Logger;
+  /** This process, as the lease names it. */
+  owner: string;
+}
+
+/**
+ * Keeps the near-duplicate report current (contract §18): one process of the installation
+ * holds the lease and, per dataset, searches the neighbours of every item processed since its
+ * last pass (all of them at first, or after an embedder change) and stores them. The report
+ * then reads stored neighbours only; an entry whose item or neighbour was processed again since
+ * is ignored there until the next pass searches that item again.
+ */
+export class DuplicatePass {
+  /** Per dataset, since when this process has seen it still processing. */
+  private readonly busySince = new Map<string, number>();
+
+  constructor(private readonly deps: DuplicatePassDeps) {}
+
+  /** One pass over every dataset; false when another process holds the lease. */
+  async pass(): Promise<boolean> {
+    if (!(await this.renew())) return false;
+    for (const ds of await this.deps.datasets()) {
+      if (!ds.embedder) continue;
+      await this.dataset(ds.id, ds.embedder.id);
+    }
+    return true;
+  }
+
+  private renew(): Promise<boolean> {
+    const t = this.deps.now();
+    return this.deps.store.claim(this.deps.owner, t, t + LEASE_MS);
+  }
+
+  /** Searches what changed in one dataset since its last pass; false when nothing had. */
+  async dataset(datasetId: string, embedder: string): Promise<boolean> {
+    const { store, reader, now } = this.deps;
+    const state = await store.state(datasetId);
+    const start = now();
+    const fresh = state.embedder !== embedder;
+    if (fresh && state.embedder) await store.clear(datasetId);
+    const since = fresh ? undefined : state.watermark;
+    const first = await reader.processedSince(datasetId, since, undefined, LIST_PAGE);
+    if (!first.length && !fresh) return false;
+    if ((await this.deps.counts(datasetId)).pending > 0) {
+      const waiting = this.busySince.get(datasetId) ?? start;
+      this.busySince.set(datasetId, waiting);
+      if (start - Math.max(waiting, state.computedAt ?? 0) < BUSY_PASS_EVERY_MS) return false;
+    }
+    this.busySince.delete(datasetId);
+    let page = first;
+    let searched = 0;
+    while (page.length) {
+      for (let i = 0; i < page.length; i += SEARCH_BATCH) {
+        const ids = page.slice(i, i + SEARCH_BATCH).map((p) => p.id);
+        const found = await this.deps.engine.neighbours(
+          datasetId,
+          embedder,
+          ids,
+          MAX_DISTANCE,
+          NEIGHBOURS_KEPT,
+        );
+        const seen = new Set(found.map((f) => f.id));
+        // an item listed but no longer searchable (changed meanwhile) loses its old entry
+        const gone: NeighbourEntry[] = ids
+          .filter((id) => !seen.has(id))
+          .map((id) => ({ id, processedAt: 0, neighbours: [] }));
+        await store.putEntries(datasetId, [...found, ...gone]);
+        searched += ids.length;
+      }
+      if (!(await this.renew())) {
+        this.deps.log.warn({ datasetId, searched }, 'duplicate pass lease lost; stopped');
+        return true;
+      }
+      if (page.length < LIST_PAGE) break;
+      page = await reader.processedSince(datasetId, since, page.at(-1)!.id, LIST_PAGE);
+    }
+    await this.prune(datasetId);
+    await store.setState(datasetId, {
+      watermark: start - SETTLE_MS,
+      computedAt: now(),
+      embedder,
+    });
+    this.deps.log.debug({ datasetId, searched, ms: now() - start }, 'duplicate pass');
+    return true;
+  }
+
+  /** Entries of items no longer processed (deleted, or waiting for a new image) go. */
+  private async prune(datasetId: string): Promise<void> {
+    const entries = await this.deps.store.entries(datasetId);
+    const ids = entries.map((e) => e.id);
+    const gone: string[] = [];
+    for (let i = 0; i < ids.length; i += 1000) {
+      const chunk = ids.slice(i, i + 1000);
+      const items = await this.deps.reader.getItems(datasetId, chunk);
+      const live = new Set(items.filter((it) => it.state === 'processed').map((it) => it.id));
+      gone.push(...chunk.filter((id) => !live.has(id)));
+    }
+    if (gone.length) await this.deps.store.forget(datasetId, gone);
+  }
+}
+
+/** How often a worker asks for the lease and looks for datasets with newly processed items. */
+const TICK_MS = 5000;
+
+/**
+ * Runs the duplicate pass in the background of every worker (one holds the lease at a time).
+ * One pass at a time per process; a failed pass is logged and the next tick tries again.
+ */
+export function startDuplicatePass(
+  pass: DuplicatePass,
+  log: Logger,
+  tickMs = TICK_MS,
+): { stop(): Promise<void> } {
+  let running: Promise<void> | undefined;
+  const tick = (): void => {
+    running ??= pass
+      .pass()
+      .then(() => undefined)
+      .catch((err: unknown) => log.warn({ err }, 'duplicate pass failed; retried soon'))
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const timer = setInterval(tick, tickMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
