@@ -3,6 +3,7 @@ import type { AuthService } from './auth';
 import type { ContentService } from './content';
 import type { DatasetEventsService } from './dataset-events';
 import type { DatasetService } from './datasets';
+import type { DuplicateService } from './duplicates';
 import type { MeteringService } from './metering';
 import type { OrganisationService } from './organisations';
 import type { ReadinessService } from './readiness';
@@ -24,6 +25,7 @@ export interface ServiceSet {
   similarity: SimilarityService;
   track: TrackService;
   report: ReportService;
+  duplicates: DuplicateService;
   usage: UsageService;
   metering: MeteringService;
   readiness: ReadinessService;

@@ -255,6 +255,14 @@ test('every documented operation answers as documented, errors included', async 
     (await call('track', 'POST', `${ds.base}/track`, { ...dsTok, body: { events: 3 } })).status,
   ).toBe(400);
   await call('analytics', 'GET', `${ds.base}/analytics?interval=day`, org);
+  await call('duplicates', 'GET', `${ds.base}/duplicates?limit=5`, org);
+  expect((await call('duplicates', 'GET', `${ds.base}/duplicates?cursor=%21`, org)).status).toBe(
+    400,
+  );
+  await call('dismissDuplicates', 'POST', `${ds.base}/duplicates/dismiss`, {
+    ...org,
+    body: { ids: ['i1', 'i2'] },
+  });
   await call('deleteContent', 'DELETE', `${ds.base}/content`, { ...org, body: { ids: ['i204'] } });
 
   const missing = operations().filter(

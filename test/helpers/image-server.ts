@@ -25,6 +25,8 @@ export interface ImageServer {
   hits: Map<string, number>;
   /** Paths that answer 503 this many more times before succeeding. */
   failuresLeft: Map<string, number>;
+  /** Bytes served at /file/<name> (JPEG), set by a test. */
+  files: Map<string, Buffer>;
   /** Paths that answer 404 from now on (an image removed at its source). */
   gone: Set<string>;
   /** Most requests that were open at the same time (shows several workers sharing load). */
@@ -43,11 +45,13 @@ export interface ImageServer {
  *   /redirect/<n>?to=<url>   302 to `to`
  *   /slow.png                never answers in time
  *   /delayed/<seed>.png?ms=N the image after N ms
+ *   /file/<name>             the bytes a test put in `files` (as JPEG)
  */
 export async function startImageServer(host = '127.0.0.1'): Promise<ImageServer> {
   const hits = new Map<string, number>();
   const failuresLeft = new Map<string, number>();
   const gone = new Set<string>();
+  const files = new Map<string, Buffer>();
   let open = 0;
   let peak = 0;
   const server = http.createServer((req, res) => {
@@ -98,6 +102,10 @@ export async function startImageServer(host = '127.0.0.1'): Promise<ImageServer>
         return res.end();
       }
       if (u.pathname === '/slow.png') return; // never answers
+      if ((m = /^\/file\/(.+)$/.exec(u.pathname)) && files.has(m[1]!)) {
+        res.writeHead(200, { 'content-type': 'image/jpeg' });
+        return res.end(files.get(m[1]!));
+      }
       if ((m = /^\/delayed\/(\d+)\.png$/.exec(u.pathname))) {
         await new Promise((r) => setTimeout(r, Number(u.searchParams.get('ms') ?? 100)));
         res.writeHead(200, { 'content-type': 'image/png' });
@@ -113,6 +121,7 @@ export async function startImageServer(host = '127.0.0.1'): Promise<ImageServer>
     url: `http://${host}:${port}`,
     hits,
     failuresLeft,
+    files,
     gone,
     peakInFlight: () => peak,
     close: () =>

@@ -16,6 +16,7 @@ import { resolveVisionItemReference, type VisionItemReference } from './federati
 import { AccountResolver, OrganisationFields } from './resolvers/accounts';
 import { ContentEntryFields, DatasetResolver } from './resolvers/datasets';
 import { DatasetEventsResolver } from './resolvers/dataset-events';
+import { DuplicateResolver } from './resolvers/duplicates';
 import { EventLogResolver } from './resolvers/event-log';
 import { SimilarityResolver } from './resolvers/similarity';
 import { VisionItemFields, VisionResolver } from './resolvers/vision';
@@ -97,6 +98,7 @@ function buildCodeFirst(): Promise<GraphQLSchema> {
       DatasetEventsResolver,
       ContentEntryFields,
       EventLogResolver,
+      DuplicateResolver,
       VisionResolver,
       SimilarityResolver,
       VisionItemFields,

@@ -15,4 +15,5 @@ export type GraphqlServices = Pick<
   | 'usage'
   | 'metrics'
   | 'webhooks'
+  | 'duplicates'
 >;

@@ -7,6 +7,7 @@ import * as serviceOps from './schema/service-ops';
 import { errorBody } from './schema/shapes';
 import * as visionOps from './schema/vision-ops';
 import * as webhookOps from './schema/webhook-ops';
+import * as duplicateOps from './schema/duplicate-ops';
 
 /** Every REST operation; routes are registered from these and the document is made of them. */
 const OPERATIONS: readonly Operation[] = [
@@ -15,6 +16,7 @@ const OPERATIONS: readonly Operation[] = [
   ...Object.values(contentOps),
   ...Object.values(visionOps),
   ...Object.values(webhookOps),
+  ...Object.values(duplicateOps),
 ] as Operation[];
 
 type Json = Record<string, unknown>;

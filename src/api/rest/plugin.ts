@@ -5,6 +5,7 @@ import { PROJECT_ROOT } from '../../lib/project-root';
 import type { AuthFailureLimit } from '../http/rate-limit';
 import { contentRoutes } from './routes/content';
 import { datasetRoutes } from './routes/datasets';
+import { duplicateRoutes } from './routes/duplicates';
 import { healthRoutes } from './routes/health';
 import { metricsRoute } from './routes/metrics';
 import { openApiRoute } from './routes/openapi';
@@ -37,4 +38,5 @@ export const restApi =
     await app.register(contentRoutes(s));
     await app.register(visionRoutes(s));
     await app.register(webhookRoutes(s));
+    await app.register(duplicateRoutes(s));
   };

@@ -15,6 +15,7 @@ export type RestServices = Pick<
   | 'readiness'
   | 'metrics'
   | 'webhooks'
+  | 'duplicates'
 >;
 
 /** What a worker-only process serves over HTTP: health and metrics. */
