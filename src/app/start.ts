@@ -47,7 +47,7 @@ export async function startApp(
       container.log.child({ component: 'popularity' }),
     );
     webhookWork = container.startWebhookWork();
-    duplicatePass = container.startDuplicatePass();
+    if (config.DUPLICATE_REPORT === 'on') duplicatePass = container.startDuplicatePass();
   }
   // A worker-only process serves its health on PORT too, for an orchestrator's probes.
   const server: FastifyInstance = config.APP_ROLES.has('api')

@@ -165,6 +165,8 @@ const schema = z.object({
     .number({ message: 'expected a number ≥ 1' })
     .min(1, { message: 'expected a number ≥ 1' })
     .default(1),
+  /** Whether workers keep the near-duplicate report current (contract §18). */
+  DUPLICATE_REPORT: z.enum(['on', 'off']).default('on'),
   /** How often a worker looks for datasets whose duplicate report is behind (contract §18). */
   DUPLICATE_PASS_MS: z.coerce
     .number({ message: 'expected milliseconds' })
@@ -246,7 +248,7 @@ function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof sche
     unused(['EMBEDDER_THREADS', 'EMBEDDER_BATCH'], 'EMBEDDER=descriptor runs no model session');
   if (!c.APP_ROLES.has('worker'))
     unused(
-      ['WORKER_CONCURRENCY', 'RETRY_BASE_MS', 'WEBHOOK_RETRY_SCALE', 'DUPLICATE_PASS_MS'],
+      ['WORKER_CONCURRENCY', 'RETRY_BASE_MS', 'WEBHOOK_RETRY_SCALE', 'DUPLICATE_PASS_MS', 'DUPLICATE_REPORT'],
       'this process runs no worker',
     );
   // Not RATE_LIMIT_PER_MINUTE: a worker's ops server throttles /metrics and failed logins with it.
