@@ -248,7 +248,13 @@ function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof sche
     unused(['EMBEDDER_THREADS', 'EMBEDDER_BATCH'], 'EMBEDDER=descriptor runs no model session');
   if (!c.APP_ROLES.has('worker'))
     unused(
-      ['WORKER_CONCURRENCY', 'RETRY_BASE_MS', 'WEBHOOK_RETRY_SCALE', 'DUPLICATE_PASS_MS', 'DUPLICATE_REPORT'],
+      [
+        'WORKER_CONCURRENCY',
+        'RETRY_BASE_MS',
+        'WEBHOOK_RETRY_SCALE',
+        'DUPLICATE_PASS_MS',
+        'DUPLICATE_REPORT',
+      ],
       'this process runs no worker',
     );
   // Not RATE_LIMIT_PER_MINUTE: a worker's ops server throttles /metrics and failed logins with it.
