@@ -1,11 +1,13 @@
 import type { NeighbourEntry } from '../../ports/duplicate-store';
 import { stmt, type Db } from './db';
+import type { NearIndex } from './near-index';
 import { topK, type Matrix } from './vector-cache';
 import { itemsByPk } from './vector-hits';
 
 /**
  * The neighbours of each of `ids` among `rows` (processed items with a vector): up to `k` within
- * cosine distance `maxDistance`, closest first, then by id. Exact: every row is compared.
+ * cosine distance `maxDistance`, closest first, then by id. Every row is compared, or with an
+ * `index` every row of the query's probed clusters.
  */
 export function nearPairs(
   db: Db,
@@ -15,6 +17,7 @@ export function nearPairs(
   ids: readonly string[],
   maxDistance: number,
   k: number,
+  index?: NearIndex,
 ): NeighbourEntry[] {
   if (!ids.length || !rows.length) return [];
   const pks = (
@@ -29,12 +32,16 @@ export function nearPairs(
     return row !== undefined && ranked.has(row) ? [row] : [];
   });
   const floor = 1 - maxDistance;
-  const found = queries.map((row) => ({
-    row,
-    near: topK(m, m.data.subarray(row * m.dims, (row + 1) * m.dims), k + 1, rows, new Set([row]))
-      .filter((t) => t.d >= floor)
-      .slice(0, k),
-  }));
+  const found = queries.map((row) => {
+    const lists = index?.candidates(row);
+    const among = lists ? concat(lists) : rows;
+    return {
+      row,
+      near: topK(m, m.data.subarray(row * m.dims, (row + 1) * m.dims), k + 1, among, new Set([row]))
+        .filter((t) => t.d >= floor)
+        .slice(0, k),
+    };
+  });
   const items = itemsByPk(db, [
     ...new Set(found.flatMap((f) => [m.pks[f.row]!, ...f.near.map((n) => m.pks[n.row]!)])),
   ]);
@@ -50,4 +57,8 @@ export function nearPairs(
     neighbours.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     return [{ id: item.id, processedAt: item.image?.processedAt ?? 0, neighbours }];
   });
+}
+
+function* concat(lists: Int32Array[]): Iterable<number> {
+  for (const l of lists) yield* l;
 }

@@ -20,10 +20,15 @@ import { groupCountsOf, groupPage } from './index-groups';
 import { matching } from './index-conditions';
 import { pageOf } from './index-sort';
 import { MemoryIndexes } from './index-sync';
+import { NearIndex } from './near-index';
 import { nearPairs } from './near-pairs';
 import type { DatasetIndex } from './memory-index';
 import { VectorCache, topK, type Matrix } from './vector-cache';
 import { excludedRows, itemsByPk, scoredHits } from './vector-hits';
+
+/** Below this many vectors the duplicate pass scans them all; above, calls past EXACT_CALLS use a NearIndex. */
+const NEAR_INDEX_ROWS = 5000;
+const EXACT_CALLS = 2;
 
 /** No rows to skip: exclusions are left out of the row list already. */
 const NO_ROWS: Set<number> = new Set();
@@ -38,6 +43,10 @@ const NO_ROWS: Set<number> = new Set();
 export class EmbeddedSearchEngine implements SearchEngine {
   private readonly indexes: MemoryIndexes;
   private readonly vectors: VectorCache;
+  private readonly nearIndexes = new WeakMap<
+    Matrix,
+    { version: number; calls: number; index?: NearIndex }
+  >();
   private readonly rowSlots = new WeakMap<
     Matrix,
     { ix: DatasetIndex; slotVersion: number; slots: Int32Array }
@@ -154,6 +163,20 @@ export class EmbeddedSearchEngine implements SearchEngine {
       });
       return nearPairs(this.db, datasetId, m, rows, ids, maxDistance, k);
     });
+  }
+
+  /**
+   * The candidate index for a long pass over a large dataset: the first calls against a set of
+   * vectors scan exactly (a few new items cost less than building the index), later ones share
+   * one index until any item changes.
+   */
+  private nearIndex(ix: DatasetIndex, m: Matrix, rows: number[]): NearIndex | undefined {
+    if (rows.length < NEAR_INDEX_ROWS) return undefined;
+    const had = this.nearIndexes.get(m);
+    const entry = had && had.version === ix.version ? had : { version: ix.version, calls: 0 };
+    this.nearIndexes.set(m, entry);
+    if (++entry.calls <= EXACT_CALLS) return undefined;
+    return (entry.index ??= new NearIndex(m, rows));
   }
 
   rankedCount(datasetId: string, set: RankedSet): Promise<number> {

@@ -1,0 +1,137 @@
+import type { Matrix } from './vector-cache';
+
+/** Dimensions the vectors are projected to for clustering (cosines kept within about ±0.1). */
+const PROJECTED = 64;
+/** Clusters probed per query: near copies are close, so they sit in a query's nearest few. */
+const PROBES = 12;
+/** k-means rounds on the sample. */
+const ROUNDS = 4;
+
+/** A seeded pseudo-random sequence (mulberry32): the same data gives the same index. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A standard normal draw (Box–Muller). */
+const gaussian = (r: () => number): number =>
+  Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+
+function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, n: number): number {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  let j = 0;
+  for (; j + 3 < n; j += 4) {
+    s0 += a[ao + j]! * b[bo + j]!;
+    s1 += a[ao + j + 1]! * b[bo + j + 1]!;
+    s2 += a[ao + j + 2]! * b[bo + j + 2]!;
+    s3 += a[ao + j + 3]! * b[bo + j + 3]!;
+  }
+  for (; j < n; j++) s0 += a[ao + j]! * b[bo + j]!;
+  return s0 + s1 + (s2 + s3);
+}
+
+/**
+ * Candidate search for the duplicate pass over a dataset's vectors (an inverted file): rows are
+ * projected to PROJECTED dimensions by a fixed random map, clustered by k-means on a sample,
+ * and each row filed under its nearest cluster. A query compares exactly, in full dimensions,
+ * only the rows of its PROBES nearest clusters — about PROBES / clusters of the dataset — so a
+ * full pass costs n·√n comparisons instead of n². Near copies (cosine ≥ 0.8) land in a probed
+ * cluster; what the probes may miss is measured against the exact scan (bench, unit test).
+ */
+export class NearIndex {
+  private readonly projected: Float32Array;
+  private readonly centroids: Float32Array;
+  private readonly clusters: number;
+  /** Per cluster, its rows (of the matrix). */
+  private readonly members: Int32Array[];
+  /** Per matrix row, its place in `rows` order (−1: not indexed). */
+  private readonly indexed: Int32Array;
+
+  constructor(
+    private readonly m: Matrix,
+    rows: readonly number[],
+  ) {
+    const n = rows.length;
+    const r = random(n * 2654435761 + m.dims);
+    // a Gaussian map scaled so projected unit vectors stay near unit length
+    const map = new Float32Array(PROJECTED * m.dims);
+    for (let i = 0; i < map.length; i++) map[i] = gaussian(r) / Math.sqrt(PROJECTED);
+    this.projected = new Float32Array(n * PROJECTED);
+    this.indexed = new Int32Array(m.pks.length).fill(-1);
+    rows.forEach((row, i) => {
+      this.indexed[row] = i;
+      for (let p = 0; p < PROJECTED; p++)
+        this.projected[i * PROJECTED + p] = dot(map, p * m.dims, m.data, row * m.dims, m.dims);
+    });
+    this.clusters = Math.max(1, Math.min(n, Math.round(Math.sqrt(n) * 1.5)));
+    this.centroids = new Float32Array(this.clusters * PROJECTED);
+    // k-means++-lite: centroids start at distinct random rows, then a few rounds on a sample
+    const order = Array.from({ length: n }, (_, i) => i);
+    for (let i = n - 1; i > 0; i--) {
+      const j = Math.floor(r() * (i + 1));
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    for (let c = 0; c < this.clusters; c++)
+      this.centroids.set(
+        this.projected.subarray(order[c]! * PROJECTED, (order[c]! + 1) * PROJECTED),
+        c * PROJECTED,
+      );
+    const sample = order.slice(0, Math.min(n, this.clusters * 40));
+    for (let round = 0; round < ROUNDS; round++) {
+      const sums = new Float64Array(this.clusters * PROJECTED);
+      const counts = new Int32Array(this.clusters);
+      for (const i of sample) {
+        const c = this.nearest(this.projected, i * PROJECTED, 1)[0]!;
+        counts[c]!++;
+        for (let p = 0; p < PROJECTED; p++)
+          sums[c * PROJECTED + p]! += this.projected[i * PROJECTED + p]!;
+      }
+      // spherical k-means: centroids of unit length, so a dot product ranks them by cosine
+      for (let c = 0; c < this.clusters; c++) {
+        if (!counts[c]) continue;
+        let norm = 0;
+        for (let p = 0; p < PROJECTED; p++) norm += sums[c * PROJECTED + p]! ** 2;
+        norm = Math.sqrt(norm) || 1;
+        for (let p = 0; p < PROJECTED; p++)
+          this.centroids[c * PROJECTED + p] = sums[c * PROJECTED + p]! / norm;
+      }
+    }
+    const lists: number[][] = Array.from({ length: this.clusters }, () => []);
+    rows.forEach((row, i) => lists[this.nearest(this.projected, i * PROJECTED, 1)[0]!]!.push(row));
+    this.members = lists.map((l) => Int32Array.from(l));
+  }
+
+  /** The `count` clusters whose centroids are nearest a projected vector, nearest first. */
+  private nearest(v: Float32Array, at: number, count: number): number[] {
+    const best: Array<{ c: number; d: number }> = [];
+    for (let c = 0; c < this.clusters; c++) {
+      const d = dot(this.centroids, c * PROJECTED, v, at, PROJECTED);
+      if (best.length < count) {
+        best.push({ c, d });
+        best.sort((x, y) => y.d - x.d);
+      } else if (d > best[count - 1]!.d) {
+        best[count - 1] = { c, d };
+        best.sort((x, y) => y.d - x.d);
+      }
+    }
+    return best.map((b) => b.c);
+  }
+
+  /** Rows of the query row's probed clusters (itself included); undefined if not indexed. */
+  candidates(row: number): Int32Array[] | undefined {
+    const i = this.indexed[row] ?? -1;
+    if (i < 0) return undefined;
+    return this.nearest(this.projected, i * PROJECTED, Math.min(PROBES, this.clusters)).map(
+      (c) => this.members[c]!,
+    );
+  }
+}
