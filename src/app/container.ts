@@ -301,6 +301,7 @@ export async function buildContainer(
       serverKey,
       clock,
       embedderRef,
+      duplicates,
       settingsAt,
     ),
     content: new ContentService(

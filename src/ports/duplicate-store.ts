@@ -30,6 +30,8 @@ export interface DuplicateStore {
   forget(datasetId: string, ids: readonly string[]): Promise<void>;
   /** Every entry of the dataset's items, and its pass state (a new embedder, a deleted dataset). */
   clear(datasetId: string): Promise<void>;
+  /** Everything of a deleted dataset: entries, pass state and dismissals. */
+  dropDataset(datasetId: string): Promise<void>;
   /** Records that these items are not duplicates of each other. */
   dismiss(datasetId: string, ids: readonly string[]): Promise<void>;
   /** The dismissals recorded, each a set of ids (two or more). */

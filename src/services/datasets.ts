@@ -12,6 +12,7 @@ import {
 import { assertDatasetName } from '../domain/names';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
+import type { DuplicateStore } from '../ports/duplicate-store';
 import type { AuthService } from './auth';
 import type { Principal } from './principal';
 import { browseToken } from './tokens';
@@ -50,6 +51,8 @@ export class DatasetService {
     private readonly clock: () => Date,
     /** Recorded on new datasets; workers re-embed datasets made with another one. */
     private readonly embedder: EmbedderRef,
+    /** The duplicate report's state, forgotten with the dataset (contract §18). */
+    private readonly duplicates: Pick<DuplicateStore, 'dropDataset'>,
     /** Where a dataset's array fields are enabled, named in errors about a token's q. */
     private readonly settingsAt: (org: string, name: string) => string = () => 'settings/fields',
   ) {}
@@ -153,6 +156,7 @@ export class DatasetService {
     const ds = await this.auth.adminDataset(p, org, name);
     await this.accounts.markDatasetDeleted(ds.id, this.clock().toISOString());
     await this.content.dropDataset(ds.id);
+    await this.duplicates.dropDataset(ds.id);
   }
 
   async rotateBrowseToken(p: Principal, org: string, name: string): Promise<DatasetView> {

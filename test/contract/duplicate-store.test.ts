@@ -120,6 +120,21 @@ describe.each(rigs)('DuplicateStore on %s', (_name, make) => {
     expect(await a.dismissals('ds2')).toEqual([['a', 'b']]);
   });
 
+  test('a deleted dataset leaves nothing; another keeps its own', async () => {
+    const { a, b } = rig;
+    for (const ds of ['ds1', 'ds2']) {
+      await a.putEntries(ds, [entry('i1', 1, ['i2', 0.1])]);
+      await a.dismiss(ds, ['i1', 'i2']);
+      await a.setState(ds, { watermark: T, computedAt: T, embedder: 'e1' });
+    }
+    await b.dropDataset('ds1');
+    expect(await a.entries('ds1')).toEqual([]);
+    expect(await a.dismissals('ds1')).toEqual([]);
+    expect(await a.state('ds1')).toEqual({});
+    expect(await a.entries('ds2')).toEqual([entry('i1', 1, ['i2', 0.1])]);
+    expect(await a.dismissals('ds2')).toEqual([['i1', 'i2']]);
+  });
+
   test('pass state per dataset, read by another host', async () => {
     const { a, b } = rig;
     expect(await b.state('ds1')).toEqual({});

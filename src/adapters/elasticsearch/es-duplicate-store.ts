@@ -25,6 +25,7 @@ const ATTEMPTS = 8;
 
 const entryId = (ds: string, item: string): string => `e\u0000${ds}\u0000${item}`;
 const stateId = (ds: string): string => `s\u0000${ds}`;
+const dismissalId = (ds: string, key: string): string => `d\u0000${ds}\u0000${key}`;
 
 /**
  * The near-duplicate report's state on Elasticsearch (one shared index), the same on every
@@ -83,11 +84,20 @@ export class EsDuplicateStore implements DuplicateStore {
   }
 
   async clear(datasetId: string): Promise<void> {
-    // no delete-by-query: the installation's Elasticsearch may lack the reindex module
     const ids = (await this.all(datasetId, 'entry', ['item_id'])).map((d) =>
       entryId(datasetId, d.item_id!),
     );
-    ids.push(stateId(datasetId));
+    await this.remove([...ids, stateId(datasetId)]);
+  }
+
+  async dropDataset(datasetId: string): Promise<void> {
+    await this.clear(datasetId);
+    const keys = await this.all(datasetId, 'dismissal', ['item_id']);
+    await this.remove(keys.map((d) => dismissalId(datasetId, d.item_id!)));
+  }
+
+  /** Deletes documents by id (no delete-by-query: Elasticsearch may lack the reindex module). */
+  private async remove(ids: string[]): Promise<void> {
     for (let i = 0; i < ids.length; i += PAGE) {
       const r = await this.indices.client.bulk({
         operations: ids
@@ -104,7 +114,7 @@ export class EsDuplicateStore implements DuplicateStore {
     // item_id holds the key, so dismissals page in one order like entries
     const doc: Doc = { kind: 'dismissal', dataset_id: datasetId, item_id: key, ids: sorted };
     // the same set dismissed twice is one record
-    await createOnly(this.indices.client, this.index, `d\u0000${datasetId}\u0000${key}`, doc);
+    await createOnly(this.indices.client, this.index, dismissalId(datasetId, key), doc);
   }
 
   async dismissals(datasetId: string): Promise<string[][]> {

@@ -58,6 +58,13 @@ export class SqliteDuplicateStore implements DuplicateStore {
     })();
   }
 
+  async dropDataset(datasetId: string): Promise<void> {
+    this.db.transaction(() => {
+      for (const table of ['duplicate_entries', 'duplicate_state', 'duplicate_dismissals'])
+        stmt(this.db, `DELETE FROM ${table} WHERE dataset_id = ?`).run(datasetId);
+    })();
+  }
+
   async dismiss(datasetId: string, ids: readonly string[]): Promise<void> {
     const sorted = [...new Set(ids)].sort();
     stmt(
