@@ -72,16 +72,18 @@ export interface ConsoleRig {
 /**
  * The set-up the console suites share: `content` (given the image server's url) pushed to
  * `org`/`name` and processed, then Chromium launched. What started is closed if a step fails.
+ * `env`: more configuration for the service.
  */
 export async function startConsoleRig(
   org: string,
   name: string,
   content: (imgUrl: string) => Array<{ id: string; url: string; metadata: object }>,
+  env: Record<string, string> = {},
 ): Promise<ConsoleRig> {
   const rig: Partial<ConsoleRig> = {};
   try {
     rig.img = await startImageServer();
-    rig.t = await startTestApp({ WORKER_CONCURRENCY: '8' });
+    rig.t = await startTestApp({ WORKER_CONCURRENCY: '8', ...env });
     rig.ds = await setupDataset(rig.t, org, name);
     const items = content(rig.img.url);
     const w = await rig.t.call('POST', `${rig.ds.base}/content`, {

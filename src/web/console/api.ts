@@ -1,16 +1,22 @@
 /**
  * The console's client of the public API (contract.md): REST for everything, GraphQL only for
- * `viewer`, the one public way to learn which organisation (and dataset) a token belongs to, and
- * the sidebar's figures. The GraphQL operations are in ./graphql/*.graphql; codegen.yml types
- * them into ./graphql/generated.ts (`npm run codegen`).
+ * `viewer`, the one public way to learn which organisation (and dataset) a token belongs to, the
+ * sidebar's figures, and the near-duplicate report (its page of groups and the browse token in one
+ * request, then the image URLs of all of the page's items in another). The GraphQL operations are
+ * in ./graphql/*.graphql; codegen.yml types them into ./graphql/generated.ts (`npm run codegen`).
  */
 
 import type { z } from 'zod';
 import type * as shape from '../../api/rest/schema/shapes';
 import type { ScopedPayload } from './lib/scoped';
 import {
+  ConsoleDismissDuplicatesDocument,
+  ConsoleDuplicatesDocument,
   ConsoleFiguresDocument,
+  ConsoleImageUrlsDocument,
   ConsoleViewerDocument,
+  type ConsoleDuplicatesQuery,
+  type DuplicateKind,
   type TypedDocumentString,
 } from './graphql/generated';
 
@@ -62,6 +68,12 @@ export type Dataset = Body<typeof shape.dataset>;
 export type ProcessingError = Body<typeof shape.processingError>;
 export type Usage = Body<typeof shape.usage>;
 export type AnalyticsReport = Body<typeof shape.report>;
+/** A page of the near-duplicate report (contract §18). */
+export type DuplicateReport = ConsoleDuplicatesQuery['organisation']['dataset']['duplicates'];
+export type DuplicateGroup = DuplicateReport['groups'][number];
+
+/** Ids per `details` request (contract: at most 1000). */
+const DETAILS_IDS = 500;
 
 /** What the service puts in a GraphQL error's `extensions` (the REST error's fields). */
 interface GraphqlExtensions {
@@ -213,6 +225,32 @@ export class OrgApi {
         analytics: AnalyticsReport;
       }>('GET', `${this.ds(name)}/analytics${queryString({ from: from.toISOString(), interval })}`)
       .then((r) => r.analytics);
+  /**
+   * A page of the dataset's near-duplicate report (contract §18): `kind` unset gives both kinds.
+   * The dataset's browse token comes with it, for the items' images (VisionApi.imageUrls).
+   */
+  duplicates = (
+    name: string,
+    p: { kind?: DuplicateKind; excludeSameParent: boolean; limit: number; cursor?: string },
+  ) =>
+    this.api
+      .graphql(ConsoleDuplicatesDocument, {
+        o: this.org,
+        d: name,
+        kind: p.kind ?? null,
+        excludeSameParent: p.excludeSameParent,
+        limit: p.limit,
+        cursor: p.cursor ?? null,
+      })
+      .then(({ organisation: { dataset } }) => ({
+        report: dataset.duplicates,
+        browseToken: dataset.browseToken,
+      }));
+  /** Records that these items are not duplicates of each other; later reports keep them apart. */
+  dismissDuplicates = (name: string, ids: string[]) =>
+    this.api
+      .graphql(ConsoleDismissDuplicatesDocument, { o: this.org, d: name, ids })
+      .then(() => undefined);
 }
 
 export interface SearchParams {
@@ -278,6 +316,22 @@ export class VisionApi {
       facets: Object.fromEntries((facets ?? []).map(({ field, ...f }) => [field, f])),
       stats: Object.fromEntries((stats ?? []).map(({ field, ...f }) => [field, f])),
     };
+  };
+  /**
+   * The URL each processed item among `ids` was processed from (GraphQL `details`, not billed):
+   * the service keeps no image, so this is what the console shows. An unknown id is absent.
+   */
+  imageUrls = async (ids: string[]): Promise<Map<string, string>> => {
+    const urls = new Map<string, string>();
+    for (let i = 0; i < ids.length; i += DETAILS_IDS) {
+      const d = await this.api.graphql(ConsoleImageUrlsDocument, {
+        o: this.org,
+        d: this.dataset,
+        ids: ids.slice(i, i + DETAILS_IDS),
+      });
+      for (const item of d.vision.details) if (item.image) urls.set(item.id, item.image.url);
+    }
+    return urls;
   };
   fieldNames = () =>
     this.api

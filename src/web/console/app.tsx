@@ -1,9 +1,16 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { Api, ApiError, OrgApi, VisionApi, type Dataset } from './api';
 import { allowedBy, decodeScoped, expiryOf, isScopedToken, type ScopedPayload } from './lib/scoped';
-import { addressOf, navigate, readLocation } from './lib/url-state';
+import {
+  addressOf,
+  duplicatesAddress,
+  navigate,
+  readDuplicates,
+  readLocation,
+} from './lib/url-state';
 import { clearSession, loadSession, saveSession, takeFragment, type Session } from './session';
 import { Catalogue } from './views/catalogue';
+import { Duplicates } from './views/duplicates';
 import { ScopeNotice, expiredMessage } from './views/scope-notice';
 import { OrgView } from './views/org-view';
 import { SignIn } from './views/sign-in';
@@ -77,6 +84,8 @@ export function App() {
   const [browsing, setBrowsing] = useState<Dataset>();
   const browsed = useRef<string | undefined>(undefined);
   browsed.current = browsing?.name;
+  /** A dataset whose near-duplicate report an organisation user reviews (`?duplicates=`). */
+  const [reviewing, setReviewing] = useState<string>();
 
   // A `#token=` link opened in a tab already on the console changes only the fragment.
   useEffect(() => {
@@ -166,6 +175,19 @@ export function App() {
     setBrowsing(d);
   };
 
+  // The duplicate report open is in the address too (`?duplicates=`); it needs only its name.
+  useEffect(() => {
+    if (!orgApi) return;
+    const follow = () => setReviewing(readDuplicates().dataset);
+    follow();
+    window.addEventListener('popstate', follow);
+    return () => window.removeEventListener('popstate', follow);
+  }, [orgApi]);
+  const review = (name: string | undefined) => {
+    navigate(name ? duplicatesAddress(name) : addressOf(), 'push');
+    setReviewing(name);
+  };
+
   const signOut = () => {
     clearSession();
     setSession(undefined);
@@ -209,7 +231,16 @@ export function App() {
         onBack={browsing ? () => browse(undefined) : undefined}
       />
     );
-  else if (orgApi) body = <OrgView orgApi={orgApi} onBrowse={browse} />;
+  else if (orgApi && reviewing)
+    body = (
+      <Duplicates
+        key={`${orgApi.org}/${reviewing}`}
+        orgApi={orgApi}
+        dataset={reviewing}
+        onBack={() => review(undefined)}
+      />
+    );
+  else if (orgApi) body = <OrgView orgApi={orgApi} onBrowse={browse} onDuplicates={review} />;
   else
     body = (
       <section class="panel">

@@ -16,6 +16,11 @@ export type DatasetStatus =
   | 'PENDING'
   | 'PUBLISHED';
 
+/** `exact`: the same picture; `near`: crops, recompressions, resizes of one photo. */
+export type DuplicateKind =
+  | 'EXACT'
+  | 'NEAR';
+
 /** A field to count values of among all matching items. */
 export type FacetInput = {
   /** Count without the q conditions on this same field (multi-select filters). */
@@ -36,6 +41,36 @@ export type ConsoleDatasetEventsSubscriptionVariables = Exact<{
 
 
 export type ConsoleDatasetEventsSubscription = { datasetEvents: { type: DatasetEventType, status: DatasetStatus, counts: { items: number, processed: number, pending: number, errors: number } } };
+
+export type ConsoleDuplicatesQueryVariables = Exact<{
+  o: string;
+  d: string;
+  kind?: DuplicateKind | null | undefined;
+  excludeSameParent: boolean;
+  limit: number;
+  cursor?: string | null | undefined;
+}>;
+
+
+export type ConsoleDuplicatesQuery = { organisation: { dataset: { browseToken: string, duplicates: { computedAt: string | null, pending: boolean, nextCursor: string | null, groups: Array<{ id: string, kind: DuplicateKind, items: Array<{ id: string, distance: number }> }> } } } };
+
+export type ConsoleDismissDuplicatesMutationVariables = Exact<{
+  o: string;
+  d: string;
+  ids: Array<string> | string;
+}>;
+
+
+export type ConsoleDismissDuplicatesMutation = { dismissDuplicates: boolean };
+
+export type ConsoleImageUrlsQueryVariables = Exact<{
+  o: string;
+  d: string;
+  ids: Array<string | number> | string | number;
+}>;
+
+
+export type ConsoleImageUrlsQuery = { vision: { details: Array<{ id: string, image: { url: string } | null }> } };
 
 export type ConsoleFiguresQueryVariables = Exact<{
   o: string;
@@ -86,6 +121,50 @@ export const ConsoleDatasetEventsDocument = new TypedDocumentString(`
   }
 }
     `) as unknown as TypedDocumentString<ConsoleDatasetEventsSubscription, ConsoleDatasetEventsSubscriptionVariables>;
+export const ConsoleDuplicatesDocument = new TypedDocumentString(`
+    query ConsoleDuplicates($o: String!, $d: String!, $kind: DuplicateKind, $excludeSameParent: Boolean!, $limit: Int!, $cursor: String) {
+  organisation(name: $o) {
+    dataset(name: $d) {
+      browseToken
+      duplicates(
+        kind: $kind
+        excludeSameParent: $excludeSameParent
+        limit: $limit
+        cursor: $cursor
+      ) {
+        computedAt
+        pending
+        nextCursor
+        groups {
+          id
+          kind
+          items {
+            id
+            distance
+          }
+        }
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<ConsoleDuplicatesQuery, ConsoleDuplicatesQueryVariables>;
+export const ConsoleDismissDuplicatesDocument = new TypedDocumentString(`
+    mutation ConsoleDismissDuplicates($o: String!, $d: String!, $ids: [String!]!) {
+  dismissDuplicates(organisation: $o, dataset: $d, ids: $ids)
+}
+    `) as unknown as TypedDocumentString<ConsoleDismissDuplicatesMutation, ConsoleDismissDuplicatesMutationVariables>;
+export const ConsoleImageUrlsDocument = new TypedDocumentString(`
+    query ConsoleImageUrls($o: String!, $d: String!, $ids: [ID!]!) {
+  vision(organisation: $o, dataset: $d) {
+    details(ids: $ids) {
+      id
+      image {
+        url
+      }
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<ConsoleImageUrlsQuery, ConsoleImageUrlsQueryVariables>;
 export const ConsoleFiguresDocument = new TypedDocumentString(`
     query ConsoleFigures($o: String!, $d: String!, $limit: Int!, $facets: [FacetInput!], $stats: [String!]) {
   vision(organisation: $o, dataset: $d) {

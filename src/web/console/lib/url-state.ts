@@ -92,3 +92,36 @@ export function navigate(address: string, how: 'push' | 'replace'): void {
   if (how === 'push') history.pushState(null, '', address);
   else history.replaceState(null, '', address);
 }
+
+/** Which groups the near-duplicate report shows (contract §18): `both` asks for no `kind`. */
+export type DuplicateChoice = 'both' | 'exact' | 'near';
+
+/** The near-duplicate report's choices, in the address with `?duplicates=<dataset>`. */
+export interface DuplicatesView {
+  kind: DuplicateChoice;
+  /** Leave out pairs of items sharing `parent` (variants of one product). */
+  excludeSameParent: boolean;
+}
+
+export const DEFAULT_DUPLICATES_VIEW: DuplicatesView = { kind: 'both', excludeSameParent: false };
+
+/** The dataset whose duplicates the address shows, if any, and the report's choices. */
+export function readDuplicates(): { dataset?: string; view: DuplicatesView } {
+  const p = new URLSearchParams(location.search);
+  const kind = p.get('kind');
+  return {
+    dataset: p.get('duplicates') || undefined,
+    view: {
+      kind: kind === 'exact' || kind === 'near' ? kind : 'both',
+      excludeSameParent: p.get('exclude_same_parent') === 'true',
+    },
+  };
+}
+
+/** The address of a dataset's near-duplicate report. */
+export function duplicatesAddress(dataset: string, view = DEFAULT_DUPLICATES_VIEW): string {
+  const p = new URLSearchParams({ duplicates: dataset });
+  if (view.kind !== 'both') p.set('kind', view.kind);
+  if (view.excludeSameParent) p.set('exclude_same_parent', 'true');
+  return `${location.pathname}?${p.toString()}`;
+}

@@ -23,26 +23,33 @@ const DAYS = 14;
 /**
  * One dataset for its organisation: the browse token (rotate it), a form that shares a scoped
  * link, processing errors with their codes, the array fields enabled for querying, and requests
- * per type per day (analytics report).
+ * per type per day (analytics report). Its near-duplicate report is a page of its own.
  */
 export function DatasetAdmin({
   orgApi,
   dataset,
   onChanged,
   onBrowse,
+  onDuplicates,
 }: {
   orgApi: OrgApi;
   dataset: Dataset;
   onChanged: (d: Dataset) => void;
   onBrowse: (d: Dataset) => void;
+  onDuplicates: (dataset: string) => void;
 }) {
   return (
     <section class="panel admin" aria-labelledby="admin-title" data-dataset={dataset.name}>
       <div class="section-head">
         <h2 id="admin-title">{dataset.name}</h2>
-        <button type="button" onClick={() => onBrowse(dataset)}>
-          Browse the catalogue
-        </button>
+        <div class="actions">
+          <button type="button" class="secondary" onClick={() => onDuplicates(dataset.name)}>
+            Duplicates
+          </button>
+          <button type="button" onClick={() => onBrowse(dataset)}>
+            Browse the catalogue
+          </button>
+        </div>
       </div>
       <BrowseToken orgApi={orgApi} dataset={dataset} onChanged={onChanged} />
       <ShareScopedLink orgApi={orgApi} dataset={dataset.name} />

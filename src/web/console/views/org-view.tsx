@@ -17,7 +17,16 @@ const FALLBACK_POLL_MS = 3000;
  * `datasetEvents` subscription, or polling while its socket is down), a form to create one, the
  * selected dataset's administration, and usage against the plan.
  */
-export function OrgView({ orgApi, onBrowse }: { orgApi: OrgApi; onBrowse: (d: Dataset) => void }) {
+export function OrgView({
+  orgApi,
+  onBrowse,
+  onDuplicates,
+}: {
+  orgApi: OrgApi;
+  onBrowse: (d: Dataset) => void;
+  /** Opens a dataset's near-duplicate report. */
+  onDuplicates: (dataset: string) => void;
+}) {
   const [datasets, setDatasets] = useState<Dataset[]>();
   const [selected, setSelected] = useState<string>();
   const [error, setError] = useState<unknown>();
@@ -100,6 +109,7 @@ export function OrgView({ orgApi, onBrowse }: { orgApi: OrgApi; onBrowse: (d: Da
               dataset={current}
               onChanged={replace}
               onBrowse={onBrowse}
+              onDuplicates={onDuplicates}
             />
           ) : null}
         </div>
