@@ -23,6 +23,8 @@ export interface StoredItem {
     processedAt?: number;
     /** ImageFeatures.pixelHash; absent for items processed before it was kept. */
     pixelHash?: string;
+    /** ImageFeatures.copySignature; absent for items processed before it was kept. */
+    copySignature?: string;
   };
   /**
    * service_popularity and service_purchases (contract §14), as the last roll-up of the event

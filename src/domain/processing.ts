@@ -35,6 +35,8 @@ export interface ImageFeatures {
    * analyzer always sets it; features made by hand (tests, seeded items) may not.
    */
   pixelHash?: string;
+  /** The picture's layout for telling copies from similar photos (domain/copy-signature.ts). */
+  copySignature?: string;
 }
 
 export interface ProcessingFailure {

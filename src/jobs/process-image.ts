@@ -310,9 +310,10 @@ export class ProcessImageHandler {
   private async reembed(job: ProcessingJob, endDownload: () => void): Promise<Recording> {
     let vector: number[] = [];
     let pixelHash: string | undefined;
+    let copySignature: string | undefined;
     try {
       const bytes = await this.deps.fetcher.fetch(job.url).finally(endDownload);
-      ({ vector, pixelHash } = await this.deps.analyzer.analyze(bytes));
+      ({ vector, pixelHash, copySignature } = await this.deps.analyzer.analyze(bytes));
     } catch (e) {
       this.retryIfTransient(e, job);
       this.deps.log.warn(
@@ -325,6 +326,7 @@ export class ProcessImageHandler {
         vector,
         embedder: this.deps.embedderId,
         ...(pixelHash ? { pixelHash } : {}),
+        ...(copySignature ? { copySignature } : {}),
       }));
   }
 

@@ -19,7 +19,7 @@ export interface ItemProcessing {
   markEmbedded(
     job: ProcessingJob,
     /** With the new decode's pixel hash, which replaces the old one. */
-    embedding: { vector: number[]; embedder: string; pixelHash?: string },
+    embedding: { vector: number[]; embedder: string; pixelHash?: string; copySignature?: string },
   ): Promise<boolean>;
   /**
    * Records why a pending item waits (quota_postponed) without ending it: it stays pending, so

@@ -126,8 +126,11 @@ export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
   ];
 }
 
-/** Results never carry the embedding back: clients do not see it and it is the bulk of a document. */
-export const NO_VECTOR = { excludes: ['vector_*', EMBEDDING_SOURCE] };
+/**
+ * Results never carry the embedding back, nor the copy signature (contract §18): clients do not
+ * see them and they are the bulk of a document.
+ */
+export const NO_VECTOR = { excludes: ['vector_*', EMBEDDING_SOURCE, 'image.copySignature'] };
 
 /** Elasticsearch's largest k and num_candidates. */
 export const MAX_KNN = 10_000;

@@ -65,6 +65,7 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
             url: job.url,
             processedAt: now,
             ...(f.pixelHash ? { pixelHash: f.pixelHash } : {}),
+            ...(f.copySignature ? { copySignature: f.copySignature } : {}),
           },
         },
         null,
@@ -75,7 +76,7 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
 
   async markEmbedded(
     job: ProcessingJob,
-    embedding: { vector: number[]; embedder: string; pixelHash?: string },
+    embedding: { vector: number[]; embedder: string; pixelHash?: string; copySignature?: string },
   ): Promise<boolean> {
     await this.prepareVectorField();
     return this.casUpdate(job, (d) => {
@@ -83,6 +84,7 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
       const item = fromDoc(d);
       // the hash names the decode for the embedder: a new embedder's decode gets its own
       if (item.image && embedding.pixelHash) item.image.pixelHash = embedding.pixelHash;
+      if (item.image && embedding.copySignature) item.image.copySignature = embedding.copySignature;
       return toDoc(job.datasetId, item, d.error ?? null, embedding);
     });
   }

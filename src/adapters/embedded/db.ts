@@ -227,6 +227,7 @@ const MIGRATIONS: string[] = [
     dataset_id TEXT NOT NULL, key TEXT NOT NULL, ids TEXT NOT NULL, PRIMARY KEY (dataset_id, key)
   ) WITHOUT ROWID;
   CREATE TABLE duplicate_state (dataset_id TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+  ALTER TABLE items ADD COLUMN image_copy_signature TEXT;
   `,
 ];
 

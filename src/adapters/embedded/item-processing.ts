@@ -25,10 +25,18 @@ export class EmbeddedItemProcessing implements ItemProcessing {
       const row = stmt(
         this.db,
         `UPDATE items SET state = 'processed', image_width = ?, image_height = ?, image_url = url,
-             image_processed_at = ?, image_pixel_hash = ?
+             image_processed_at = ?, image_pixel_hash = ?, image_copy_signature = ?
              WHERE dataset_id = ? AND id = ? AND url = ? AND state != 'processed' RETURNING pk`,
-      ).get(f.width, f.height, now, f.pixelHash ?? null, job.datasetId, job.itemId, job.url) as
-        { pk: number } | undefined;
+      ).get(
+        f.width,
+        f.height,
+        now,
+        f.pixelHash ?? null,
+        f.copySignature ?? null,
+        job.datasetId,
+        job.itemId,
+        job.url,
+      ) as { pk: number } | undefined;
       if (!row) return false;
       this.changes.stamp(job.datasetId, [row.pk], false);
       this.st.delError.run(job.datasetId, job.itemId);
@@ -102,7 +110,7 @@ export class EmbeddedItemProcessing implements ItemProcessing {
 
   async markEmbedded(
     job: ProcessingJob,
-    embedding: { vector: number[]; embedder: string; pixelHash?: string },
+    embedding: { vector: number[]; embedder: string; pixelHash?: string; copySignature?: string },
   ): Promise<boolean> {
     return this.db.transaction(() => {
       const row = stmt(
@@ -112,10 +120,10 @@ export class EmbeddedItemProcessing implements ItemProcessing {
       if (!row) return false;
       // the hash names the decode for the embedder: a new embedder's decode gets its own
       if (embedding.pixelHash)
-        stmt(this.db, 'UPDATE items SET image_pixel_hash = ? WHERE pk = ?').run(
-          embedding.pixelHash,
-          row.pk,
-        );
+        stmt(
+          this.db,
+          'UPDATE items SET image_pixel_hash = ?, image_copy_signature = ? WHERE pk = ?',
+        ).run(embedding.pixelHash, embedding.copySignature ?? null, row.pk);
       this.st.putVector.run(
         row.pk,
         job.datasetId,

@@ -18,6 +18,7 @@ export interface ItemRow {
   image_url: string | null;
   image_processed_at: number | null;
   image_pixel_hash: string | null;
+  image_copy_signature: string | null;
   created_at: number;
   updated_at: number;
   popularity: number;
@@ -41,6 +42,7 @@ export const toStoredItem = (r: ItemRow): StoredItem => ({
           url: r.image_url ?? r.url,
           ...(r.image_processed_at !== null ? { processedAt: r.image_processed_at } : {}),
           ...(r.image_pixel_hash !== null ? { pixelHash: r.image_pixel_hash } : {}),
+          ...(r.image_copy_signature ? { copySignature: r.image_copy_signature } : {}),
         },
       }
     : {}),

@@ -38,7 +38,8 @@ export class EmbeddedItemWriter implements ItemWriter {
            image_height = CASE WHEN ? THEN NULL ELSE image_height END,
            image_url = CASE WHEN ? THEN NULL ELSE image_url END,
            image_processed_at = CASE WHEN ? THEN NULL ELSE image_processed_at END,
-           image_pixel_hash = CASE WHEN ? THEN NULL ELSE image_pixel_hash END
+           image_pixel_hash = CASE WHEN ? THEN NULL ELSE image_pixel_hash END,
+           image_copy_signature = CASE WHEN ? THEN NULL ELSE image_copy_signature END
          WHERE pk = ?`,
       ),
       insTerm: db.prepare('INSERT INTO item_terms (item_pk, dataset_id, term) VALUES (?, ?, ?)'),
@@ -129,6 +130,7 @@ export class EmbeddedItemWriter implements ItemWriter {
             JSON.stringify(item.privateMetadata),
             item.state,
             now,
+            clear,
             clear,
             clear,
             clear,

@@ -1,3 +1,4 @@
+import { copySignature } from '../../domain/copy-signature';
 import crypto from 'node:crypto';
 import sharp, { type Metadata } from 'sharp';
 import { LIMITS } from '../../domain/limits';
@@ -107,6 +108,7 @@ export class SharpImageAnalyzer implements ImageAnalyzer {
       vector: Array.from(vector),
       embedder: this.embedder.id,
       pixelHash: pixelHash(width, height, pixels),
+      copySignature: copySignature(pixels.data, pixels.size),
     };
   }
 
