@@ -1,6 +1,7 @@
 /**
  * Near-duplicate report (contract §18): what both engines share.
  */
+import { COPY_MATCH } from './copy-signature';
 import { compareText } from './text-order';
 
 /**
@@ -31,20 +32,38 @@ export const MAX_DISTANCE = 0.2;
 export const NEIGHBOURS_KEPT = 32;
 
 /**
- * The default `max_distance` per embedder: crops, recompressions and resizes of one photo
- * within it, different products of one category outside (docs/api-notes.md: how it was chosen).
+ * The default `max_distance` per embedder, for pairs whose pictures' layouts match (COPY_MATCH):
+ * crops, recompressions and resizes of one photo within it, different products of one category
+ * outside (docs/api-notes.md: how it was chosen). Pairs of items processed before signatures
+ * were kept count only within the smaller distance the embedding alone can vouch for.
  */
-const DEFAULT_MAX_DISTANCE: Record<string, number> = {
-  'hybrid-d52.5e47.5-v1': 0.08,
-  'efficientnet-lite0-v1': 0.13,
+const DEFAULT_MAX_DISTANCE: Record<string, { verified: number; alone: number }> = {
+  'hybrid-d52.5e47.5-v1': { verified: 0.14, alone: 0.08 },
+  'efficientnet-lite0-v1': { verified: 0.2, alone: 0.13 },
   // colour and layout alone: a crop moves further than another photo of the same food
-  'descriptor-v1': 0.01,
+  'descriptor-v1': { verified: 0.03, alone: 0.01 },
 };
 /** A model of the operator's own (EMBEDDER=onnx): the hybrid's, having nothing better. */
-const FALLBACK_MAX_DISTANCE = 0.1;
+const FALLBACK = { verified: 0.14, alone: 0.08 };
 
 export function defaultMaxDistance(embedder: string | undefined): number {
-  return (embedder && DEFAULT_MAX_DISTANCE[embedder]) || FALLBACK_MAX_DISTANCE;
+  return ((embedder && DEFAULT_MAX_DISTANCE[embedder]) || FALLBACK).verified;
+}
+
+/**
+ * Whether a stored neighbour pair is a near copy at `maxDistance`: within it, and either its
+ * pictures' layouts match or, without signatures to compare, it is within the share of the
+ * distance the embedding alone can vouch for.
+ */
+export function nearCopy(
+  pair: { distance: number; match?: number },
+  maxDistance: number,
+  embedder: string | undefined,
+): boolean {
+  if (pair.distance > maxDistance) return false;
+  if (pair.match !== undefined) return pair.match >= COPY_MATCH;
+  const d = (embedder && DEFAULT_MAX_DISTANCE[embedder]) || FALLBACK;
+  return pair.distance <= (maxDistance * d.alone) / d.verified;
 }
 
 /** Two items within `distance` (cosine, 0–1) of each other, as the neighbour search found. */

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Dataset, DatasetCounts } from '../domain/dataset';
+import { CopyMatcher } from '../domain/copy-signature';
 import { MAX_DISTANCE, NEIGHBOURS_KEPT } from '../domain/duplicates';
 import type { DuplicateStore, NeighbourEntry } from '../ports/duplicate-store';
 import type { ItemReader } from '../ports/item-reader';
@@ -42,6 +43,8 @@ export interface DuplicatePassDeps {
  * is ignored there until the next pass searches that item again.
  */
 export class DuplicatePass {
+  /** Compares the pictures of neighbour pairs, keeping each one's views a while. */
+  private readonly matcher = new CopyMatcher();
   /** Per dataset, since when this process has seen it still processing. */
   private readonly busySince = new Map<string, number>();
 
@@ -90,12 +93,25 @@ export class DuplicatePass {
           MAX_DISTANCE,
           NEIGHBOURS_KEPT,
         );
+        const entries: NeighbourEntry[] = found.map((f) => ({
+          id: f.id,
+          processedAt: f.processedAt,
+          neighbours: f.neighbours.map((n) => {
+            const match = this.matcher.score(f.copySignature, n.copySignature);
+            return {
+              id: n.id,
+              distance: n.distance,
+              processedAt: n.processedAt,
+              ...(match !== undefined ? { match: Math.round(match * 1e4) / 1e4 } : {}),
+            };
+          }),
+        }));
         const seen = new Set(found.map((f) => f.id));
         // an item listed but no longer searchable (changed meanwhile) loses its old entry
         const gone: NeighbourEntry[] = ids
           .filter((id) => !seen.has(id))
           .map((id) => ({ id, processedAt: 0, neighbours: [] }));
-        await store.putEntries(datasetId, [...found, ...gone]);
+        await store.putEntries(datasetId, [...entries, ...gone]);
         searched += ids.length;
       }
       if (!(await this.renew())) {

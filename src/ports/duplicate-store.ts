@@ -8,8 +8,11 @@ export interface NeighbourEntry {
   id: string;
   /** The item's processedAt when it was searched: a later processing makes the entry stale. */
   processedAt: number;
-  /** Other items within the largest max_distance, closest first, with their processedAt. */
-  neighbours: Array<{ id: string; distance: number; processedAt: number }>;
+  /**
+   * Other items within the largest max_distance, closest first, with their processedAt and how
+   * well the two pictures' layouts match (copy-signature.ts; absent without signatures).
+   */
+  neighbours: Array<{ id: string; distance: number; processedAt: number; match?: number }>;
 }
 
 export interface PassState {

@@ -3,7 +3,13 @@ import type { GroupSpec, GroupedPage } from '../domain/group';
 import type { StoredItem } from '../domain/item';
 import type { Scalar } from '../domain/metadata';
 import type { Condition } from '../query/ast';
-import type { NeighbourEntry } from './duplicate-store';
+/** An item's neighbours as a search finds them, with each picture's copy signature. */
+export interface FoundNeighbours {
+  id: string;
+  processedAt: number;
+  copySignature?: string;
+  neighbours: Array<{ id: string; distance: number; processedAt: number; copySignature?: string }>;
+}
 
 export type SortOrder = 'asc' | 'desc';
 
@@ -104,7 +110,7 @@ export interface SearchEngine {
     ids: readonly string[],
     maxDistance: number,
     k: number,
-  ): Promise<NeighbourEntry[]>;
+  ): Promise<FoundNeighbours[]>;
   /** A random selection of processed items matching `conditions` (explore without an id). */
   sample(
     datasetId: string,

@@ -2,6 +2,7 @@ import {
   MAX_DISTANCE,
   decodeCursor,
   defaultMaxDistance,
+  nearCopy,
   duplicateGroups,
   pageOf,
   type DuplicateGroup,
@@ -104,7 +105,7 @@ export class DuplicateService {
     const stamped = new Map<string, NearPair & { at: [number, number] }>();
     for (const e of entries)
       for (const n of e.neighbours)
-        if (n.distance <= maxDistance) {
+        if (nearCopy(n, maxDistance, embedder)) {
           const key = pairKey(e.id, n.id);
           if (!stamped.has(key))
             stamped.set(key, {

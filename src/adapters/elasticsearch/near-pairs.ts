@@ -1,5 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
-import type { NeighbourEntry } from '../../ports/duplicate-store';
+import type { FoundNeighbours } from '../../ports/search-engine';
 import { compareText } from '../../domain/text-order';
 import { docVector, vectorField, type ItemDoc } from './document';
 import { unavailable } from './outage';
@@ -21,7 +21,7 @@ export async function nearPairs(
   ids: readonly string[],
   maxDistance: number,
   k: number,
-): Promise<NeighbourEntry[]> {
+): Promise<FoundNeighbours[]> {
   if (!ids.length) return [];
   const ranked = [{ term: { state: 'processed' } }, { term: { embedder } }];
   const own = await client.search<ItemDoc>({
@@ -63,8 +63,15 @@ export async function nearPairs(
       // the score of a cosine field is (1 + cos) / 2
       distance: Math.max(0, 2 - 2 * (h._score ?? 0)),
       processedAt: h._source!.image?.processedAt ?? 0,
+      ...(h._source!.image?.copySignature ? { copySignature: h._source!.image.copySignature } : {}),
     }));
     neighbours.sort((a, b) => a.distance - b.distance || compareText(a.id, b.id));
-    return { id: q.doc.id, processedAt: q.doc.image?.processedAt ?? 0, neighbours };
+    const sig = q.doc.image?.copySignature;
+    return {
+      id: q.doc.id,
+      processedAt: q.doc.image?.processedAt ?? 0,
+      ...(sig ? { copySignature: sig } : {}),
+      neighbours,
+    };
   });
 }

@@ -4,6 +4,7 @@ import type { Scalar } from '../../domain/metadata';
 import type { StoredItem } from '../../domain/item';
 import type {
   Facets,
+  FoundNeighbours,
   GroupedSearchRequest,
   RankedSet,
   ScoredItem,
@@ -18,7 +19,6 @@ import { fromDoc, type ItemDoc } from './document';
 import { facetsBody, sampleBody, searchBody, type Dsl } from './dsl';
 import { approximate, exact, rankedCount } from './similar';
 import { nearPairs } from './near-pairs';
-import type { NeighbourEntry } from '../../ports/duplicate-store';
 import { ItemIndex, orEmpty } from './item-index';
 import { keyed } from '../../domain/keyed';
 
@@ -107,7 +107,7 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
     ids: readonly string[],
     maxDistance: number,
     k: number,
-  ): Promise<NeighbourEntry[]> {
+  ): Promise<FoundNeighbours[]> {
     return orEmpty(
       () => nearPairs(this.client, this.index(datasetId), embedder, ids, maxDistance, k),
       [],

@@ -1,4 +1,4 @@
-import type { NeighbourEntry } from '../../ports/duplicate-store';
+import type { FoundNeighbours } from '../../ports/search-engine';
 import { stmt, type Db } from './db';
 import type { NearIndex } from './near-index';
 import { topK, type Matrix } from './vector-cache';
@@ -18,7 +18,7 @@ export function nearPairs(
   maxDistance: number,
   k: number,
   index?: NearIndex,
-): NeighbourEntry[] {
+): FoundNeighbours[] {
   if (!ids.length || !rows.length) return [];
   const pks = (
     stmt(
@@ -51,11 +51,25 @@ export function nearPairs(
     const neighbours = f.near.flatMap((n) => {
       const other = items.get(m.pks[n.row]!);
       return other?.state === 'processed'
-        ? [{ id: other.id, distance: 1 - n.d, processedAt: other.image?.processedAt ?? 0 }]
+        ? [
+            {
+              id: other.id,
+              distance: 1 - n.d,
+              processedAt: other.image?.processedAt ?? 0,
+              ...(other.image?.copySignature ? { copySignature: other.image.copySignature } : {}),
+            },
+          ]
         : [];
     });
     neighbours.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    return [{ id: item.id, processedAt: item.image?.processedAt ?? 0, neighbours }];
+    return [
+      {
+        id: item.id,
+        processedAt: item.image?.processedAt ?? 0,
+        ...(item.image?.copySignature ? { copySignature: item.image.copySignature } : {}),
+        neighbours,
+      },
+    ];
   });
 }
 

@@ -3,9 +3,9 @@ import type { GroupedPage } from '../../domain/group';
 import type { Scalar } from '../../domain/metadata';
 import type { StoredItem } from '../../domain/item';
 import type { Condition } from '../../query/ast';
-import type { NeighbourEntry } from '../../ports/duplicate-store';
 import type {
   Facets,
+  FoundNeighbours,
   GroupedSearchRequest,
   ScoredItem,
   SearchEngine,
@@ -154,7 +154,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
     ids: readonly string[],
     maxDistance: number,
     k: number,
-  ): Promise<NeighbourEntry[]> {
+  ): Promise<FoundNeighbours[]> {
     return this.withIndex(datasetId, (ix) => {
       const { m, rows } = this.rankedRows(ix, datasetId, {
         embedder,
