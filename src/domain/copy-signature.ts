@@ -24,6 +24,9 @@ const ZOOMS = [0.9, 0.8, 0.7];
 /** Where a zoomed window sits along each axis, as a share of the free span. */
 const PLACES = [0, 0.5, 1];
 
+/** Signatures whose windows a CopyMatcher keeps (about 30 MB). */
+const KEPT_SIGNATURES = 256;
+
 /** Copies match at least this well (normalised cross-correlation, −1–1); see copyScore. */
 export const COPY_MATCH = 0.85;
 
@@ -192,8 +195,9 @@ export class CopyMatcher {
 
   private parsed(signature: string): Parsed | undefined {
     if (!this.seen.has(signature)) {
-      // a pass compares each item with a few neighbours: a bounded memory of views suffices
-      if (this.seen.size >= 4096) this.seen.clear();
+      // a pass compares each item with its few neighbours, one batch at a time: a small memory
+      // of views suffices (each signature's windows are about 120 KB)
+      if (this.seen.size >= KEPT_SIGNATURES) this.seen.clear();
       this.seen.set(signature, parse(signature));
     }
     return this.seen.get(signature);
