@@ -4,13 +4,16 @@ import { CopyMatcher } from '../domain/copy-signature';
 import { MAX_DISTANCE, NEIGHBOURS_KEPT } from '../domain/duplicates';
 import type { DuplicateStore, NeighbourEntry } from '../ports/duplicate-store';
 import type { ItemReader } from '../ports/item-reader';
-import type { SearchEngine } from '../ports/search-engine';
+import type { FoundNeighbours, SearchEngine } from '../ports/search-engine';
 
 /** How long the installation-wide pass lease lasts without renewal. */
 const LEASE_MS = 60_000;
 /** Items listed per read, and searched per neighbour request. */
 const LIST_PAGE = 500;
-const SEARCH_BATCH = 50;
+/** Small: the embedded engine's search of a batch holds its process's event loop. */
+const SEARCH_BATCH = 20;
+/** Pairs scored between two yields to the event loop (about 0.2 ms each). */
+const SCORED_PER_YIELD = 32;
 /**
  * Items processed this long before a pass started are searchable by then on either engine
  * (Elasticsearch shows writes after its 1 s refresh; a worker's write lands after its
@@ -93,19 +96,7 @@ export class DuplicatePass {
           MAX_DISTANCE,
           NEIGHBOURS_KEPT,
         );
-        const entries: NeighbourEntry[] = found.map((f) => ({
-          id: f.id,
-          processedAt: f.processedAt,
-          neighbours: f.neighbours.map((n) => {
-            const match = this.matcher.score(f.copySignature, n.copySignature);
-            return {
-              id: n.id,
-              distance: n.distance,
-              processedAt: n.processedAt,
-              ...(match !== undefined ? { match: Math.round(match * 1e4) / 1e4 } : {}),
-            };
-          }),
-        }));
+        const entries = await this.scored(found);
         const seen = new Set(found.map((f) => f.id));
         // an item listed but no longer searchable (changed meanwhile) loses its old entry
         const gone: NeighbourEntry[] = ids
@@ -129,6 +120,30 @@ export class DuplicatePass {
     });
     this.deps.log.debug({ datasetId, searched, ms: now() - start }, 'duplicate pass');
     return true;
+  }
+
+  /**
+   * The entries to store: each pair with how well its pictures match, the scoring cut into
+   * slices so an API sharing the process keeps answering.
+   */
+  private async scored(found: FoundNeighbours[]): Promise<NeighbourEntry[]> {
+    const out: NeighbourEntry[] = [];
+    let scored = 0;
+    for (const f of found) {
+      const neighbours: NeighbourEntry['neighbours'] = [];
+      for (const n of f.neighbours) {
+        if (++scored % SCORED_PER_YIELD === 0) await new Promise((r) => setImmediate(r));
+        const match = this.matcher.score(f.copySignature, n.copySignature);
+        neighbours.push({
+          id: n.id,
+          distance: n.distance,
+          processedAt: n.processedAt,
+          ...(match !== undefined ? { match: Math.round(match * 1e4) / 1e4 } : {}),
+        });
+      }
+      out.push({ id: f.id, processedAt: f.processedAt, neighbours });
+    }
+    return out;
   }
 
   /** Entries of items no longer processed (deleted, or waiting for a new image) go. */

@@ -66,7 +66,7 @@ beforeAll(async () => {
         })),
       ).flat(),
     ],
-    { DUPLICATE_PASS_MS: '200' },
+    { DUPLICATE_REPORT: 'on', DUPLICATE_PASS_MS: '200' },
   );
   ({ t, img, ds } = rig);
   // A pass after the last item was processed.

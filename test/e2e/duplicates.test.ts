@@ -53,7 +53,7 @@ const settled = async (query = ''): Promise<Report> =>
 
 beforeAll(async () => {
   img = await startImageServer();
-  t = await startTestApp({ EMBEDDER: 'hybrid', DUPLICATE_PASS_MS: '200' });
+  t = await startTestApp({ EMBEDDER: 'hybrid', DUPLICATE_REPORT: 'on', DUPLICATE_PASS_MS: '200' });
   ds = await setupDataset(t, 'dups', 'catalogue');
   const photo = await productPhoto('bottle', 1);
   const v = await photoVariants(photo);

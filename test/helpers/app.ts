@@ -148,6 +148,9 @@ export async function startTestApp(
         // the fast embedder unless a suite is about embedders (test/e2e/default-embedder.test.ts
         // runs the default, the learned hybrid, on both engines)
         EMBEDDER: 'descriptor',
+        // no duplicate pass unless a suite is about it: on a few hundred look-alike test images
+        // it is most of a worker's CPU after an ingest (test/e2e/duplicates.test.ts turns it on)
+        DUPLICATE_REPORT: 'off',
         ...(multi ? { PUBLIC_BASE_URL: `http://127.0.0.1:${ports[0]}` } : {}),
         ...env,
         ...extra,

@@ -66,6 +66,8 @@ export function spawnService(
       IMAGE_FETCH_ALLOW_PRIVATE: 'true',
       RETRY_BASE_MS: '200',
       EMBEDDER: 'descriptor',
+      // as test/helpers/app.ts: the duplicate pass only where a test is about it
+      DUPLICATE_REPORT: 'off',
       // several processes share this host: each worker's health listener takes a free port
       PORT: '0',
       LOG_LEVEL: process.env.TEST_SERVER_LOG_LEVEL ?? 'warn',
