@@ -45,7 +45,7 @@ function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, n: number
  * and each row filed under its nearest cluster. A query compares exactly, in full dimensions,
  * only the rows of its PROBES nearest clusters — about PROBES / clusters of the dataset — so a
  * full pass costs n·√n comparisons instead of n². Near copies (cosine ≥ 0.8) land in a probed
- * cluster; what the probes may miss is measured against the exact scan (bench, unit test).
+ * cluster; what the probes may miss is measured against the exact scan (docs/engines.md).
  */
 export class NearIndex {
   private readonly projected: Float32Array;
