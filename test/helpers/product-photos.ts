@@ -1,16 +1,5 @@
 import sharp from 'sharp';
-
-/** A small deterministic pseudo-random sequence (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../src/lib/seeded-random';
 
 /**
  * A product photo, 480 × 360 JPEG: one object of a category (a bottle, a bowl, a shoe-like
@@ -21,7 +10,7 @@ export async function productPhoto(
   category: 'bottle' | 'bowl' | 'bag',
   seed: number,
 ): Promise<Buffer> {
-  const r = random(seed * 7919 + category.length);
+  const r = seededRandom(seed * 7919 + category.length);
   // the golden angle apart: products of one category differ in colour first, as in a catalogue
   const hue = Math.round(seed * 137.5 + r() * 20);
   const colour = (h: number, s: number, l: number) => `hsl(${h % 360},${s}%,${l}%)`;

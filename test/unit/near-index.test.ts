@@ -5,19 +5,10 @@
  */
 import { NearIndex } from '../../src/adapters/embedded/near-index';
 import type { Matrix } from '../../src/adapters/embedded/vector-cache';
-
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../src/lib/seeded-random';
 
 test('probed clusters hold ≥ 98 % of the pairs within distance 0.2, comparing ≤ 15 % of rows', () => {
-  const r = seeded(7);
+  const r = seededRandom(7);
   const dims = 256;
   const n = 10_000;
   const unit = (v: Float32Array) => {

@@ -1,3 +1,4 @@
+import { seededRandom } from '../../lib/seeded-random';
 import type { Matrix } from './vector-cache';
 
 /** Dimensions the vectors are projected to for clustering (cosines kept within about ±0.1). */
@@ -6,18 +7,6 @@ const PROJECTED = 64;
 const PROBES = 12;
 /** k-means rounds on the sample. */
 const ROUNDS = 4;
-
-/** A seeded pseudo-random sequence (mulberry32): the same data gives the same index. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A standard normal draw (Box–Muller). */
 const gaussian = (r: () => number): number =>
@@ -61,7 +50,8 @@ export class NearIndex {
     rows: readonly number[],
   ) {
     const n = rows.length;
-    const r = random(n * 2654435761 + m.dims);
+    // seeded by the data's size: the same vectors give the same index
+    const r = seededRandom(n * 2654435761 + m.dims);
     // a Gaussian map scaled so projected unit vectors stay near unit length
     const map = new Float32Array(PROJECTED * m.dims);
     for (let i = 0; i < map.length; i++) map[i] = gaussian(r) / Math.sqrt(PROJECTED);

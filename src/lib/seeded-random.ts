@@ -1,0 +1,14 @@
+/**
+ * A small deterministic pseudo-random sequence in [0, 1) (mulberry32): the same seed gives the
+ * same numbers on every host, so what is built from it (an index, a test picture) is the same.
+ */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
