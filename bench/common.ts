@@ -36,6 +36,29 @@ export const SETUPS: Setup[] = [
   },
 ];
 
+/** A name for one round's indices and queues: `name` and the time. */
+export const roundTag = (name: string): string => `${name}${Date.now().toString(36)}`;
+
+/**
+ * A fresh installation of `setup` for one round of an ingest bench: index and queue names of its
+ * own (`tag`, which roundTag makes unique), private image hosts allowed, `concurrency` workers.
+ */
+export function startRound(
+  setup: Setup,
+  tag: string,
+  concurrency: string,
+  env: Record<string, string> = {},
+): Promise<RunningApp> {
+  return startService({
+    ...setup.env,
+    ...(setup.env.SEARCH_BACKEND ? { ES_INDEX_PREFIX: `${tag}-` } : {}),
+    ...(setup.env.QUEUE ? { AMQP_QUEUE_PREFIX: `${tag}.` } : {}),
+    IMAGE_FETCH_ALLOW_PRIVATE: 'true',
+    WORKER_CONCURRENCY: concurrency,
+    ...env,
+  });
+}
+
 /** The service in this process, as `npm start` would run it, on a fresh data directory. */
 export async function startService(env: Record<string, string>): Promise<RunningApp> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'vss-bench-'));

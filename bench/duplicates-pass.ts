@@ -65,6 +65,8 @@ import {
   pidOnPort,
   rng,
   startService,
+  startRound,
+  roundTag,
   unitVector,
   writeResult,
   type Engine,
@@ -614,13 +616,7 @@ async function ingestRound(
   mode: 'A' | 'B',
   roundNo: number,
 ): Promise<Record<string, unknown>> {
-  const tag = `benchdup${Date.now().toString(36)}`;
-  const app = await startService({
-    ...setup.env,
-    ...(setup.env.SEARCH_BACKEND ? { ES_INDEX_PREFIX: `${tag}-` } : {}),
-    ...(setup.env.QUEUE ? { AMQP_QUEUE_PREFIX: `${tag}.` } : {}),
-    IMAGE_FETCH_ALLOW_PRIVATE: 'true',
-    WORKER_CONCURRENCY: CONCURRENCY,
+  const app = await startRound(setup, roundTag('benchdup'), CONCURRENCY, {
     DUPLICATE_REPORT: mode === 'B' ? 'on' : 'off',
   });
   try {

@@ -32,7 +32,8 @@ import {
   machine,
   median,
   pidOnPort,
-  startService,
+  startRound,
+  roundTag,
   writeResult,
 } from './common';
 
@@ -97,13 +98,7 @@ async function run(
   imagePid: number,
   embedderBatch: number,
 ): Promise<Record<string, unknown>> {
-  const tag = `bench${Date.now().toString(36)}`;
-  const app = await startService({
-    ...setup.env,
-    ...(setup.env.SEARCH_BACKEND ? { ES_INDEX_PREFIX: `${tag}-` } : {}),
-    ...(setup.env.QUEUE ? { AMQP_QUEUE_PREFIX: `${tag}.` } : {}),
-    IMAGE_FETCH_ALLOW_PRIVATE: 'true',
-    WORKER_CONCURRENCY: CONCURRENCY,
+  const app = await startRound(setup, roundTag('bench'), CONCURRENCY, {
     EMBEDDER_BATCH: String(embedderBatch),
   });
   try {

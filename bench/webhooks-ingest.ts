@@ -32,7 +32,8 @@ import {
   machine,
   median,
   pidOnPort,
-  startService,
+  startRound,
+  roundTag,
   writeResult,
 } from './common';
 
@@ -177,14 +178,8 @@ async function run(
   mode: 'A' | 'B',
   round: number,
 ): Promise<Record<string, unknown>> {
-  const tag = `benchwh${Date.now().toString(36)}`;
-  const app = await startService({
-    ...setup.env,
-    ...(setup.env.SEARCH_BACKEND ? { ES_INDEX_PREFIX: `${tag}-` } : {}),
-    ...(setup.env.QUEUE ? { AMQP_QUEUE_PREFIX: `${tag}.` } : {}),
-    IMAGE_FETCH_ALLOW_PRIVATE: 'true',
-    WORKER_CONCURRENCY: CONCURRENCY,
-  });
+  const tag = roundTag('benchwh');
+  const app = await startRound(setup, tag, CONCURRENCY);
   try {
     const { orgToken } = await createDataset(app, 'ingest');
     const base = app.url!;
