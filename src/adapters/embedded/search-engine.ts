@@ -161,7 +161,16 @@ export class EmbeddedSearchEngine implements SearchEngine {
         conditions: [],
         excludeIds: [],
       });
-      return nearPairs(this.db, datasetId, m, rows, ids, maxDistance, k);
+      return nearPairs(
+        this.db,
+        datasetId,
+        m,
+        rows,
+        ids,
+        maxDistance,
+        k,
+        this.nearIndex(ix, m, rows),
+      );
     });
   }
 
