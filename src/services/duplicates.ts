@@ -29,12 +29,14 @@ export interface DuplicateQuery {
 }
 
 const DEFAULT_LIMIT = 20;
+/** Items one dismissal names at most (a console group, or a client's selection). */
+const MAX_DISMISSED = 100;
 const MAX_LIMIT = 100;
 
 /** The query's values checked against contract §18, each problem named. */
 function checked(q: DuplicateQuery): { kind?: DuplicateKind; limit: number; after?: Position } {
   const details: ErrorDetail[] = [];
-  if (q.kind !== undefined && q.kind !== 'exact' && q.kind !== 'near')
+  if (q.kind !== undefined && q.kind !== '' && q.kind !== 'exact' && q.kind !== 'near')
     details.push({ param: 'kind', value: q.kind, message: 'expected exact or near' });
   if (q.maxDistance !== undefined && !(q.maxDistance > 0 && q.maxDistance <= MAX_DISTANCE))
     details.push({
@@ -91,8 +93,9 @@ export class DuplicateService {
     name: string,
     q: DuplicateQuery,
   ): Promise<DuplicateReport> {
-    const { kind, limit, after } = checked(q);
+    // who asks first: a token that may not read this report learns nothing of its parameters
     const ds = await this.auth.adminDataset(p, org, name);
+    const { kind, limit, after } = checked(q);
     const embedder = ds.embedder?.id;
     const maxDistance = q.maxDistance ?? defaultMaxDistance(embedder);
     const [state, exact, entries, dismissals] = await Promise.all([
@@ -101,46 +104,53 @@ export class DuplicateService {
       this.store.entries(ds.id),
       this.store.dismissals(ds.id),
     ]);
-    // a stored pair counts while both items are as they were when it was found
-    const stamped = new Map<string, NearPair & { at: [number, number] }>();
-    for (const e of entries)
-      for (const n of e.neighbours)
-        if (nearCopy(n, maxDistance, embedder)) {
-          const key = pairKey(e.id, n.id);
-          if (!stamped.has(key))
-            stamped.set(key, {
-              a: e.id,
-              b: n.id,
-              distance: n.distance,
-              at: [e.processedAt, n.processedAt],
-            });
-        }
-    const ids = [...new Set([...stamped.values()].flatMap((x) => [x.a, x.b]).concat(exact.flat()))];
+    // a stored pair counts while both items are as they were when it was found (either side's
+    // entry may be the stale one: the current copy is kept)
+    const candidates = entries.flatMap((e) =>
+      e.neighbours
+        .filter((n) => nearCopy(n, maxDistance, embedder))
+        .map((n) => ({
+          a: e.id,
+          b: n.id,
+          distance: n.distance,
+          at: [e.processedAt, n.processedAt],
+        })),
+    );
+    const ids = [...new Set(candidates.flatMap((x) => [x.a, x.b]).concat(exact.flat()))];
     const items = await this.items(ds.id, ids);
     const current = (id: string, at: number): boolean => {
       const it = items.get(id);
       return it?.state === 'processed' && (it.image?.processedAt ?? 0) === at;
     };
-    const near = [...stamped.values()].filter(
-      (x) => current(x.a, x.at[0]) && current(x.b, x.at[1]),
-    );
+    const pairs = new Map<string, NearPair>();
+    for (const x of candidates)
+      if (current(x.a, x.at[0]!) && current(x.b, x.at[1]!))
+        pairs.set(pairKey(x.a, x.b), { a: x.a, b: x.b, distance: x.distance });
+    const near = [...pairs.values()];
     const distances = new Map(near.map((x) => [pairKey(x.a, x.b), x.distance]));
     for (const g of exact) for (const id of g.slice(1)) distances.set(pairKey(g[0]!, id), 0);
-    const apartSets = dismissals.map((d) => new Set(d));
-    const dismissed = new Set(dismissals.flat());
-    const parent = (id: string): string | undefined => {
-      const v = items.get(id)?.metadata.parent;
-      return v === undefined || v === null ? undefined : JSON.stringify(v);
+    // which dismissals hold each item, and each item's parent, looked up once
+    const dismissedIn = new Map<string, number[]>();
+    dismissals.forEach((d, i) =>
+      d.forEach((id) => dismissedIn.set(id, [...(dismissedIn.get(id) ?? []), i])),
+    );
+    const parents = new Map<string, string>();
+    if (q.excludeSameParent)
+      for (const [id, it] of items) {
+        const v = it.metadata.parent;
+        if (v !== undefined && v !== null) parents.set(id, JSON.stringify(v));
+      }
+    const dismissedTogether = (a: string, b: string): boolean => {
+      const [da, db] = [dismissedIn.get(a), dismissedIn.get(b)];
+      return !!da && !!db && da.some((i) => db.includes(i));
     };
     const input = {
       exact,
       near,
       ...(kind ? { kind } : {}),
       apart: (a: string, b: string): boolean =>
-        apartSets.some((s) => s.has(a) && s.has(b)) ||
-        (q.excludeSameParent && parent(a) !== undefined && parent(a) === parent(b)),
-      constrained: (id: string): boolean =>
-        dismissed.has(id) || (q.excludeSameParent && parent(id) !== undefined),
+        dismissedTogether(a, b) || (parents.has(a) && parents.get(a) === parents.get(b)),
+      constrained: (id: string): boolean => dismissedIn.has(id) || parents.has(id),
       distance: (a: string, b: string): number => distances.get(pairKey(a, b)) ?? NaN,
     };
     let groups = duplicateGroups(input);
@@ -154,13 +164,17 @@ export class DuplicateService {
       const vectors = await this.vectors(ds.id, missing);
       groups = duplicateGroups({
         ...input,
-        distance: (a, b) =>
-          distances.get(pairKey(a, b)) ?? cosineDistance(vectors.get(a), vectors.get(b)),
+        // a member whose vector cannot be read is reported at the largest distance asked
+        distance: (a, b) => {
+          const d = distances.get(pairKey(a, b)) ?? cosineDistance(vectors.get(a), vectors.get(b));
+          return Number.isNaN(d) ? maxDistance : d;
+        },
       });
     }
     const page = pageOf(groups, limit, after);
+    // before the first pass, after an embedder change, or with items processed since the last
     const dirty =
-      state.watermark === undefined
+      state.watermark === undefined || state.embedder !== embedder
         ? true
         : (await this.reader.processedSince(ds.id, state.watermark, undefined, 1)).length > 0;
     return {
@@ -175,9 +189,9 @@ export class DuplicateService {
   async dismiss(p: Principal, org: string, name: string, ids: string[]): Promise<void> {
     const ds = await this.auth.adminDataset(p, org, name);
     const unique = [...new Set(ids)];
-    if (unique.length < 2)
-      throw invalid('ids: name at least two different items', [
-        { param: 'ids', message: 'at least two different ids' },
+    if (unique.length < 2 || unique.length > MAX_DISMISSED)
+      throw invalid(`ids: name 2–${MAX_DISMISSED} different items`, [
+        { param: 'ids', message: `2–${MAX_DISMISSED} different ids` },
       ]);
     const known = await this.reader.existingIds(ds.id, unique);
     const unknown = unique.filter((id) => !known.has(id));
