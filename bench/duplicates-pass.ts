@@ -407,6 +407,7 @@ async function passRun(
       },
       datasets: () => accounts.liveDatasets(),
       counts: (id) => content.counts(id),
+      waitingForEmbedder: (id, embedderId) => content.staleEmbeddingCount(id, embedderId),
       now: Date.now,
       log: pino({ level: 'warn' }),
       owner: 'bench',

@@ -432,6 +432,7 @@ export async function buildContainer(
         engine,
         datasets: () => accounts.liveDatasets(),
         counts: (id) => content.counts(id),
+        waitingForEmbedder: (id, embedderId) => content.staleEmbeddingCount(id, embedderId),
         now,
         log: log.child({ component: 'duplicates' }),
         owner,

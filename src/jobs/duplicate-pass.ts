@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Dataset, DatasetCounts } from '../domain/dataset';
 import { CopyMatcher } from '../domain/copy-signature';
-import { MAX_DISTANCE, NEIGHBOURS_KEPT } from '../domain/duplicates';
+import { MAX_DISTANCE, NEIGHBOURS_KEPT, nearCopy } from '../domain/duplicates';
 import type { DuplicateStore, NeighbourEntry } from '../ports/duplicate-store';
 import type { ItemReader } from '../ports/item-reader';
 import type { FoundNeighbours, SearchEngine } from '../ports/search-engine';
@@ -32,6 +32,8 @@ export interface DuplicatePassDeps {
   engine: Pick<SearchEngine, 'neighbours'>;
   datasets: () => Promise<Dataset[]>;
   counts: (datasetId: string) => Promise<DatasetCounts>;
+  /** Processed items of the dataset still waiting for a vector by `embedder` (re-embedding). */
+  waitingForEmbedder: (datasetId: string, embedder: string) => Promise<number>;
   now: () => number;
   log: Logger;
   /** This process, as the lease names it. */
@@ -58,7 +60,7 @@ export class DuplicatePass {
     if (!(await this.renew())) return false;
     for (const ds of await this.deps.datasets()) {
       if (!ds.embedder) continue;
-      await this.dataset(ds.id, ds.embedder.id);
+      if ((await this.dataset(ds.id, ds.embedder.id)) === 'lost') break;
     }
     return true;
   }
@@ -68,13 +70,21 @@ export class DuplicatePass {
     return this.deps.store.claim(this.deps.owner, t, t + LEASE_MS);
   }
 
-  /** Searches what changed in one dataset since its last pass; false when nothing had. */
-  async dataset(datasetId: string, embedder: string): Promise<boolean> {
+  /**
+   * Searches what changed in one dataset since its last pass: true when it did, false when
+   * there was nothing (yet) to do, 'lost' when the lease went to another process meanwhile.
+   */
+  async dataset(datasetId: string, embedder: string): Promise<boolean | 'lost'> {
     const { store, reader, now } = this.deps;
     const state = await store.state(datasetId);
     const start = now();
     const fresh = state.embedder !== embedder;
-    if (fresh && state.embedder) await store.clear(datasetId);
+    if (fresh && state.embedder) {
+      // a re-embedding does not change processedAt: the pass starts over once every item
+      // has its new vector, and until then the report shows the old embedder's pairs
+      if ((await this.deps.waitingForEmbedder(datasetId, embedder)) > 0) return false;
+      await store.clear(datasetId);
+    }
     const since = fresh ? undefined : state.watermark;
     const first = await reader.processedSince(datasetId, since, undefined, LIST_PAGE);
     if (!first.length && !fresh) return false;
@@ -96,7 +106,7 @@ export class DuplicatePass {
           MAX_DISTANCE,
           NEIGHBOURS_KEPT,
         );
-        const entries = await this.scored(found);
+        const entries = await this.scored(found, embedder);
         const seen = new Set(found.map((f) => f.id));
         // an item listed but no longer searchable (changed meanwhile) loses its old entry
         const gone: NeighbourEntry[] = ids
@@ -107,7 +117,7 @@ export class DuplicatePass {
       }
       if (!(await this.renew())) {
         this.deps.log.warn({ datasetId, searched }, 'duplicate pass lease lost; stopped');
-        return true;
+        return 'lost';
       }
       if (page.length < LIST_PAGE) break;
       page = await reader.processedSince(datasetId, since, page.at(-1)!.id, LIST_PAGE);
@@ -126,7 +136,7 @@ export class DuplicatePass {
    * The entries to store: each pair with how well its pictures match, the scoring cut into
    * slices so an API sharing the process keeps answering.
    */
-  private async scored(found: FoundNeighbours[]): Promise<NeighbourEntry[]> {
+  private async scored(found: FoundNeighbours[], embedder: string): Promise<NeighbourEntry[]> {
     const out: NeighbourEntry[] = [];
     let scored = 0;
     for (const f of found) {
@@ -134,12 +144,14 @@ export class DuplicatePass {
       for (const n of f.neighbours) {
         if (++scored % SCORED_PER_YIELD === 0) await new Promise((r) => setImmediate(r));
         const match = this.matcher.score(f.copySignature, n.copySignature);
-        neighbours.push({
+        const pair = {
           id: n.id,
           distance: n.distance,
           processedAt: n.processedAt,
           ...(match !== undefined ? { match: Math.round(match * 1e4) / 1e4 } : {}),
-        });
+        };
+        // look-alikes that are no copies at any max_distance are not kept
+        if (nearCopy(pair, MAX_DISTANCE, embedder)) neighbours.push(pair);
       }
       out.push({ id: f.id, processedAt: f.processedAt, neighbours });
     }

@@ -1,0 +1,202 @@
+/**
+ * The duplicate pass (contract §18) on every engine's real ports: what it stores for copies and
+ * look-alikes, that it does nothing when nothing changed, that an embedder change waits for the
+ * re-embedding before starting over, and that it stops when another process holds the lease.
+ */
+import path from 'node:path';
+import pino from 'pino';
+import { openDb } from '../../src/adapters/embedded/db';
+import { embeddedPorts } from '../../src/adapters/embedded/embedded-ports';
+import { esClient } from '../../src/adapters/elasticsearch/client';
+import { esPorts } from '../../src/adapters/elasticsearch/es-ports';
+import { EsIndices } from '../../src/adapters/elasticsearch/indices';
+import type { EnginePorts } from '../../src/adapters/engine-ports';
+import { copySignature } from '../../src/domain/copy-signature';
+import type { ProcessingJob } from '../../src/domain/item';
+import { DuplicatePass } from '../../src/jobs/duplicate-pass';
+import { tempDir } from '../helpers/app';
+import { tierOf } from './tier';
+
+const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
+const DIMS = 8;
+const T0 = Date.UTC(2026, 10, 27, 10, 0);
+
+interface Rig {
+  ports: EnginePorts;
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+const rigs = tierOf<() => Rig>({
+  local: [
+    'embedded',
+    () => {
+      const dir = tempDir('vss-pass-');
+      const db = openDb(path.join(dir, 'store.db'));
+      return {
+        ports: embeddedPorts(db, dir),
+        ready: Promise.resolve(),
+        close: async () => {
+          db.close();
+        },
+      };
+    },
+  ],
+  services: [
+    'Elasticsearch',
+    () => {
+      const client = esClient(ES_URL);
+      const prefix = `p${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
+      const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
+      return {
+        ports: esPorts(indices, { vectorDims: DIMS }),
+        ready: (async () => {
+          await indices.ensureShared();
+          await indices.ensureItemTemplate(DIMS);
+        })(),
+        close: async () => {
+          await client.indices.delete({ index: `${prefix}*` }).catch(() => undefined);
+          await client.indices
+            .deleteIndexTemplate({ name: `${prefix}items` })
+            .catch(() => undefined);
+          await client.close();
+        },
+      };
+    },
+  ],
+});
+
+const unit = (v: number[]): number[] => {
+  const n = Math.hypot(...v);
+  return v.map((x) => x / n);
+};
+/** A 16 × 16 picture with a pattern drawn from `seed`, as the analyzer's decode would be. */
+const picture = (seed: number): Uint8Array =>
+  Uint8Array.from({ length: 16 * 16 * 3 }, (_, i) => ((i * (seed * 7 + 3)) % 251) ^ (seed * 31));
+
+describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
+  let rig: Rig;
+  let now = T0;
+  const ds = 'dsp';
+  beforeEach(async () => {
+    rig = make();
+    await rig.ready;
+    now = T0;
+  });
+  afterEach(async () => rig.close());
+
+  const pass = (owner = 'host-a') =>
+    new DuplicatePass({
+      store: rig.ports.duplicates,
+      reader: rig.ports.content,
+      engine: rig.ports.engine,
+      datasets: async () => [],
+      counts: (id) => rig.ports.content.counts(id),
+      waitingForEmbedder: (id, e) => rig.ports.content.staleEmbeddingCount(id, e),
+      now: () => now,
+      log: pino({ level: 'silent' }),
+      owner,
+    });
+
+  /** Items with their vectors and pictures, processed at `now`, then visible to queries. */
+  async function processed(
+    items: Array<{ id: string; v: number[]; pic: number }>,
+    embedder: string,
+  ) {
+    const jobs: ProcessingJob[] = await rig.ports.content.applyWrites(
+      ds,
+      items.map((it) => ({ id: it.id, url: `https://img.test/${it.id}.png` })),
+      'post',
+      now,
+    );
+    for (const j of jobs) {
+      const it = items.find((x) => x.id === j.itemId)!;
+      await rig.ports.content.markProcessed(
+        j,
+        {
+          width: 16,
+          height: 16,
+          format: 'png',
+          vector: unit(it.v),
+          embedder,
+          copySignature: copySignature(picture(it.pic), 16),
+        },
+        now,
+      );
+    }
+    const deadline = Date.now() + 5000;
+    while (
+      (await rig.ports.content.processedSince(ds, undefined, undefined, 100)).length < items.length
+    )
+      if (Date.now() > deadline) throw new Error('items not visible');
+      else await new Promise((r) => setTimeout(r, 100));
+    return jobs;
+  }
+
+  const neighboursOf = async (id: string) =>
+    (await rig.ports.duplicates.entries(ds))
+      .find((e) => e.id === id)
+      ?.neighbours.map((n) => n.id) ?? [];
+
+  test('copies are stored, look-alikes are not; nothing new, nothing done', async () => {
+    await processed(
+      [
+        { id: 'a', v: [1, 0.1, 0, 0, 0, 0, 0, 0], pic: 1 },
+        // the same picture, a little further in embedding: a copy
+        { id: 'b', v: [1, 0.15, 0.02, 0, 0, 0, 0, 0], pic: 1 },
+        // as close in embedding, another picture: a look-alike
+        { id: 'c', v: [1, 0.05, 0.05, 0, 0, 0, 0, 0], pic: 2 },
+        { id: 'd', v: [0, 0, 0, 1, 0, 0, 0, 0], pic: 3 },
+      ],
+      'e1',
+    );
+    now = T0 + 60_000;
+    expect(await pass().dataset(ds, 'e1')).toBe(true);
+    expect(await neighboursOf('a')).toEqual(['b']);
+    expect(await neighboursOf('c')).toEqual([]);
+    expect(await rig.ports.duplicates.state(ds)).toEqual({
+      watermark: T0 + 60_000 - 5000,
+      computedAt: T0 + 60_000,
+      embedder: 'e1',
+    });
+    now = T0 + 120_000;
+    expect(await pass().dataset(ds, 'e1')).toBe(false);
+  });
+
+  test('an embedder change waits for the re-embedding, then starts over', async () => {
+    const jobs = await processed(
+      [
+        { id: 'a', v: [1, 0.1, 0, 0, 0, 0, 0, 0], pic: 1 },
+        { id: 'b', v: [1, 0.12, 0, 0, 0, 0, 0, 0], pic: 1 },
+      ],
+      'e1',
+    );
+    now = T0 + 60_000;
+    expect(await pass().dataset(ds, 'e1')).toBe(true);
+    // the dataset now says e2, the items still carry e1's vectors: the old pairs stay
+    now = T0 + 120_000;
+    expect(await pass().dataset(ds, 'e2')).toBe(false);
+    expect((await rig.ports.duplicates.state(ds)).embedder).toBe('e1');
+    expect(await neighboursOf('a')).toEqual(['b']);
+    for (const j of jobs)
+      await rig.ports.content.markEmbedded(j, {
+        vector: unit(j.itemId === 'a' ? [0, 1, 0, 0, 0, 0, 0, 0] : [0, 1, 0.1, 0, 0, 0, 0, 0]),
+        embedder: 'e2',
+        copySignature: copySignature(picture(1), 16),
+      });
+    const deadline = Date.now() + 5000;
+    while ((await rig.ports.content.staleEmbeddingCount(ds, 'e2')) > 0)
+      if (Date.now() > deadline) throw new Error('still stale');
+      else await new Promise((r) => setTimeout(r, 100));
+    expect(await pass().dataset(ds, 'e2')).toBe(true);
+    expect((await rig.ports.duplicates.state(ds)).embedder).toBe('e2');
+    expect(await neighboursOf('a')).toEqual(['b']);
+  });
+
+  test('another process holding the lease: no pass here', async () => {
+    expect(await rig.ports.duplicates.claim('host-b', now, now + 60_000)).toBe(true);
+    expect(await pass('host-a').pass()).toBe(false);
+    now += 60_001;
+    expect(await pass('host-a').pass()).toBe(true);
+  });
+});
