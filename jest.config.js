@@ -68,6 +68,7 @@ module.exports = {
         '**/e2e/graphql-hardening.test.ts',
         '**/e2e/openapi.test.ts',
         '**/e2e/readiness.test.ts',
+        '**/e2e/duplicates.test.ts',
         '**/contract/*.test.ts',
         '**/adapters/elasticsearch/*.test.ts',
         '**/production/*.test.ts',
