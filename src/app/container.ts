@@ -221,19 +221,10 @@ export async function buildContainer(
     config.SEARCH_BACKEND === 'elasticsearch'
       ? await elasticsearchStores(config, embedder, now, metrics)
       : embeddedStores(config, metrics);
-  const {
-    accounts,
-    content,
-    engine,
-    ledger,
-    events,
-    keys,
-    counts,
-    rates,
-    webhooks,
-    outbox,
-    duplicates,
-  } = stores;
+  // every port but close, as the worker role and start-up see them (Container.ports)
+  const { close: _close, ...enginePorts } = stores;
+  const { accounts, content, engine, ledger, events, keys, rates, webhooks, outbox, duplicates } =
+    enginePorts;
   let queue: JobQueue;
   try {
     queue = await openQueue(config, log.child({ component: 'queue' }), now, metrics);
@@ -356,21 +347,7 @@ export async function buildContainer(
     config,
     log,
     services,
-    ports: {
-      accounts,
-      content,
-      engine,
-      ledger,
-      events,
-      keys,
-      counts,
-      rates,
-      webhooks,
-      outbox,
-      duplicates,
-      queue,
-      bus,
-    },
+    ports: { ...enginePorts, queue, bus },
     processImage: new ProcessImageHandler({
       store: content,
       accounts,
