@@ -8,11 +8,11 @@
  *   run of ids is a random sample; random unit vectors for the rest, counted in the file). A
  *   DuplicatePass is built straight on the engine's ports and `dataset()` timed from the first
  *   pass (every item): wall time, this process's CPU, Elasticsearch's CPU, items/s, entries and
- *   pairs stored. Before it, one neighbour search of 50 items warms the engine (the embedded
- *   engine builds its in-memory index there), timed apart. BENCH_PASS_ITEMS_LIMIT=n searches
- *   only the first n items (each against all BENCH_ITEMS) and extrapolates the full pass from
- *   their rate, labelled so. Then recall of the stored pairs against brute force (exact cosine
- *   over every seeded vector) for BENCH_RECALL_SAMPLE (200) searched items.
+ *   pairs stored. Before it, two neighbour searches of 50 items are timed apart (the first
+ *   builds the embedded engine's in-memory index). BENCH_PASS_ITEMS_LIMIT=n searches only the
+ *   first n items (each against all BENCH_ITEMS) and extrapolates the full pass from their
+ *   rate, labelled so. Then recall of the stored pairs against brute force (exact cosine over
+ *   every seeded vector) for BENCH_RECALL_SAMPLE (200) searched items, per source of vectors.
  * - `ingest`: images processed per second with the report off (A, DUPLICATE_REPORT=off) and on
  *   (B, DUPLICATE_PASS_MS as configured), rounds interleaved A, B, B, A, A, B, …, each a fresh
  *   installation in this process (api and worker roles) as bench/webhooks-ingest.ts runs them.
@@ -26,8 +26,9 @@
  *
  *   npm run bench:duplicates-pass   (BENCH_MEASURE=pass|ingest (both), BENCH_SETUPS=embedded|
  *     elasticsearch (both), BENCH_ITEMS (100000), BENCH_PASS_ITEMS_LIMIT (0: all),
- *     BENCH_RECALL_SAMPLE (200), BENCH_INGEST_ITEMS (3000), BENCH_DUPLICATE_ROUNDS (3 per mode),
- *     BENCH_BATCH (500), WORKER_CONCURRENCY (8), BENCH_SETTLE_TIMEOUT_S (300))
+ *     BENCH_RECALL_SAMPLE (200), BENCH_RUN_LABEL (a pass run kept apart), BENCH_INGEST_ITEMS
+ *     (3000), BENCH_DUPLICATE_ROUNDS (3 per mode), BENCH_BATCH (500), WORKER_CONCURRENCY (8),
+ *     BENCH_SETTLE_TIMEOUT_S (300))
  */
 import { Client } from '@elastic/elasticsearch';
 import { execFileSync, fork, spawnSync } from 'node:child_process';
@@ -82,6 +83,8 @@ const ONLY = process.env.BENCH_SETUPS;
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 100_000);
 const PASS_LIMIT = Number(process.env.BENCH_PASS_ITEMS_LIMIT ?? 0);
 const RECALL_SAMPLE = Number(process.env.BENCH_RECALL_SAMPLE ?? 200);
+/** Names a pass run apart from the engine's last one at that size (kept beside it in the file). */
+const LABEL = process.env.BENCH_RUN_LABEL;
 const PASS_GOAL_S = 600;
 /** Items of the warm-up neighbour search: one of the pass's batches. */
 const WARMUP_ITEMS = 50;
@@ -203,7 +206,7 @@ function recall(
 ): Record<string, unknown> {
   const byKind = new Map<
     string,
-    { items: number; max: number; dflt: number; t: number; f: number }
+    { items: number; max: number; dflt: number; t: number; f: number; td: number; fd: number }
   >();
   const norms = new Float32Array(items);
   for (let i = 0; i < items; i++) {
@@ -225,6 +228,8 @@ function recall(
   let foundDefault = 0;
   let truthCapped = 0;
   let foundCapped = 0;
+  let truthCappedDefault = 0;
+  let foundCappedDefault = 0;
   let overCap = 0;
   let withAny = 0;
   let falsePairs = 0;
@@ -278,15 +283,21 @@ function recall(
     });
     const capped = near.slice(0, NEIGHBOURS_KEPT);
     const hit = capped.filter((n) => mineSet.has(n.j)).length;
+    const cappedDefault = capped.filter((n) => n.d <= defaultMax);
+    const hitDefault = cappedDefault.filter((n) => mineSet.has(n.j)).length;
     truthCapped += capped.length;
     foundCapped += hit;
-    const k = byKind.get(kinds[s]!) ?? { items: 0, max: 0, dflt: 0, t: 0, f: 0 };
+    truthCappedDefault += cappedDefault.length;
+    foundCappedDefault += hitDefault;
+    const k = byKind.get(kinds[s]!) ?? { items: 0, max: 0, dflt: 0, t: 0, f: 0, td: 0, fd: 0 };
     byKind.set(kinds[s]!, {
       items: k.items + 1,
       max: k.max + near.length,
       dflt: k.dflt + near.filter((n) => n.d <= defaultMax).length,
       t: k.t + capped.length,
       f: k.f + hit,
+      td: k.td + cappedDefault.length,
+      fd: k.fd + hitDefault,
     });
   }
   missed.sort((a, b) => a - b);
@@ -302,6 +313,7 @@ function recall(
           mean_true_pairs_within_max: round(k.max / k.items, 1),
           mean_true_pairs_within_default: round(k.dflt / k.items, 1),
           own_entry_recall: ratio(k.f, k.t),
+          own_entry_recall_within_default: ratio(k.fd, k.td),
         },
       ]),
     ),
@@ -311,6 +323,8 @@ function recall(
     true_pairs_within_default: truthDefault,
     // the item's own entry against its exact NEIGHBOURS_KEPT closest within MAX_DISTANCE
     own_entry_recall: ratio(foundCapped, truthCapped),
+    // the same, of those pairs within the embedder's default max_distance only
+    own_entry_recall_within_default: ratio(foundCappedDefault, truthCappedDefault),
     // either side's entry (as the report reads them); only meaningful after a full pass
     pair_recall_within_max: fullPass ? ratio(foundAll, truthAll) : null,
     pair_recall_within_default: fullPass ? ratio(foundDefault, truthDefault) : null,
@@ -479,6 +493,7 @@ async function passRun(
     const fullS = full ? passS : perItem * ITEMS;
     const out: Record<string, unknown> = {
       engine,
+      ...(LABEL ? { label: LABEL } : {}),
       date: new Date().toISOString(),
       ...revision(),
       service_build: BUILD,
@@ -534,7 +549,8 @@ async function measurePass(): Promise<string> {
   const runs: Array<Record<string, unknown>> = [];
   const file = path.join(RESULTS_DIR, 'duplicates-pass.json');
   // another engine's or size's last run stays beside the new ones (each run has its date)
-  const key = (r: Record<string, unknown>) => `${String(r.engine)} ${String(r.items)}`;
+  const key = (r: Record<string, unknown>) =>
+    `${String(r.engine)} ${String(r.items)}${r.label ? ` ${String(r.label)}` : ''}`;
   const old = fs.existsSync(file)
     ? (JSON.parse(fs.readFileSync(file, 'utf8')) as { runs: typeof runs }).runs
     : [];
