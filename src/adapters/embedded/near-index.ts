@@ -7,6 +7,8 @@ const PROJECTED = 64;
 const PROBES = 12;
 /** k-means rounds on the sample. */
 const ROUNDS = 4;
+/** Longest stretch of building without giving the event loop a turn. */
+const SLICE_MS = 15;
 
 /** A standard normal draw (Box–Muller). */
 const gaussian = (r: () => number): number =>
@@ -29,6 +31,45 @@ function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, n: number
 }
 
 /**
+ * Gives the event loop a turn once SLICE_MS of work has passed: building an index over 100,000
+ * vectors takes seconds, and an embedded installation's API shares the process.
+ */
+export function slicer(sliceMs = SLICE_MS): () => Promise<void> | undefined {
+  let since = performance.now();
+  return () => {
+    if (performance.now() - since < sliceMs) return undefined;
+    return new Promise<void>((go) =>
+      setImmediate(() => {
+        since = performance.now();
+        go();
+      }),
+    );
+  };
+}
+
+/** The `count` centroids nearest a projected vector, nearest first. */
+function nearest(
+  centroids: Float32Array,
+  clusters: number,
+  v: Float32Array,
+  at: number,
+  count: number,
+): number[] {
+  const best: Array<{ c: number; d: number }> = [];
+  for (let c = 0; c < clusters; c++) {
+    const d = dot(centroids, c * PROJECTED, v, at, PROJECTED);
+    if (best.length < count) {
+      best.push({ c, d });
+      best.sort((x, y) => y.d - x.d);
+    } else if (d > best[count - 1]!.d) {
+      best[count - 1] = { c, d };
+      best.sort((x, y) => y.d - x.d);
+    }
+  }
+  return best.map((b) => b.c);
+}
+
+/**
  * Candidate search for the duplicate pass over a dataset's vectors (an inverted file): rows are
  * projected to PROJECTED dimensions by a fixed random map, clustered by k-means on a sample,
  * and each row filed under its nearest cluster. A query compares exactly, in full dimensions,
@@ -37,91 +78,95 @@ function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, n: number
  * cluster; what the probes may miss is measured against the exact scan (docs/engines.md).
  */
 export class NearIndex {
-  private readonly projected: Float32Array;
-  private readonly centroids: Float32Array;
-  private readonly clusters: number;
-  /** Per cluster, its rows (of the matrix). */
-  private readonly members: Int32Array[];
-  /** Per matrix row, its place in `rows` order (−1: not indexed). */
-  private readonly indexed: Int32Array;
+  private constructor(
+    private readonly projected: Float32Array,
+    private readonly centroids: Float32Array,
+    private readonly clusters: number,
+    /** Per cluster, its rows (of the matrix). */
+    private readonly members: Int32Array[],
+    /** Per matrix row, its place in `rows` order (−1: not indexed). */
+    private readonly indexed: Int32Array,
+  ) {}
 
-  constructor(
-    private readonly m: Matrix,
+  /** Builds the index over `rows` of `m`, giving the event loop a turn every `pause`. */
+  static async build(
+    m: Matrix,
     rows: readonly number[],
-  ) {
+    pause: () => Promise<void> | undefined = slicer(),
+  ): Promise<NearIndex> {
     const n = rows.length;
     // seeded by the data's size: the same vectors give the same index
     const r = seededRandom(n * 2654435761 + m.dims);
     // a Gaussian map scaled so projected unit vectors stay near unit length
     const map = new Float32Array(PROJECTED * m.dims);
     for (let i = 0; i < map.length; i++) map[i] = gaussian(r) / Math.sqrt(PROJECTED);
-    this.projected = new Float32Array(n * PROJECTED);
-    this.indexed = new Int32Array(m.pks.length).fill(-1);
-    rows.forEach((row, i) => {
-      this.indexed[row] = i;
+    const projected = new Float32Array(n * PROJECTED);
+    const indexed = new Int32Array(m.pks.length).fill(-1);
+    for (let i = 0; i < n; i++) {
+      const row = rows[i]!;
+      indexed[row] = i;
       for (let p = 0; p < PROJECTED; p++)
-        this.projected[i * PROJECTED + p] = dot(map, p * m.dims, m.data, row * m.dims, m.dims);
-    });
-    this.clusters = Math.max(1, Math.min(n, Math.round(Math.sqrt(n) * 1.5)));
-    this.centroids = new Float32Array(this.clusters * PROJECTED);
+        projected[i * PROJECTED + p] = dot(map, p * m.dims, m.data, row * m.dims, m.dims);
+      await pause();
+    }
+    const clusters = Math.max(1, Math.min(n, Math.round(Math.sqrt(n) * 1.5)));
+    const centroids = new Float32Array(clusters * PROJECTED);
     // k-means++-lite: centroids start at distinct random rows, then a few rounds on a sample
     const order = Array.from({ length: n }, (_, i) => i);
     for (let i = n - 1; i > 0; i--) {
       const j = Math.floor(r() * (i + 1));
       [order[i], order[j]] = [order[j]!, order[i]!];
     }
-    for (let c = 0; c < this.clusters; c++)
-      this.centroids.set(
-        this.projected.subarray(order[c]! * PROJECTED, (order[c]! + 1) * PROJECTED),
+    for (let c = 0; c < clusters; c++)
+      centroids.set(
+        projected.subarray(order[c]! * PROJECTED, (order[c]! + 1) * PROJECTED),
         c * PROJECTED,
       );
-    const sample = order.slice(0, Math.min(n, this.clusters * 40));
+    const sample = order.slice(0, Math.min(n, clusters * 40));
     for (let round = 0; round < ROUNDS; round++) {
-      const sums = new Float64Array(this.clusters * PROJECTED);
-      const counts = new Int32Array(this.clusters);
+      const sums = new Float64Array(clusters * PROJECTED);
+      const counts = new Int32Array(clusters);
       for (const i of sample) {
-        const c = this.nearest(this.projected, i * PROJECTED, 1)[0]!;
+        const c = nearest(centroids, clusters, projected, i * PROJECTED, 1)[0]!;
         counts[c]!++;
         for (let p = 0; p < PROJECTED; p++)
-          sums[c * PROJECTED + p]! += this.projected[i * PROJECTED + p]!;
+          sums[c * PROJECTED + p]! += projected[i * PROJECTED + p]!;
+        await pause();
       }
       // spherical k-means: centroids of unit length, so a dot product ranks them by cosine
-      for (let c = 0; c < this.clusters; c++) {
+      for (let c = 0; c < clusters; c++) {
         if (!counts[c]) continue;
         let norm = 0;
         for (let p = 0; p < PROJECTED; p++) norm += sums[c * PROJECTED + p]! ** 2;
         norm = Math.sqrt(norm) || 1;
         for (let p = 0; p < PROJECTED; p++)
-          this.centroids[c * PROJECTED + p] = sums[c * PROJECTED + p]! / norm;
+          centroids[c * PROJECTED + p] = sums[c * PROJECTED + p]! / norm;
       }
     }
-    const lists: number[][] = Array.from({ length: this.clusters }, () => []);
-    rows.forEach((row, i) => lists[this.nearest(this.projected, i * PROJECTED, 1)[0]!]!.push(row));
-    this.members = lists.map((l) => Int32Array.from(l));
-  }
-
-  /** The `count` clusters whose centroids are nearest a projected vector, nearest first. */
-  private nearest(v: Float32Array, at: number, count: number): number[] {
-    const best: Array<{ c: number; d: number }> = [];
-    for (let c = 0; c < this.clusters; c++) {
-      const d = dot(this.centroids, c * PROJECTED, v, at, PROJECTED);
-      if (best.length < count) {
-        best.push({ c, d });
-        best.sort((x, y) => y.d - x.d);
-      } else if (d > best[count - 1]!.d) {
-        best[count - 1] = { c, d };
-        best.sort((x, y) => y.d - x.d);
-      }
+    const lists: number[][] = Array.from({ length: clusters }, () => []);
+    for (let i = 0; i < n; i++) {
+      lists[nearest(centroids, clusters, projected, i * PROJECTED, 1)[0]!]!.push(rows[i]!);
+      await pause();
     }
-    return best.map((b) => b.c);
+    return new NearIndex(
+      projected,
+      centroids,
+      clusters,
+      lists.map((l) => Int32Array.from(l)),
+      indexed,
+    );
   }
 
   /** Rows of the query row's probed clusters (itself included); undefined if not indexed. */
   candidates(row: number): Int32Array[] | undefined {
     const i = this.indexed[row] ?? -1;
     if (i < 0) return undefined;
-    return this.nearest(this.projected, i * PROJECTED, Math.min(PROBES, this.clusters)).map(
-      (c) => this.members[c]!,
-    );
+    return nearest(
+      this.centroids,
+      this.clusters,
+      this.projected,
+      i * PROJECTED,
+      Math.min(PROBES, this.clusters),
+    ).map((c) => this.members[c]!);
   }
 }

@@ -45,7 +45,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private readonly vectors: VectorCache;
   private readonly nearIndexes = new WeakMap<
     Matrix,
-    { version: number; calls: number; index?: NearIndex }
+    { version: number; calls: number; index?: Promise<NearIndex> }
   >();
   private readonly rowSlots = new WeakMap<
     Matrix,
@@ -148,44 +148,35 @@ export class EmbeddedSearchEngine implements SearchEngine {
     });
   }
 
-  neighbours(
+  async neighbours(
     datasetId: string,
     embedder: string,
     ids: readonly string[],
     maxDistance: number,
     k: number,
   ): Promise<FoundNeighbours[]> {
-    return this.withIndex(datasetId, (ix) => {
-      const { m, rows } = this.rankedRows(ix, datasetId, {
-        embedder,
-        conditions: [],
-        excludeIds: [],
-      });
-      return nearPairs(
-        this.db,
-        datasetId,
-        m,
-        rows,
-        ids,
-        maxDistance,
-        k,
-        this.nearIndex(ix, m, rows),
-      );
-    });
+    const { ix, m, rows } = await this.withIndex(datasetId, (ix) => ({
+      ix,
+      ...this.rankedRows(ix, datasetId, { embedder, conditions: [], excludeIds: [] }),
+    }));
+    // the matrix is this version's own (a change loads a new one), so it stays valid while the
+    // index builds and the scan runs in slices; items deleted meanwhile are dropped by nearPairs
+    const index = await this.nearIndex(ix, m, rows);
+    return nearPairs(this.db, datasetId, m, rows, ids, maxDistance, k, index);
   }
 
   /**
    * The candidate index for a long pass over a large dataset: the first calls against a set of
    * vectors scan exactly (a few new items cost less than building the index), later ones share
-   * one index until any item changes.
+   * one index, built in slices, until any item changes.
    */
-  private nearIndex(ix: DatasetIndex, m: Matrix, rows: number[]): NearIndex | undefined {
-    if (rows.length < NEAR_INDEX_ROWS) return undefined;
+  private nearIndex(ix: DatasetIndex, m: Matrix, rows: number[]): Promise<NearIndex | undefined> {
+    if (rows.length < NEAR_INDEX_ROWS) return Promise.resolve(undefined);
     const had = this.nearIndexes.get(m);
     const entry = had && had.version === ix.version ? had : { version: ix.version, calls: 0 };
     this.nearIndexes.set(m, entry);
-    if (++entry.calls <= EXACT_CALLS) return undefined;
-    return (entry.index ??= new NearIndex(m, rows));
+    if (++entry.calls <= EXACT_CALLS) return Promise.resolve(undefined);
+    return (entry.index ??= NearIndex.build(m, rows));
   }
 
   rankedCount(datasetId: string, set: RankedSet): Promise<number> {
