@@ -1,12 +1,15 @@
 /**
  * The embedded engine's neighbour search for the duplicate pass above NEAR_INDEX_ROWS vectors:
- * after the first exact calls it builds and uses the inverted file (NearIndex), and finds the
- * same near copies the exact scan finds.
+ * after the first exact calls it builds and uses the inverted file (NearIndex), finds the same
+ * near copies the exact scan finds, and never keeps a pair scored on vectors that changed
+ * while it searched.
  */
 import path from 'node:path';
-import { openDb } from '../../src/adapters/embedded/db';
+import { openDb, type Db } from '../../src/adapters/embedded/db';
 import { embeddedPorts } from '../../src/adapters/embedded/embedded-ports';
 import { NearIndex } from '../../src/adapters/embedded/near-index';
+import type { EnginePorts } from '../../src/adapters/engine-ports';
+import type { FoundNeighbours } from '../../src/ports/search-engine';
 import { seededRandom } from '../../src/lib/seeded-random';
 import { tempDir } from '../helpers/app';
 
@@ -14,58 +17,120 @@ const DIMS = 16;
 const N = 5_200;
 const T0 = Date.UTC(2026, 10, 27, 12, 0);
 
-test('above 5,000 vectors the pass searches an inverted file and finds the copies the exact scan finds', async () => {
+const unit = (v: number[]) => {
+  const s = Math.hypot(...v);
+  return v.map((x) => x / s);
+};
+const idOf = (i: number) => `i${String(i).padStart(5, '0')}`;
+
+let db: Db;
+let ports: EnginePorts;
+
+/** Every 100th item has a near copy right after it; the rest are spread around 40 themes. */
+beforeAll(async () => {
   const dir = tempDir('vss-near-');
-  const db = openDb(path.join(dir, 'store.db'));
-  const ports = embeddedPorts(db, dir);
-  try {
-    const r = seededRandom(11);
-    const unit = (v: number[]) => {
-      const s = Math.hypot(...v);
-      return v.map((x) => x / s);
-    };
-    const themes = Array.from({ length: 40 }, () =>
-      unit(Array.from({ length: DIMS }, () => r() - 0.5)),
-    );
-    const vectors: number[][] = [];
-    for (let i = 0; i < N; i++) {
-      // every 100th item is a near copy of the one before it
-      const base = i % 100 === 1 ? vectors[i - 1]! : themes[Math.floor(r() * themes.length)]!;
-      const spread = i % 100 === 1 ? 0.04 : 0.6;
-      vectors.push(unit(base.map((x) => x + (r() - 0.5) * spread)));
-    }
-    const ids = vectors.map((_, i) => `i${String(i).padStart(5, '0')}`);
-    const jobs = await ports.content.applyWrites(
-      'ds',
-      ids.map((id) => ({ id, url: `https://img.test/${id}.png` })),
-      'post',
+  db = openDb(path.join(dir, 'store.db'));
+  ports = embeddedPorts(db, dir);
+  const r = seededRandom(11);
+  const themes = Array.from({ length: 40 }, () =>
+    unit(Array.from({ length: DIMS }, () => r() - 0.5)),
+  );
+  const vectors: number[][] = [];
+  for (let i = 0; i < N; i++) {
+    const base = i % 100 === 1 ? vectors[i - 1]! : themes[Math.floor(r() * themes.length)]!;
+    const spread = i % 100 === 1 ? 0.04 : 0.6;
+    vectors.push(unit(base.map((x) => x + (r() - 0.5) * spread)));
+  }
+  const jobs = await ports.content.applyWrites(
+    'ds',
+    vectors.map((_, i) => ({ id: idOf(i), url: `https://img.test/${idOf(i)}.png` })),
+    'post',
+    T0,
+  );
+  for (const j of jobs)
+    await ports.content.markProcessed(
+      j,
+      {
+        width: 8,
+        height: 8,
+        format: 'png',
+        vector: vectors[Number(j.itemId.slice(1))]!,
+        embedder: 'e',
+      },
       T0,
     );
-    for (const j of jobs) {
-      const i = Number(j.itemId.slice(1));
-      await ports.content.markProcessed(
-        j,
-        { width: 8, height: 8, format: 'png', vector: vectors[i]!, embedder: 'e' },
-        T0,
-      );
-    }
-    const copies = ids.filter((_, i) => i % 100 === 0);
-    const search = () => ports.engine.neighbours('ds', 'e', copies, 0.05, 8);
-    const build = jest.spyOn(NearIndex, 'build');
-    const exact = await search();
-    await search();
-    expect(build).not.toHaveBeenCalled();
-    const indexed = await search();
-    expect(build).toHaveBeenCalledTimes(1);
-    const copyOf = (found: typeof exact) =>
-      Object.fromEntries(
-        found.map((f) => [f.id, f.neighbours.filter((n) => n.distance < 0.01).map((n) => n.id)]),
-      );
-    // each planted copy is found, by both searches
-    expect(Object.values(copyOf(exact)).every((near) => near.length >= 1)).toBe(true);
-    expect(copyOf(indexed)).toEqual(copyOf(exact));
-    expect(exact).toHaveLength(copies.length);
-  } finally {
-    db.close();
-  }
 }, 60_000);
+afterAll(() => db.close());
+afterEach(() => jest.restoreAllMocks());
+
+const originals = Array.from({ length: N / 100 }, (_, k) => idOf(k * 100));
+const search = () => ports.engine.neighbours('ds', 'e', originals, 0.05, 8);
+/** Each searched item's copies (distance < 0.01), by id. */
+const copiesOf = (found: FoundNeighbours[]) =>
+  Object.fromEntries(
+    found.map((f) => [f.id, f.neighbours.filter((n) => n.distance < 0.01).map((n) => n.id)]),
+  );
+
+test('above 5,000 vectors the pass searches an inverted file and finds the copies the exact scan finds', async () => {
+  const build = jest.spyOn(NearIndex, 'build');
+  const exact = await search();
+  await search();
+  expect(build).not.toHaveBeenCalled();
+  const indexed = await search();
+  expect(build).toHaveBeenCalledTimes(1);
+  expect(exact).toHaveLength(originals.length);
+  expect(Object.values(copiesOf(exact)).every((near) => near.length === 1)).toBe(true);
+  expect(copiesOf(indexed)).toEqual(copiesOf(exact));
+});
+
+test('an item re-processed during the search is not kept at its old distance', async () => {
+  // a fresh matrix version: exact, exact, then the build, during which i00101 gets a far image
+  const [job] = await ports.content.applyWrites(
+    'ds',
+    [{ id: 'i00201', url: 'https://img.test/i00201-b.png' }],
+    'post',
+    T0 + 1,
+  );
+  await ports.content.markProcessed(
+    job!,
+    {
+      width: 8,
+      height: 8,
+      format: 'png',
+      vector: unit([1, ...Array(DIMS - 1).fill(0)]),
+      embedder: 'e',
+    },
+    T0 + 1,
+  );
+  await search();
+  await search();
+  const real = NearIndex.build.bind(NearIndex);
+  jest.spyOn(NearIndex, 'build').mockImplementation(async (m, rows, pause) => {
+    const [again] = await ports.content.applyWrites(
+      'ds',
+      [{ id: 'i00101', url: 'https://img.test/i00101-b.png' }],
+      'post',
+      T0 + 2,
+    );
+    await ports.content.markProcessed(
+      again!,
+      {
+        width: 8,
+        height: 8,
+        format: 'png',
+        vector: unit([0, 1, ...Array(DIMS - 2).fill(0)]),
+        embedder: 'e',
+      },
+      T0 + 2,
+    );
+    return real(m, rows, pause);
+  });
+  const found = copiesOf(await search());
+  expect(found.i00100).toEqual([]);
+  expect(found.i00200).toEqual([]);
+  expect(found.i00300).toEqual(['i00301']);
+  // every other copy still found, from the vectors stored now
+  expect(Object.values(found).filter((near) => near.length === 1)).toHaveLength(
+    originals.length - 2,
+  );
+});

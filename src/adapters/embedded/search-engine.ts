@@ -20,7 +20,7 @@ import { groupCountsOf, groupPage } from './index-groups';
 import { matching } from './index-conditions';
 import { pageOf } from './index-sort';
 import { MemoryIndexes } from './index-sync';
-import { NearIndex } from './near-index';
+import { NearIndex, slicer } from './near-index';
 import { nearPairs } from './near-pairs';
 import type { DatasetIndex } from './memory-index';
 import { VectorCache, topK, type Matrix } from './vector-cache';
@@ -29,6 +29,9 @@ import { excludedRows, itemsByPk, scoredHits } from './vector-hits';
 /** Below this many vectors the duplicate pass scans them all; above, calls past EXACT_CALLS use a NearIndex. */
 const NEAR_INDEX_ROWS = 5000;
 const EXACT_CALLS = 2;
+
+/** The dataset's vectors changed while a near index was being built over them. */
+class OutdatedVectors extends Error {}
 
 /** No rows to skip: exclusions are left out of the row list already. */
 const NO_ROWS: Set<number> = new Set();
@@ -159,24 +162,46 @@ export class EmbeddedSearchEngine implements SearchEngine {
       ix,
       ...this.rankedRows(ix, datasetId, { embedder, conditions: [], excludeIds: [] }),
     }));
-    // the matrix is this version's own (a change loads a new one), so it stays valid while the
-    // index builds and the scan runs in slices; items deleted meanwhile are dropped by nearPairs
-    const index = await this.nearIndex(ix, m, rows);
-    return nearPairs(this.db, datasetId, m, rows, ids, maxDistance, k, index);
+    // The matrix is one vector version's own, so it stays whole while the index builds and the
+    // scan runs in slices; nearPairs scores the pairs again from the current vectors if that
+    // version has passed by the end.
+    const current = () => this.vectors.version(datasetId) === m.version;
+    const index = await this.nearIndex(ix, m, rows, current);
+    return nearPairs(this.db, datasetId, m, rows, ids, maxDistance, k, index, current);
   }
 
   /**
    * The candidate index for a long pass over a large dataset: the first calls against a set of
    * vectors scan exactly (a few new items cost less than building the index), later ones share
-   * one index, built in slices, until any item changes.
+   * one index, built in slices, until any item changes. A build whose vectors change meanwhile
+   * stops (the next call starts on the new ones) rather than hold two matrices.
    */
-  private nearIndex(ix: DatasetIndex, m: Matrix, rows: number[]): Promise<NearIndex | undefined> {
-    if (rows.length < NEAR_INDEX_ROWS) return Promise.resolve(undefined);
+  private async nearIndex(
+    ix: DatasetIndex,
+    m: Matrix,
+    rows: number[],
+    current: () => boolean,
+  ): Promise<NearIndex | undefined> {
+    if (rows.length < NEAR_INDEX_ROWS) return undefined;
     const had = this.nearIndexes.get(m);
     const entry = had && had.version === ix.version ? had : { version: ix.version, calls: 0 };
     this.nearIndexes.set(m, entry);
-    if (++entry.calls <= EXACT_CALLS) return Promise.resolve(undefined);
-    return (entry.index ??= NearIndex.build(m, rows));
+    if (++entry.calls <= EXACT_CALLS) return undefined;
+    if (!entry.index) {
+      const slice = slicer();
+      const built = NearIndex.build(m, rows, () => {
+        if (!current()) throw new OutdatedVectors();
+        return slice();
+      });
+      entry.index = built;
+      built.catch(() => {
+        if (entry.index === built) delete entry.index;
+      });
+    }
+    return entry.index.catch((e: unknown) => {
+      if (e instanceof OutdatedVectors) return undefined;
+      throw e;
+    });
   }
 
   rankedCount(datasetId: string, set: RankedSet): Promise<number> {

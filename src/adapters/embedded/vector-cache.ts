@@ -23,12 +23,18 @@ export class VectorCache {
 
   constructor(private readonly db: Db) {}
 
-  get(datasetId: string, embedder: string): Matrix {
-    const version =
+  /** The dataset's vector version now: a matrix of another version is out of date. */
+  version(datasetId: string): number {
+    return (
       (
         stmt(this.db, 'SELECT version FROM vector_versions WHERE dataset_id = ?').get(datasetId) as
           { version: number } | undefined
-      )?.version ?? 0;
+      )?.version ?? 0
+    );
+  }
+
+  get(datasetId: string, embedder: string): Matrix {
+    const version = this.version(datasetId);
     const key = `${datasetId}\u0000${embedder}`;
     const cached = this.matrices.get(key);
     if (cached && cached.version === version) {

@@ -9,11 +9,17 @@ import { cosineScore } from './vectors';
 // What both embedded engines (the in-memory index and the SQL reference) do around the vector
 // scan: the rows a request leaves out, and the scored hits it answers.
 
-/** The stored items of these pks, by pk (a pk no longer there is left out). */
-export function itemsByPk(db: Db, pks: number[]): Map<number, StoredItem> {
+/**
+ * The stored items of these pks, by pk (a pk no longer there is left out, and with `datasetId`
+ * one now of another dataset: SQLite may give a deleted item's pk to a new item).
+ */
+export function itemsByPk(db: Db, pks: number[], datasetId?: string): Map<number, StoredItem> {
   if (!pks.length) return new Map();
-  const rows = stmt(db, `SELECT * FROM items WHERE pk IN (${pks.map(() => '?').join(',')})`).all(
-    ...pks,
+  const among = `pk IN (${pks.map(() => '?').join(',')})`;
+  const rows = (
+    datasetId === undefined
+      ? stmt(db, `SELECT * FROM items WHERE ${among}`).all(...pks)
+      : stmt(db, `SELECT * FROM items WHERE dataset_id = ? AND ${among}`).all(datasetId, ...pks)
   ) as ItemRow[];
   return new Map(rows.map((r) => [r.pk, toStoredItem(r)]));
 }
