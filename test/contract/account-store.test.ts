@@ -124,6 +124,17 @@ describe.each(ENGINES)('AccountStore on %s', (_name, open) => {
     expect((await c.accounts.recentDatasetById('id-1'))!.browseRotation).toBe(1);
     await c.accounts.updateEnabledFields('id-1', {});
     expect((await c.accounts.recentDatasetById('id-1'))!.settings.version).toBe(3);
+    await c.accounts.bumpBrowseRotation('id-1');
+    expect((await c.accounts.recentDatasetById('id-1'))!.browseRotation).toBe(2);
+    await c.accounts.adoptEmbedder({ id: 'emb-b', dimensions: 8 });
+    expect((await c.accounts.recentDatasetById('id-1'))!.embedder).toEqual({
+      id: 'emb-b',
+      dimensions: 8,
+    });
+    await c.accounts.createDataset(ds('id-2', 'bags'));
+    expect(await c.accounts.recentDatasetById('id-2')).toBeDefined();
+    await c.accounts.markDatasetDeleted('id-2', '2026-01-02T00:00:00.000Z');
+    expect(await c.accounts.recentDatasetById('id-2')).toBeUndefined();
     await b.accounts.markDatasetDeleted('id-1', '2026-01-02T00:00:00.000Z');
     clock += 1000;
     expect(await c.accounts.recentDatasetById('id-1')).toBeUndefined();
