@@ -26,6 +26,21 @@ export function groupRuns(rows: ReadonlyArray<{ id: string; hash: string }>): st
 
 export type DuplicateKind = 'exact' | 'near';
 
+interface Picture {
+  pixelHash?: string;
+  copySignature?: string;
+}
+
+/** A picture's pixel hash and copy signature, the absent ones left out. */
+export const pictureKeys = (image: Picture | null | undefined): Picture => ({
+  ...(image?.pixelHash ? { pixelHash: image.pixelHash } : {}),
+  ...(image?.copySignature ? { copySignature: image.copySignature } : {}),
+});
+
+/** Two items of the same decoded pixels: their exact group reports them, not a near pair. */
+export const samePixels = (a: Picture, b: Picture): boolean =>
+  !!a.pixelHash && a.pixelHash === b.pixelHash;
+
 /** The largest `max_distance` (contract §18): the neighbours kept are those within it. */
 export const MAX_DISTANCE = 0.2;
 /** Neighbours kept per item: a photo copied more often than this joins through its copies. */

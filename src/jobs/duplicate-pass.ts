@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Dataset, DatasetCounts } from '../domain/dataset';
 import { CopyMatcher } from '../domain/copy-signature';
-import { MAX_DISTANCE, NEIGHBOURS_KEPT, nearCopy } from '../domain/duplicates';
+import { MAX_DISTANCE, NEIGHBOURS_KEPT, nearCopy, samePixels } from '../domain/duplicates';
 import type { DuplicateStore, NeighbourEntry } from '../ports/duplicate-store';
 import type { ItemReader } from '../ports/item-reader';
 import type { FoundNeighbours, SearchEngine } from '../ports/search-engine';
@@ -142,6 +142,9 @@ export class DuplicatePass {
     for (const f of found) {
       const neighbours: NeighbourEntry['neighbours'] = [];
       for (const n of f.neighbours) {
+        // the same pixels: the exact group reports the pair, so a placeholder picture shared
+        // by thousands of items stores no near pairs for a report to read
+        if (samePixels(f, n)) continue;
         if (++scored % SCORED_PER_YIELD === 0) await new Promise((r) => setImmediate(r));
         const match = this.matcher.score(f.copySignature, n.copySignature);
         const pair = {

@@ -3,12 +3,17 @@ import type { GroupSpec, GroupedPage } from '../domain/group';
 import type { StoredItem } from '../domain/item';
 import type { Scalar } from '../domain/metadata';
 import type { Condition } from '../query/ast';
-/** An item's neighbours as a search finds them, with each picture's copy signature. */
-export interface FoundNeighbours {
+/** A picture's names for the duplicate report: its pixel hash and copy signature. */
+export interface PictureKeys {
+  pixelHash?: string;
+  copySignature?: string;
+}
+
+/** An item's neighbours as a search finds them, with each picture's keys. */
+export interface FoundNeighbours extends PictureKeys {
   id: string;
   processedAt: number;
-  copySignature?: string;
-  neighbours: Array<{ id: string; distance: number; processedAt: number; copySignature?: string }>;
+  neighbours: Array<{ id: string; distance: number; processedAt: number } & PictureKeys>;
 }
 
 export type SortOrder = 'asc' | 'desc';

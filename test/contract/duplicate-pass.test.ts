@@ -100,7 +100,7 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
 
   /** Items with their vectors and pictures, processed at `now`, then visible to queries. */
   async function processed(
-    items: Array<{ id: string; v: number[]; pic: number }>,
+    items: Array<{ id: string; v: number[]; pic: number; hash?: string }>,
     embedder: string,
   ) {
     const jobs: ProcessingJob[] = await rig.ports.content.applyWrites(
@@ -120,6 +120,7 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
           vector: unit(it.v),
           embedder,
           copySignature: copySignature(picture(it.pic), 16),
+          ...(it.hash ? { pixelHash: it.hash } : {}),
         },
         now,
       );
@@ -161,6 +162,23 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
     });
     now = T0 + 120_000;
     expect(await pass().dataset(ds, 'e1')).toBe(false);
+  });
+
+  test('items of the same pixels are left to their exact group, not stored as near pairs', async () => {
+    await processed(
+      [
+        { id: 'p1', v: [0, 0, 0, 0, 1, 0, 0, 0], pic: 4, hash: 'h-placeholder' },
+        { id: 'p2', v: [0, 0, 0, 0, 1, 0, 0, 0], pic: 4, hash: 'h-placeholder' },
+        // the placeholder re-saved with other pixels: a near copy of both
+        { id: 'p3', v: [0, 0, 0, 0, 1, 0.05, 0, 0], pic: 4, hash: 'h-other' },
+      ],
+      'e1',
+    );
+    now = T0 + 60_000;
+    expect(await pass().dataset(ds, 'e1')).toBe(true);
+    expect(await neighboursOf('p1')).toEqual(['p3']);
+    expect(await neighboursOf('p2')).toEqual(['p3']);
+    expect((await neighboursOf('p3')).sort()).toEqual(['p1', 'p2']);
   });
 
   test('an embedder change waits for the re-embedding, then starts over', async () => {

@@ -1,4 +1,5 @@
 import type { Client } from '@elastic/elasticsearch';
+import { pictureKeys } from '../../domain/duplicates';
 import type { FoundNeighbours } from '../../ports/search-engine';
 import { compareText } from '../../domain/text-order';
 import { docVector, vectorField, type ItemDoc } from './document';
@@ -63,14 +64,13 @@ export async function nearPairs(
       // the score of a cosine field is (1 + cos) / 2
       distance: Math.max(0, 2 - 2 * (h._score ?? 0)),
       processedAt: h._source!.image?.processedAt ?? 0,
-      ...(h._source!.image?.copySignature ? { copySignature: h._source!.image.copySignature } : {}),
+      ...pictureKeys(h._source!.image),
     }));
     neighbours.sort((a, b) => a.distance - b.distance || compareText(a.id, b.id));
-    const sig = q.doc.image?.copySignature;
     return {
       id: q.doc.id,
       processedAt: q.doc.image?.processedAt ?? 0,
-      ...(sig ? { copySignature: sig } : {}),
+      ...pictureKeys(q.doc.image),
       neighbours,
     };
   });

@@ -1,3 +1,4 @@
+import { pictureKeys } from '../../domain/duplicates';
 import type { FoundNeighbours } from '../../ports/search-engine';
 import { stmt, type Db } from './db';
 import { slicer, type NearIndex } from './near-index';
@@ -67,7 +68,7 @@ export async function nearPairs(
               id: other.id,
               distance: 1 - n.d,
               processedAt: other.image?.processedAt ?? 0,
-              ...(other.image?.copySignature ? { copySignature: other.image.copySignature } : {}),
+              ...pictureKeys(other.image),
             },
           ]
         : [];
@@ -77,7 +78,7 @@ export async function nearPairs(
       {
         id: item.id,
         processedAt: item.image?.processedAt ?? 0,
-        ...(item.image?.copySignature ? { copySignature: item.image.copySignature } : {}),
+        ...pictureKeys(item.image),
         neighbours,
       },
     ];
