@@ -9,7 +9,7 @@ import type {
   RankedSet,
   SimilarRequest,
 } from '../../src/ports/search-engine';
-import { VectorCache, topK } from '../../src/adapters/embedded/vector-cache';
+import { VectorCache, dot } from '../../src/adapters/embedded/vector-cache';
 import { excludedRows, scoredHits } from '../../src/adapters/embedded/vector-hits';
 import type { ItemRow } from '../../src/adapters/embedded/item-row';
 import { toStoredItem } from '../../src/adapters/embedded/item-row';
@@ -70,8 +70,8 @@ export class SqlSearchEngine implements SearchEngine {
   private readonly vectors: VectorCache;
 
   /**
-   * Exact search: every matching vector is compared (the catalogues this engine is for are
-   * small enough). Vectors come from an in-memory matrix; q narrows the rows through SQL.
+   * Exact search: every matching vector's stored float32 copy is compared (the catalogues this
+   * engine is for are small enough); q narrows the rows through SQL.
    */
   async similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
     const m = this.vectors.get(datasetId, req.embedder);
@@ -88,7 +88,17 @@ export class SqlSearchEngine implements SearchEngine {
         if (row !== undefined) rows.push(row);
       }
     }
-    const top = topK(m, Float32Array.from(req.vector), req.limit, rows, skip);
+    // brute force over the stored float32 vectors: the reference for the int8 scan + rescoring
+    const among = (rows ?? Array.from(m.pks, (_, r) => r)).filter((r) => !skip.has(r));
+    const floats = m.floats(among);
+    const query = Float32Array.from(req.vector);
+    const top = among
+      .flatMap((row) => {
+        const v = floats.get(row);
+        return v ? [{ row, d: dot(query, v) }] : [];
+      })
+      .sort((a, b) => b.d - a.d)
+      .slice(0, req.limit);
     return scoredHits(this.db, m, top, req.includeVectors);
   }
 

@@ -4,7 +4,7 @@
  * largest max_distance, while comparing a small share of the rows.
  */
 import { NearIndex, slicer } from '../../src/adapters/embedded/near-index';
-import type { Matrix } from '../../src/adapters/embedded/vector-cache';
+import { matrixOf } from '../../src/adapters/embedded/vector-cache';
 import { seededRandom } from '../../src/lib/seeded-random';
 
 test('probed clusters hold ≥ 98 % of the pairs within distance 0.2, comparing ≤ 15 % of rows', async () => {
@@ -34,14 +34,7 @@ test('probed clusters hold ≥ 98 % of the pairs within distance 0.2, comparing 
     }
     data.set(v, i * dims);
   }
-  const m: Matrix = {
-    version: 1,
-    embedder: 'e',
-    dims,
-    pks: Float64Array.from({ length: n }, (_, i) => i + 1),
-    rowOf: new Map(Array.from({ length: n }, (_, i) => [i + 1, i])),
-    data,
-  };
+  const m = matrixOf(data, dims);
   const rows = Array.from({ length: n }, (_, i) => i);
   // the build gives the event loop turns: an API sharing the process keeps answering
   let turns = 0;

@@ -30,6 +30,18 @@ function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, n: number
   return s0 + s1 + (s2 + s3);
 }
 
+function dotCodes(a: Float32Array, ao: number, b: Int8Array, bo: number, n: number): number {
+  let s0 = 0;
+  let s1 = 0;
+  let j = 0;
+  for (; j + 1 < n; j += 2) {
+    s0 += a[ao + j]! * b[bo + j]!;
+    s1 += a[ao + j + 1]! * b[bo + j + 1]!;
+  }
+  for (; j < n; j++) s0 += a[ao + j]! * b[bo + j]!;
+  return s0 + s1;
+}
+
 /**
  * Gives the event loop a turn once SLICE_MS of work has passed: building an index over 100,000
  * vectors takes seconds, and an embedded installation's API shares the process.
@@ -105,8 +117,11 @@ export class NearIndex {
     for (let i = 0; i < n; i++) {
       const row = rows[i]!;
       indexed[row] = i;
+      // from the int8 codes: the projection's own error is far larger than theirs
+      const scale = m.scale[row]!;
       for (let p = 0; p < PROJECTED; p++)
-        projected[i * PROJECTED + p] = dot(map, p * m.dims, m.data, row * m.dims, m.dims);
+        projected[i * PROJECTED + p] =
+          dotCodes(map, p * m.dims, m.codes, row * m.dims, m.dims) * scale;
       await pause();
     }
     const clusters = Math.max(1, Math.min(n, Math.round(Math.sqrt(n) * 1.5)));

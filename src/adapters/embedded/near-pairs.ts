@@ -2,7 +2,7 @@ import { pictureKeys } from '../../domain/duplicates';
 import type { FoundNeighbours } from '../../ports/search-engine';
 import { stmt, type Db } from './db';
 import { slicer, type NearIndex } from './near-index';
-import { topK, type Matrix } from './vector-cache';
+import { dot, topK, type Matrix } from './vector-cache';
 import { itemsByPk } from './vector-hits';
 import { blobVector } from './vectors';
 
@@ -40,12 +40,15 @@ export async function nearPairs(
   const floor = 1 - maxDistance;
   const pause = slicer();
   const found: Array<{ row: number; near: Array<{ row: number; d: number }> }> = [];
+  const own = m.floats(queries);
   for (const row of queries) {
+    const query = own.get(row);
+    if (!query) continue;
     const lists = index?.candidates(row);
     const among = lists ? concat(lists) : rows;
     found.push({
       row,
-      near: topK(m, m.data.subarray(row * m.dims, (row + 1) * m.dims), k + 1, among, new Set([row]))
+      near: topK(m, query, k + 1, among, new Set([row]))
         .filter((t) => t.d >= floor)
         .slice(0, k),
     });
@@ -107,11 +110,6 @@ function rescore(
       ).all(datasetId, m.embedder, ...pks) as Array<{ item_pk: number; vec: Buffer }>
     ).map((r) => [r.item_pk, blobVector(r.vec)]),
   );
-  const dot = (a: Float32Array, b: Float32Array): number => {
-    let s = 0;
-    for (let j = 0; j < a.length && j < b.length; j++) s += a[j]! * b[j]!;
-    return s;
-  };
   for (const f of found) {
     const q = now.get(m.pks[f.row]!);
     f.near = !q

@@ -50,17 +50,11 @@ export function scoredHits(
     db,
     top.map((t) => m.pks[t.row]!),
   );
+  const floats = includeVectors ? m.floats(top.map((t) => t.row)) : undefined;
   return top.flatMap((t) => {
     const item = items.get(m.pks[t.row]!);
     if (!item || item.state !== 'processed') return [];
-    return [
-      {
-        item,
-        score: cosineScore(t.d),
-        ...(includeVectors
-          ? { vector: Array.from(m.data.subarray(t.row * m.dims, (t.row + 1) * m.dims)) }
-          : {}),
-      },
-    ];
+    const vector = floats?.get(t.row);
+    return [{ item, score: cosineScore(t.d), ...(vector ? { vector: Array.from(vector) } : {}) }];
   });
 }
