@@ -248,9 +248,16 @@ function scan(
         floor = top[want - 1]!.d;
       }
     } else if (d > floor) {
-      const out = top[want - 1]!;
-      top[want - 1] = { row, d };
-      top.sort((a, b) => b.d - a.d);
+      // binary insertion: the candidate list runs to hundreds, too long to sort per entry
+      const out = top.pop()!;
+      let lo = 0;
+      let hi = top.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (top[mid]!.d >= d) lo = mid + 1;
+        else hi = mid;
+      }
+      top.splice(lo, 0, { row, d });
       const was = floor;
       floor = top[want - 1]!.d;
       if (floor > was) tied = [];
