@@ -83,46 +83,29 @@ test('above 5,000 vectors the pass searches an inverted file and finds the copie
   expect(copiesOf(indexed)).toEqual(copiesOf(exact));
 });
 
-test('an item re-processed during the search is not kept at its old distance', async () => {
-  // a fresh matrix version: exact, exact, then the build, during which i00101 gets a far image
+/** The item re-processed with another image, whose vector is `vector`. */
+async function reprocess(id: string, vector: number[], at: number): Promise<void> {
   const [job] = await ports.content.applyWrites(
     'ds',
-    [{ id: 'i00201', url: 'https://img.test/i00201-b.png' }],
+    [{ id, url: `https://img.test/${id}-${at}.png` }],
     'post',
-    T0 + 1,
+    at,
   );
   await ports.content.markProcessed(
     job!,
-    {
-      width: 8,
-      height: 8,
-      format: 'png',
-      vector: unit([1, ...Array(DIMS - 1).fill(0)]),
-      embedder: 'e',
-    },
-    T0 + 1,
+    { width: 8, height: 8, format: 'png', vector: unit(vector), embedder: 'e' },
+    at,
   );
+}
+
+test('an item re-processed during the search is not kept at its old distance', async () => {
+  // a fresh matrix version: exact, exact, then the build, during which i00101 gets a far image
+  await reprocess('i00201', [1, ...Array(DIMS - 1).fill(0)], T0 + 1);
   await search();
   await search();
   const real = NearIndex.build.bind(NearIndex);
   jest.spyOn(NearIndex, 'build').mockImplementation(async (m, rows, pause) => {
-    const [again] = await ports.content.applyWrites(
-      'ds',
-      [{ id: 'i00101', url: 'https://img.test/i00101-b.png' }],
-      'post',
-      T0 + 2,
-    );
-    await ports.content.markProcessed(
-      again!,
-      {
-        width: 8,
-        height: 8,
-        format: 'png',
-        vector: unit([0, 1, ...Array(DIMS - 2).fill(0)]),
-        embedder: 'e',
-      },
-      T0 + 2,
-    );
+    await reprocess('i00101', [0, 1, ...Array(DIMS - 2).fill(0)], T0 + 2);
     return real(m, rows, pause);
   });
   const found = copiesOf(await search());
