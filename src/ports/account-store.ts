@@ -43,12 +43,6 @@ export interface AccountStore {
   adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>>;
   getDataset(org: string, name: string): Promise<Dataset | undefined>;
   getDatasetById(id: string): Promise<Dataset | undefined>;
-  /**
-   * The dataset as this process read it less than 1 s ago, or a fresh read (contract §12: a
-   * change of settings applies on every host within 1 s); this process's own writes at once.
-   * For the Vision API's per-request read; admin reads and writes use getDatasetById.
-   */
-  recentDatasetById(id: string): Promise<Dataset | undefined>;
   listDatasets(org: string): Promise<Dataset[]>;
   /** Names of deleted datasets still reported by usage. */
   listDeletedDatasets(org: string): Promise<Dataset[]>;

@@ -8,7 +8,7 @@ import { parseScoped, scopedKey, verifyScoped } from './scoped-tokens';
 
 const OPERATOR_PREFIX_KEY = 'operator_token_prefix';
 
-/** Datasets this process last read for scoped tokens, each such request's first guess. */
+/** Datasets this process last read for the Vision API, each request's first guess. */
 const SEEN_DATASETS = 10_000;
 
 /** The dataset changed between the copy a request started with and its realtime read. */
@@ -43,7 +43,8 @@ const notFound = (what: string): AppError => new AppError('not_found', `${what} 
  * token is "forbidden".
  */
 export class AuthService {
-  /** Datasets of scoped tokens (which name none) by organisation and name, as last read. */
+  private readonly seen = new Map<string, Dataset>();
+  /** The same for scoped tokens, which name no dataset: by organisation and name. */
   private readonly seenByName = new Map<string, Dataset>();
   /** Scoped keys by dataset id and rotation: two HMACs per request become one. */
   private readonly keys = new Map<string, string>();
@@ -204,16 +205,13 @@ export class AuthService {
   }
 
   /**
-   * Runs a Vision API request on its dataset.
-   * - A dataset token's request runs on the dataset as this process read it less than 1 s ago
-   *   (contract §12 lets a settings change take that long to reach every host), so a steady
-   *   stream of requests makes no read of its own.
-   * - A scoped token is checked against the dataset's current browse rotation, which revokes
-   *   it at once on every host. Its work starts on the copy this process last read while the
-   *   realtime read runs alongside, and `confirm` holds the engine's answer until the read
-   *   agrees (same settings version, rotation, embedder, name). If it does not, or if the work
-   *   was refused on the copy (a q naming a field only the new settings enable), the request
-   *   starts again on the current dataset.
+   * Runs a Vision API request on its dataset without waiting for the dataset's realtime read:
+   * the work starts on the copy this process last read, the read runs alongside, and `confirm`
+   * holds the engine's answer until the read agrees (same settings version, embedder, name).
+   * If it does not — a settings change made on another host a moment ago — or if the work was
+   * refused on the copy (a q naming a field only the new settings enable), the request starts
+   * again on the current dataset, so every answer is the one the realtime read would give.
+   * The read would otherwise be a round trip before every request's own search.
    */
   async withVisionDataset<T>(
     p: Principal,
@@ -222,7 +220,12 @@ export class AuthService {
     work: (ds: Dataset, confirm: Confirm) => Promise<T>,
   ): Promise<T> {
     const read = this.visionDataset(p, org, name);
-    let guess = p.kind === 'scoped' ? this.seenByName.get(`${org}\0${name}`) : undefined;
+    let guess =
+      p.kind === 'dataset'
+        ? this.seen.get(p.datasetId)
+        : p.kind === 'scoped'
+          ? this.seenByName.get(`${org}\0${name}`)
+          : undefined;
     if (guess && p.kind === 'scoped' && !this.passes(p, guess)) guess = undefined;
     if (!guess || guess.org !== org || guess.name !== name) {
       const ds = await read;
@@ -253,8 +256,8 @@ export class AuthService {
   }
 
   /**
-   * Vision API on a dataset: that dataset's own token (the dataset read less than 1 s ago), or
-   * a scoped token checked against it by withVisionDataset (realtime).
+   * Vision API on a dataset: that dataset's own token, or a scoped token checked against it by
+   * withVisionDataset. Realtime.
    */
   private async visionDataset(p: Principal, org: string, name: string): Promise<Dataset> {
     if (p.kind === 'scoped') {
@@ -274,9 +277,14 @@ export class AuthService {
       return ds;
     }
     if (p.kind === 'dataset') {
-      // The token names its dataset: read by id (not name, then id), kept for under 1 s.
-      const ds = p.org === org ? await this.accounts.recentDatasetById(p.datasetId) : undefined;
-      if (!ds || ds.org !== org || ds.name !== name) throw notFound(`dataset '${name}'`);
+      // The token names its dataset: one read by id (not name, then id) on every request.
+      const ds = p.org === org ? await this.accounts.getDatasetById(p.datasetId) : undefined;
+      if (!ds || ds.org !== org || ds.name !== name) {
+        this.seen.delete(p.datasetId);
+        throw notFound(`dataset '${name}'`);
+      }
+      if (this.seen.size >= SEEN_DATASETS) this.seen.clear();
+      this.seen.set(ds.id, ds);
       return ds;
     }
     if ((p.kind === 'org' && p.org === org) || p.kind === 'operator') {

@@ -31,8 +31,7 @@ export interface Host {
 }
 
 export interface Installation {
-  /** Another host; `now` is its clock where the engine keeps reads for a while. */
-  host(now?: () => number): Promise<Host>;
+  host(): Promise<Host>;
   close(): Promise<void>;
 }
 
@@ -58,16 +57,13 @@ export const esInstallation = (): Installation => {
   const prefix = `k${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}-`;
   const clients: Client[] = [];
   return {
-    async host(now?: () => number) {
+    async host() {
       const client = esClient(ES_URL);
       clients.push(client);
       const indices = new EsIndices(client, prefix, { shards: 1, replicas: 0 });
       await indices.ensureShared();
       // no case here writes an item, so the vector size is any
-      const { accounts, ledger, events, keys } = esPorts(indices, {
-        vectorDims: 8,
-        ...(now ? { now } : {}),
-      });
+      const { accounts, ledger, events, keys } = esPorts(indices, { vectorDims: 8 });
       return { accounts, ledger, events, keys, es: { client, indices } };
     },
     async close() {

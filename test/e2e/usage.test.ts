@@ -114,19 +114,16 @@ test('successful searches count on both transports, each GraphQL alias once; fai
   expect(Date.parse(u.lastUpdated)).toBeLessThanOrEqual(t.clock.now());
 });
 
-/**
- * Every API host's Vision API dataset reads take `ms` longer (as a read past its kept copy
- * does); `log` gets when each began and ended.
- */
+/** Every API host's dataset reads by id take `ms` longer; `log` gets when each began and ended. */
 function slowDatasetReads(ms: number, log: string[]) {
   return t.hosts
     .filter((h) => h.url)
     .flatMap((h) => {
       const { accounts, ledger } = h.container.ports;
-      const read = accounts.recentDatasetById.bind(accounts);
+      const read = accounts.getDatasetById.bind(accounts);
       const charge = ledger.charge.bind(ledger);
       return [
-        jest.spyOn(accounts, 'recentDatasetById').mockImplementation(async (id) => {
+        jest.spyOn(accounts, 'getDatasetById').mockImplementation(async (id) => {
           log.push('read');
           await new Promise((r) => setTimeout(r, ms));
           log.push('read done');

@@ -66,11 +66,7 @@ const goneDataset = (): AppError => new AppError('not_found', 'dataset not found
 /** Control-plane lists are small; one page holds them all. */
 const MAX_LIST = 10_000;
 
-/**
- * How long a read is kept: half the 2 s in which a revocation must reach every host, and the
- * whole 1 s in which a dataset's settings must (contract §12; a kept read is never served past
- * this from the moment it began, so a change is seen here less than 1 s after it was made).
- */
+/** Half the 2 s in which a revocation must reach every host (contract §12). */
 const RECENT_MS = 1000;
 
 /**
@@ -79,20 +75,19 @@ const RECENT_MS = 1000;
  * once; lists refresh before they search, so they see every write made before them.
  * Every read-modify-write carries the version it read; names are claimed create-only.
  *
- * A token read by prefix (every request's first read) and a dataset read for the Vision API keep
- * what they found for {@link RECENT_MS}: a revocation or a settings change made on another host
- * is seen here within that (contract §12), and this host's own writes at once.
+ * A token read by prefix (every request's first read) keeps what it found for {@link RECENT_MS}:
+ * a revocation made on another host is seen here within that (contract §12: within 2 s), and
+ * this host's own token writes at once. Datasets are not kept: their settings must be the same on
+ * every host at once.
  */
 export class EsAccountStore implements AccountStore {
   private readonly recentTokens: RecentReads<TokenRecord>;
-  private readonly recentDatasets: RecentReads<Dataset>;
 
   constructor(
     private readonly indices: EsIndices,
     now: () => number = Date.now,
   ) {
     this.recentTokens = new RecentReads(RECENT_MS, now);
-    this.recentDatasets = new RecentReads(RECENT_MS, now);
   }
 
   /** A write to a kept record: forgotten before (reads from now on) and after (reads during). */
@@ -253,8 +248,7 @@ export class EsAccountStore implements AccountStore {
   }
 
   adoptEmbedder(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
-    // which datasets change is known only after the search: every kept one is forgotten
-    return this.changing(this.recentDatasets, undefined, () => this.adopt(embedder));
+    return this.adopt(embedder);
   }
 
   private async adopt(embedder: EmbedderRef): Promise<Array<Dataset & { previous?: EmbedderRef }>> {
@@ -315,11 +309,8 @@ export class EsAccountStore implements AccountStore {
   }
 
   async getDatasetById(id: string): Promise<Dataset | undefined> {
+    // Realtime, not kept: a settings change made on one host applies on every other at once.
     return this.byId(id);
-  }
-
-  recentDatasetById(id: string): Promise<Dataset | undefined> {
-    return this.recentDatasets.get(id, () => this.byId(id));
   }
 
   async listDatasets(org: string): Promise<Dataset[]> {
@@ -371,9 +362,7 @@ export class EsAccountStore implements AccountStore {
 
   markDatasetDeleted(id: string, at: string): Promise<void> {
     // its tokens are deleted too: forget every kept token, not knowing their prefixes here
-    return this.changing(this.recentTokens, undefined, () =>
-      this.changing(this.recentDatasets, id, () => this.markDeleted(id, at)),
-    );
+    return this.changing(this.recentTokens, undefined, () => this.markDeleted(id, at));
   }
 
   private async markDeleted(id: string, at: string): Promise<void> {
@@ -414,7 +403,7 @@ export class EsAccountStore implements AccountStore {
   }
 
   updateEnabledFields(id: string, fields: EnabledFields): Promise<number> {
-    return this.changing(this.recentDatasets, id, () => this.writeFields(id, fields));
+    return this.writeFields(id, fields);
   }
 
   private async writeFields(id: string, fields: EnabledFields): Promise<number> {
@@ -433,11 +422,7 @@ export class EsAccountStore implements AccountStore {
     return (await this.get<DatasetDoc>(this.indices.shared('datasets'), id))?.browse_rotation ?? 0;
   }
 
-  bumpBrowseRotation(id: string): Promise<number> {
-    return this.changing(this.recentDatasets, id, () => this.bumpRotation(id));
-  }
-
-  private async bumpRotation(id: string): Promise<number> {
+  async bumpBrowseRotation(id: string): Promise<number> {
     const { doc } = await casUpdate<DatasetDoc>(
       this.client,
       this.indices.shared('datasets'),

@@ -148,11 +148,6 @@ export class EmbeddedAccountStore implements AccountStore {
     return r && toDataset(r);
   }
 
-  /** Every read is realtime here: SQLite is this host's own. */
-  recentDatasetById(id: string): Promise<Dataset | undefined> {
-    return this.getDatasetById(id);
-  }
-
   async getDatasetById(id: string): Promise<Dataset | undefined> {
     const r = stmt(this.db, 'SELECT * FROM datasets WHERE id = ? AND deleted_at IS NULL').get(
       id,
