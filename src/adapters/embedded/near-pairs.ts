@@ -2,17 +2,16 @@ import { pictureKeys } from '../../domain/duplicates';
 import type { FoundNeighbours } from '../../ports/search-engine';
 import { stmt, type Db } from './db';
 import { slicer, type NearIndex } from './near-index';
-import { dot, topK, type Matrix } from './vector-cache';
+import { topK, type Matrix } from './vector-cache';
 import { itemsByPk } from './vector-hits';
-import { blobVector } from './vectors';
 
 /**
  * The neighbours of each of `ids` among `rows` (processed items with a vector): up to `k` within
  * cosine distance `maxDistance`, closest first, then by id. Every row is compared, or with an
  * `index` every row of the query's probed clusters. Between queries the event loop gets a turn
- * (an exact scan of 100,000 vectors takes a tenth of a second). If `m` is no longer `current`
- * by the end (an item re-processed or deleted meanwhile), the pairs found are scored again from
- * the vectors stored now: a pair is never kept with a distance its items no longer have.
+ * (an exact scan of 100,000 vectors takes a tenth of a second). Every distance comes from the
+ * float32 vectors stored when the pair is scored (topK rescores from SQLite), so an item
+ * re-processed during a slow search is never kept at its old distance.
  */
 export async function nearPairs(
   db: Db,
@@ -23,7 +22,6 @@ export async function nearPairs(
   maxDistance: number,
   k: number,
   index?: NearIndex,
-  current: () => boolean = () => true,
 ): Promise<FoundNeighbours[]> {
   if (!ids.length || !rows.length) return [];
   const pks = (
@@ -54,7 +52,6 @@ export async function nearPairs(
     });
     await pause();
   }
-  if (!current()) rescore(db, datasetId, m, found, floor);
   const items = itemsByPk(
     db,
     [...new Set(found.flatMap((f) => [m.pks[f.row]!, ...f.near.map((n) => m.pks[n.row]!)]))],
@@ -86,42 +83,6 @@ export async function nearPairs(
       },
     ];
   });
-}
-
-/**
- * Replaces each found pair's similarity with the one of the items' vectors stored now (same
- * dataset and embedder), dropping pairs beyond `floor` and items without a vector now.
- */
-function rescore(
-  db: Db,
-  datasetId: string,
-  m: Matrix,
-  found: Array<{ row: number; near: Array<{ row: number; d: number }> }>,
-  floor: number,
-): void {
-  const pks = [...new Set(found.flatMap((f) => [f.row, ...f.near.map((n) => n.row)]))].map(
-    (row) => m.pks[row]!,
-  );
-  const now = new Map(
-    (
-      stmt(
-        db,
-        `SELECT item_pk, vec FROM item_vectors WHERE dataset_id = ? AND embedder = ? AND length(vec) > 0 AND item_pk IN (${pks.map(() => '?').join(',')})`,
-      ).all(datasetId, m.embedder, ...pks) as Array<{ item_pk: number; vec: Buffer }>
-    ).map((r) => [r.item_pk, blobVector(r.vec)]),
-  );
-  for (const f of found) {
-    const q = now.get(m.pks[f.row]!);
-    f.near = !q
-      ? []
-      : f.near
-          .flatMap((n) => {
-            const v = now.get(m.pks[n.row]!);
-            return v ? [{ row: n.row, d: dot(q, v) }] : [];
-          })
-          .filter((n) => n.d >= floor)
-          .sort((a, b) => b.d - a.d);
-  }
 }
 
 function* concat(lists: Int32Array[]): Iterable<number> {

@@ -163,11 +163,10 @@ export class EmbeddedSearchEngine implements SearchEngine {
       ...this.rankedRows(ix, datasetId, { embedder, conditions: [], excludeIds: [] }),
     }));
     // The matrix is one vector version's own, so it stays whole while the index builds and the
-    // scan runs in slices; nearPairs scores the pairs again from the current vectors if that
-    // version has passed by the end.
+    // scan runs in slices; distances come from the vectors stored when each pair is scored.
     const current = () => this.vectors.version(datasetId) === m.version;
     const index = await this.nearIndex(ix, m, rows, current);
-    return nearPairs(this.db, datasetId, m, rows, ids, maxDistance, k, index, current);
+    return nearPairs(this.db, datasetId, m, rows, ids, maxDistance, k, index);
   }
 
   /**
