@@ -1,4 +1,5 @@
 import { stmt, type Db } from './db';
+import { blobVector } from './vectors';
 
 /**
  * A dataset's vectors of one embedder in memory: each row scalar-quantised to int8 codes with
@@ -94,7 +95,13 @@ export class VectorCache {
       quantise(vector, m.codes, i * dims, m.scale, i);
       i++;
     }
-    return i === n ? m : { ...m, pks: m.pks.slice(0, i), codes: m.codes.slice(0, i * dims) };
+    if (i < n) {
+      // rows of another length (a change of embedder dimensions mid-write) were left out
+      m.pks = m.pks.slice(0, i);
+      m.codes = m.codes.slice(0, i * dims);
+      m.scale = m.scale.slice(0, i);
+    }
+    return m;
   }
 }
 
@@ -142,10 +149,7 @@ function floatsOf(
     ).all(datasetId, embedder, ...chunk) as Array<{ item_pk: number; vec: Buffer }>;
     for (const f of found) {
       const row = m.rowOf.get(f.item_pk);
-      if (row === undefined || f.vec.byteLength !== m.dims * 4) continue;
-      const v = new Float32Array(m.dims);
-      new Uint8Array(v.buffer).set(f.vec);
-      out.set(row, v);
+      if (row !== undefined && f.vec.byteLength === m.dims * 4) out.set(row, blobVector(f.vec));
     }
   }
   return out;
