@@ -1,4 +1,5 @@
 import { seededRandom } from '../../lib/seeded-random';
+import { Int8Rows } from './int8-rows';
 import type { Matrix } from './vector-cache';
 
 /** Dimensions the vectors are projected to for clustering (cosines kept within about ±0.1). */
@@ -7,6 +8,8 @@ const PROJECTED = 64;
 const PROBES = 12;
 /** k-means rounds on the sample. */
 const ROUNDS = 4;
+/** Rows projected per stretch of the build. */
+const PROJECT_BATCH = 8192;
 /** Longest stretch of building without giving the event loop a turn. */
 const SLICE_MS = 15;
 
@@ -28,18 +31,6 @@ function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, n: number
   }
   for (; j < n; j++) s0 += a[ao + j]! * b[bo + j]!;
   return s0 + s1 + (s2 + s3);
-}
-
-function dotCodes(a: Float32Array, ao: number, b: Int8Array, bo: number, n: number): number {
-  let s0 = 0;
-  let s1 = 0;
-  let j = 0;
-  for (; j + 1 < n; j += 2) {
-    s0 += a[ao + j]! * b[bo + j]!;
-    s1 += a[ao + j + 1]! * b[bo + j + 1]!;
-  }
-  for (; j < n; j++) s0 += a[ao + j]! * b[bo + j]!;
-  return s0 + s1;
 }
 
 /**
@@ -84,18 +75,25 @@ function nearest(
 /**
  * Candidate search for the duplicate pass over a dataset's vectors (an inverted file): rows are
  * projected to PROJECTED dimensions by a fixed random map, clustered by k-means on a sample,
- * and each row filed under its nearest cluster. A query compares exactly, in full dimensions,
- * only the rows of its PROBES nearest clusters — about PROBES / clusters of the dataset — so a
- * full pass costs n·√n comparisons instead of n². Near copies (cosine ≥ 0.8) land in a probed
- * cluster; what the probes may miss is measured against the exact scan (docs/engines.md).
+ * and each row filed under its nearest cluster. A query compares, in full dimensions, only the
+ * rows of its PROBES nearest clusters — about PROBES / clusters of the dataset — so a full pass
+ * costs n·√n comparisons instead of n². Near copies (cosine ≥ 0.8) land in a probed cluster;
+ * what the probes may miss is measured against the exact scan (docs/engines.md). The index keeps
+ * its own copy of the rows' int8 codes, cluster after cluster, scored with SIMD (Int8Rows): a
+ * query reads its clusters in sequence.
  */
 export class NearIndex {
   private constructor(
     private readonly projected: Float32Array,
     private readonly centroids: Float32Array,
     private readonly clusters: number,
-    /** Per cluster, its rows (of the matrix). */
-    private readonly members: Int32Array[],
+    /** The indexed rows' codes and scales, in cluster order. */
+    private readonly codes: Int8Rows,
+    private readonly scale: Float32Array,
+    /** Per place in cluster order, its matrix row. */
+    private readonly rowAt: Int32Array,
+    /** Per cluster, where its rows start in cluster order (one entry more, for the end). */
+    private readonly starts: Int32Array,
     /** Per matrix row, its place in `rows` order (−1: not indexed). */
     private readonly indexed: Int32Array,
   ) {}
@@ -114,16 +112,18 @@ export class NearIndex {
     for (let i = 0; i < map.length; i++) map[i] = gaussian(r) / Math.sqrt(PROJECTED);
     const projected = new Float32Array(n * PROJECTED);
     const indexed = new Int32Array(m.pks.length).fill(-1);
-    for (let i = 0; i < n; i++) {
-      const row = rows[i]!;
-      indexed[row] = i;
-      // from the int8 codes: the projection's own error is far larger than theirs
-      const scale = m.scale[row]!;
-      for (let p = 0; p < PROJECTED; p++)
-        projected[i * PROJECTED + p] =
-          dotCodes(map, p * m.dims, m.codes, row * m.dims, m.dims) * scale;
-      await pause();
-    }
+    rows.forEach((row, i) => (indexed[row] = i));
+    // from the int8 codes (the projection's own error is far larger than theirs), with SIMD
+    const list = Int32Array.from(rows);
+    for (let p = 0; p < PROJECTED; p++)
+      for (let from = 0; from < n; from += PROJECT_BATCH) {
+        // loaded and scored in one stretch: a search between slices loads its own query
+        const q = m.codes.load(map.subarray(p * m.dims, (p + 1) * m.dims));
+        m.codes.gather(list.subarray(from, from + PROJECT_BATCH), (row, score) => {
+          projected[indexed[row]! * PROJECTED + p] = score * q.scale * m.scale[row]!;
+        });
+        await pause();
+      }
     const clusters = Math.max(1, Math.min(n, Math.round(Math.sqrt(n) * 1.5)));
     const centroids = new Float32Array(clusters * PROJECTED);
     // k-means++-lite: centroids start at distinct random rows, then a few rounds on a sample
@@ -158,30 +158,72 @@ export class NearIndex {
           centroids[c * PROJECTED + p] = sums[c * PROJECTED + p]! / norm;
       }
     }
-    const lists: number[][] = Array.from({ length: clusters }, () => []);
+    const cluster = new Int32Array(n);
+    const starts = new Int32Array(clusters + 1);
     for (let i = 0; i < n; i++) {
-      lists[nearest(centroids, clusters, projected, i * PROJECTED, 1)[0]!]!.push(rows[i]!);
+      cluster[i] = nearest(centroids, clusters, projected, i * PROJECTED, 1)[0]!;
+      starts[cluster[i]! + 1]!++;
       await pause();
     }
-    return new NearIndex(
-      projected,
-      centroids,
-      clusters,
-      lists.map((l) => Int32Array.from(l)),
-      indexed,
-    );
+    for (let c = 0; c < clusters; c++) starts[c + 1]! += starts[c]!;
+    const codes = new Int8Rows(n, m.dims);
+    const scale = new Float32Array(n);
+    const rowAt = new Int32Array(n);
+    const next = starts.slice(0, clusters);
+    for (let i = 0; i < n; i++) {
+      const at = next[cluster[i]!]!++;
+      const row = rows[i]!;
+      rowAt[at] = row;
+      scale[at] = m.scale[row]!;
+      codes.set(at, m.codes.codes, row * m.codes.padded);
+      await pause();
+    }
+    return new NearIndex(projected, centroids, clusters, codes, scale, rowAt, starts, indexed);
   }
 
-  /** Rows of the query row's probed clusters (itself included); undefined if not indexed. */
-  candidates(row: number): Int32Array[] | undefined {
+  /**
+   * The rows of the query row's probed clusters that may reach cosine `floor` with `query` (the
+   * row's own vector), best first by their int8 score, at most `want` of them plus rows tied
+   * with the last; the query row itself is left out. A row is kept when its int8 score plus the
+   * most the rounding can hide (Int8Rows.load) reaches the floor, so no row of a probed cluster
+   * that reaches it exactly is dropped.
+   * `compared` counts the rows scored. Undefined when the row is not indexed.
+   */
+  near(
+    row: number,
+    query: Float32Array,
+    floor: number,
+    want: number,
+  ): { rows: number[]; compared: number } | undefined {
     const i = this.indexed[row] ?? -1;
     if (i < 0) return undefined;
-    return nearest(
+    const { codes, scale, rowAt } = this;
+    const q = codes.load(query);
+    const kept: Array<{ row: number; d: number }> = [];
+    let compared = 0;
+    const probed = nearest(
       this.centroids,
       this.clusters,
       this.projected,
       i * PROJECTED,
       Math.min(PROBES, this.clusters),
-    ).map((c) => this.members[c]!);
+    );
+    const visit = (at: number, score: number) => {
+      const s = scale[at]!;
+      const d = score * q.scale * s;
+      if (d + s * q.slack + 1e-6 >= floor && rowAt[at] !== row) kept.push({ row: rowAt[at]!, d });
+    };
+    for (const c of probed) {
+      compared += this.starts[c + 1]! - this.starts[c]!;
+      codes.range(this.starts[c]!, this.starts[c + 1]! - this.starts[c]!, visit);
+    }
+    kept.sort((a, b) => b.d - a.d);
+    if (kept.length > want) {
+      const last = kept[want - 1]!.d;
+      let end = want;
+      while (end < kept.length && kept[end]!.d === last) end++;
+      kept.length = end;
+    }
+    return { rows: kept.map((k) => k.row), compared };
   }
 }

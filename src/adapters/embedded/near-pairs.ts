@@ -2,13 +2,13 @@ import { pictureKeys } from '../../domain/duplicates';
 import type { FoundNeighbours } from '../../ports/search-engine';
 import { stmt, type Db } from './db';
 import { slicer, type NearIndex } from './near-index';
-import { topK, type Matrix } from './vector-cache';
+import { dot, topK, type Matrix } from './vector-cache';
 import { itemsByPk } from './vector-hits';
 
 /**
  * The neighbours of each of `ids` among `rows` (processed items with a vector): up to `k` within
  * cosine distance `maxDistance`, closest first, then by id. Every row is compared, or with an
- * `index` every row of the query's probed clusters. Between queries the event loop gets a turn
+ * `index` the rows of the query's probed clusters that may be that close. Between queries the event loop gets a turn
  * (an exact scan of 100,000 vectors takes a tenth of a second). Every distance comes from the
  * float32 vectors stored when the pair is scored (topK rescores from SQLite), so an item
  * re-processed during a slow search is never kept at its old distance.
@@ -42,11 +42,13 @@ export async function nearPairs(
   for (const row of queries) {
     const query = own.get(row);
     if (!query) continue;
-    const lists = index?.candidates(row);
-    const among = lists ? concat(lists) : rows;
+    const candidates = index?.near(row, query, floor, k + Math.max(3 * k, 16));
     found.push({
       row,
-      near: topK(m, query, k + 1, among, new Set([row]))
+      near: (candidates
+        ? rescored(m, query, candidates.rows)
+        : topK(m, query, k, rows, new Set([row]))
+      )
         .filter((t) => t.d >= floor)
         .slice(0, k),
     });
@@ -85,6 +87,17 @@ export async function nearPairs(
   });
 }
 
-function* concat(lists: Int32Array[]): Iterable<number> {
-  for (const l of lists) yield* l;
+/** The rows by their exact dot product with `query`, from their stored vectors, best first. */
+function rescored(
+  m: Matrix,
+  query: Float32Array,
+  rows: number[],
+): Array<{ row: number; d: number }> {
+  const floats = m.floats(rows);
+  return rows
+    .flatMap((row) => {
+      const v = floats.get(row);
+      return v ? [{ row, d: dot(query, v) }] : [];
+    })
+    .sort((a, b) => b.d - a.d);
 }

@@ -1,10 +1,11 @@
 import { stmt, type Db } from './db';
+import { Int8Rows } from './int8-rows';
 import { blobVector } from './vectors';
 
 /**
  * A dataset's vectors of one embedder in memory: each row scalar-quantised to int8 codes with
- * its own scale (a quarter of float32's bytes), searched approximately and then rescored from
- * the float32 vectors SQLite keeps (`floats`), so answers are the exact ones.
+ * its own scale (a quarter of float32's bytes), scanned with SIMD (Int8Rows) and then rescored
+ * from the float32 vectors SQLite keeps (`floats`), so answers are the exact ones.
  */
 export interface Matrix {
   version: number;
@@ -12,8 +13,8 @@ export interface Matrix {
   dims: number;
   pks: Float64Array;
   rowOf: Map<number, number>;
-  /** Row r's vector ≈ codes[r·dims … (r+1)·dims) × scale[r]. */
-  codes: Int8Array;
+  /** Row r's vector ≈ its codes × scale[r]; rows past pks.length are unused. */
+  codes: Int8Rows;
   scale: Float32Array;
   /** The stored float32 vectors of these rows (a row whose vector is gone is left out). */
   floats(rows: readonly number[]): Map<number, Float32Array>;
@@ -77,7 +78,7 @@ export class VectorCache {
       dims,
       pks: new Float64Array(n),
       rowOf: new Map(),
-      codes: new Int8Array(n * dims),
+      codes: new Int8Rows(n, dims),
       scale: new Float32Array(n),
       floats: (rows) => floatsOf(db, datasetId, embedder, m, rows),
     };
@@ -92,15 +93,11 @@ export class VectorCache {
       new Uint8Array(vector.buffer).set(r.vec);
       m.pks[i] = r.item_pk;
       m.rowOf.set(r.item_pk, i);
-      quantise(vector, m.codes, i * dims, m.scale, i);
+      quantise(vector, m.codes, m.scale, i);
       i++;
     }
-    if (i < n) {
-      // rows of another length (a change of embedder dimensions mid-write) were left out
-      m.pks = m.pks.slice(0, i);
-      m.codes = m.codes.slice(0, i * dims);
-      m.scale = m.scale.slice(0, i);
-    }
+    // rows of another length (a change of embedder dimensions mid-write) were left out
+    if (i < n) m.pks = m.pks.slice(0, i);
     return m;
   }
 }
@@ -114,22 +111,23 @@ export function matrixOf(data: Float32Array, dims: number): Matrix {
     dims,
     pks: Float64Array.from({ length: n }, (_, i) => i + 1),
     rowOf: new Map(Array.from({ length: n }, (_, i) => [i + 1, i])),
-    codes: new Int8Array(n * dims),
+    codes: new Int8Rows(n, dims),
     scale: new Float32Array(n),
     floats: (rows) => new Map(rows.map((r) => [r, data.slice(r * dims, (r + 1) * dims)])),
   };
   for (let i = 0; i < n; i++)
-    quantise(data.subarray(i * dims, (i + 1) * dims), m.codes, i * dims, m.scale, i);
+    quantise(data.subarray(i * dims, (i + 1) * dims), m.codes, m.scale, i);
   return m;
 }
 
 /** Scalar quantisation of one row: the largest magnitude maps to ±127. */
-function quantise(v: Float32Array, codes: Int8Array, at: number, scale: Float32Array, row: number) {
+function quantise(v: Float32Array, rows: Int8Rows, scale: Float32Array, row: number) {
   let max = 0;
   for (let j = 0; j < v.length; j++) max = Math.max(max, Math.abs(v[j]!));
   const s = max / 127 || 1;
   scale[row] = s;
-  for (let j = 0; j < v.length; j++) codes[at + j] = Math.round(v[j]! / s);
+  const at = row * rows.padded;
+  for (let j = 0; j < v.length; j++) rows.codes[at + j] = Math.round(v[j]! / s);
 }
 
 function floatsOf(
@@ -196,7 +194,7 @@ export function topK(
   m: Matrix,
   query: Float32Array,
   k: number,
-  rows: Iterable<number> | undefined,
+  rows: readonly number[] | undefined,
   skip: Set<number>,
   ties = false,
 ): Array<{ row: number; d: number }> {
@@ -221,30 +219,17 @@ function scan(
   m: Matrix,
   query: Float32Array,
   want: number,
-  rows: Iterable<number> | undefined,
+  rows: readonly number[] | undefined,
   skip: Set<number>,
 ): number[] {
   const top: Array<{ row: number; d: number }> = [];
   let floor = -Infinity;
   let tied: number[] = [];
-  const { codes, scale, dims } = m;
-  const tail = dims - (dims % 4);
-  const consider = (row: number) => {
+  const { scale } = m;
+  const q = m.codes.load(query);
+  const consider = (row: number, score: number) => {
     if (skip.size && skip.has(row)) return;
-    const o = row * dims;
-    let d0 = 0;
-    let d1 = 0;
-    let d2 = 0;
-    let d3 = 0;
-    let j = 0;
-    for (; j < tail; j += 4) {
-      d0 += query[j]! * codes[o + j]!;
-      d1 += query[j + 1]! * codes[o + j + 1]!;
-      d2 += query[j + 2]! * codes[o + j + 2]!;
-      d3 += query[j + 3]! * codes[o + j + 3]!;
-    }
-    for (; j < dims; j++) d0 += query[j]! * codes[o + j]!;
-    const d = (d0 + d1 + (d2 + d3)) * scale[row]!;
+    const d = score * q.scale * scale[row]!;
     if (top.length < want) {
       top.push({ row, d });
       if (top.length === want) {
@@ -268,7 +253,7 @@ function scan(
       if (out.d === floor) tied.push(out.row);
     } else if (d === floor) tied.push(row);
   };
-  if (rows) for (const r of rows) consider(r);
-  else for (let r = 0; r < m.pks.length; r++) consider(r);
+  if (rows) m.codes.gather(rows, consider);
+  else m.codes.range(0, m.pks.length, consider);
   return [...top.map((t) => t.row), ...tied];
 }
