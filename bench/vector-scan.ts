@@ -10,7 +10,6 @@
  *   npm run bench:vector-scan   (BENCH_ITEMS (100000), BENCH_QUERIES (50), BENCH_ROUNDS (3))
  */
 import { execFileSync } from 'node:child_process';
-import { Int8Rows } from 'visual-search-service/dist/adapters/embedded/int8-rows';
 import { matrixOf, topK } from 'visual-search-service/dist/adapters/embedded/vector-cache';
 import { machine, median, writeResult } from './common';
 import { loadRealVectors } from './real-vectors';
