@@ -2,14 +2,19 @@ import type { Logger } from 'pino';
 import type { Dataset, DatasetCounts } from '../domain/dataset';
 import { CopyMatcher } from '../domain/copy-signature';
 import { MAX_DISTANCE, NEIGHBOURS_KEPT, nearCopy, samePixels } from '../domain/duplicates';
-import type { DuplicateStore, NeighbourEntry } from '../ports/duplicate-store';
+import type { DuplicateStore, NeighbourEntry, PassState } from '../ports/duplicate-store';
 import type { ItemReader } from '../ports/item-reader';
 import type { FoundNeighbours, SearchEngine } from '../ports/search-engine';
 
 /** How long the installation-wide pass lease lasts without renewal. */
 const LEASE_MS = 60_000;
-/** Items listed per read, and searched per neighbour request. */
+/** Items listed per read; the pass records its progress after each page. */
 const LIST_PAGE = 500;
+/**
+ * Longest stretch one dataset's pass runs before the next dataset's turn: a first pass over a
+ * large dataset takes minutes, and the others' reports are due within 60 s (contract §18).
+ */
+const SLICE_MS = 20_000;
 /** Small: the embedded engine's search of a batch holds its process's event loop. */
 const SEARCH_BATCH = 20;
 /** Pairs scored between two yields to the event loop (about 0.2 ms each). */
@@ -38,6 +43,9 @@ export interface DuplicatePassDeps {
   log: Logger;
   /** This process, as the lease names it. */
   owner: string;
+  /** Items per page and the slice length (LIST_PAGE, SLICE_MS), smaller in tests. */
+  pageSize?: number;
+  sliceMs?: number;
 }
 
 /**
@@ -45,7 +53,9 @@ export interface DuplicatePassDeps {
  * holds the lease and, per dataset, searches the neighbours of every item processed since its
  * last pass (all of them at first, or after an embedder change) and stores them. The report
  * then reads stored neighbours only; an entry whose item or neighbour was processed again since
- * is ignored there until the next pass searches that item again.
+ * is ignored there until the next pass searches that item again. A dataset's pass runs in
+ * slices, datasets taking turns, and records after every page how far it got: a long first
+ * pass neither holds up the other datasets' reports nor starts over when its process stops.
  */
 export class DuplicatePass {
   /** Compares the pictures of neighbour pairs, keeping each one's views a while. */
@@ -55,14 +65,31 @@ export class DuplicatePass {
 
   constructor(private readonly deps: DuplicatePassDeps) {}
 
-  /** One pass over every dataset; false when another process holds the lease. */
+  /** Set by halt(): a pass records its progress and stops after the current page. */
+  private halting = false;
+
+  /**
+   * A pass over every dataset, in turns of one slice each until none has more to search;
+   * false when another process holds the lease.
+   */
   async pass(): Promise<boolean> {
     if (!(await this.renew())) return false;
-    for (const ds of await this.deps.datasets()) {
-      if (!ds.embedder) continue;
-      if ((await this.dataset(ds.id, ds.embedder.id)) === 'lost') break;
+    let more = true;
+    while (more && !this.halting) {
+      more = false;
+      for (const ds of await this.deps.datasets()) {
+        if (!ds.embedder || this.halting) continue;
+        const done = await this.dataset(ds.id, ds.embedder.id);
+        if (done === 'lost') return true;
+        if (done === 'paused') more = true;
+      }
     }
     return true;
+  }
+
+  /** Stops a running pass at its next page, its progress recorded (a process shutting down). */
+  halt(): void {
+    this.halting = true;
   }
 
   private renew(): Promise<boolean> {
@@ -71,27 +98,42 @@ export class DuplicatePass {
   }
 
   /**
-   * Searches what changed in one dataset since its last pass: true when it did, false when
-   * there was nothing (yet) to do, 'lost' when the lease went to another process meanwhile.
+   * Searches what changed in one dataset since its last pass, or goes on with a pass cut short:
+   * true when it finished one, false when there was nothing (yet) to do, 'paused' when its
+   * slice ended with more to search, 'lost' when the lease went to another process meanwhile.
    */
-  async dataset(datasetId: string, embedder: string): Promise<boolean | 'lost'> {
+  async dataset(datasetId: string, embedder: string): Promise<boolean | 'paused' | 'lost'> {
     const { store, reader, now } = this.deps;
+    const pageSize = this.deps.pageSize ?? LIST_PAGE;
     const state = await store.state(datasetId);
-    const start = now();
-    const fresh = state.embedder !== embedder;
-    if (fresh && state.embedder) {
+    const t = now();
+    const resumed = state.progress?.embedder === embedder ? state.progress : undefined;
+    // entries of another embedder, from a finished pass or one cut short
+    const other =
+      (state.embedder !== undefined && state.embedder !== embedder) ||
+      (state.progress !== undefined && !resumed);
+    if (other) {
       // a re-embedding does not change processedAt: the pass starts over once every item
       // has its new vector, and until then the report shows the old embedder's pairs
       if ((await this.deps.waitingForEmbedder(datasetId, embedder)) > 0) return false;
       await store.clear(datasetId);
     }
-    const since = fresh ? undefined : state.watermark;
-    const first = await reader.processedSince(datasetId, since, undefined, LIST_PAGE);
-    if (!first.length && !fresh) return false;
+    // what the report shows until this pass finishes
+    const shown: PassState = other
+      ? {}
+      : {
+          ...(state.watermark !== undefined ? { watermark: state.watermark } : {}),
+          ...(state.computedAt !== undefined ? { computedAt: state.computedAt } : {}),
+          ...(state.embedder !== undefined ? { embedder: state.embedder } : {}),
+        };
+    const since = shown.embedder === embedder ? shown.watermark : undefined;
+    const start = resumed?.started ?? t;
+    const first = await reader.processedSince(datasetId, since, resumed?.after, pageSize);
+    if (!first.length && since !== undefined && !resumed) return false;
     if ((await this.deps.counts(datasetId)).pending > 0) {
-      const waiting = this.busySince.get(datasetId) ?? start;
+      const waiting = this.busySince.get(datasetId) ?? t;
       this.busySince.set(datasetId, waiting);
-      if (start - Math.max(waiting, state.computedAt ?? 0) < BUSY_PASS_EVERY_MS) return false;
+      if (t - Math.max(waiting, state.computedAt ?? 0) < BUSY_PASS_EVERY_MS) return false;
     }
     this.busySince.delete(datasetId);
     let page = first;
@@ -119,8 +161,14 @@ export class DuplicatePass {
         this.deps.log.warn({ datasetId, searched }, 'duplicate pass lease lost; stopped');
         return 'lost';
       }
-      if (page.length < LIST_PAGE) break;
-      page = await reader.processedSince(datasetId, since, page.at(-1)!.id, LIST_PAGE);
+      if (page.length < pageSize) break;
+      const after = page.at(-1)!.id;
+      await store.setState(datasetId, { ...shown, progress: { started: start, after, embedder } });
+      if (this.halting || now() - t >= (this.deps.sliceMs ?? SLICE_MS)) {
+        this.deps.log.debug({ datasetId, searched, after }, 'duplicate pass slice');
+        return 'paused';
+      }
+      page = await reader.processedSince(datasetId, since, after, pageSize);
     }
     await this.prune(datasetId);
     await store.setState(datasetId, {
@@ -203,6 +251,7 @@ export function startDuplicatePass(
   return {
     async stop() {
       clearInterval(timer);
+      pass.halt();
       await running;
     },
   };

@@ -22,6 +22,11 @@ export interface PassState {
   computedAt?: number;
   /** The embedder whose vectors the entries compare; another one starts over. */
   embedder?: string;
+  /**
+   * A pass cut short (a slice ended, its process stopped): when it started, the last item id it
+   * searched (items are listed in id order) and its embedder. The next pass goes on from there.
+   */
+  progress?: { started: number; after: string; embedder: string };
 }
 
 export interface DuplicateStore {

@@ -1,7 +1,9 @@
 /**
  * The duplicate pass (contract §18) on every engine's real ports: what it stores for copies and
  * look-alikes, that it does nothing when nothing changed, that an embedder change waits for the
- * re-embedding before starting over, and that it stops when another process holds the lease.
+ * re-embedding before starting over, that a long pass runs in slices other datasets' passes
+ * take turns with and that another process goes on from, and that it stops when another
+ * process holds the lease.
  */
 import path from 'node:path';
 import pino from 'pino';
@@ -12,6 +14,7 @@ import { esPorts } from '../../src/adapters/elasticsearch/es-ports';
 import { EsIndices } from '../../src/adapters/elasticsearch/indices';
 import type { EnginePorts } from '../../src/adapters/engine-ports';
 import { copySignature } from '../../src/domain/copy-signature';
+import type { Dataset } from '../../src/domain/dataset';
 import type { ProcessingJob } from '../../src/domain/item';
 import { DuplicatePass } from '../../src/jobs/duplicate-pass';
 import { tempDir } from '../helpers/app';
@@ -82,15 +85,25 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
     rig = make();
     await rig.ready;
     now = T0;
+    searched = [];
   });
   afterEach(async () => rig.close());
 
-  const pass = (owner = 'host-a') =>
+  /** The ids each neighbour search asked for, per dataset, in order (the real engine answers). */
+  let searched: Array<[string, string[]]> = [];
+  const pass = (owner = 'host-a', options: { pageSize?: number; sliceMs?: number } = {}) =>
     new DuplicatePass({
       store: rig.ports.duplicates,
       reader: rig.ports.content,
-      engine: rig.ports.engine,
-      datasets: async () => [],
+      engine: {
+        neighbours: (dataset, embedder, ids, maxDistance, k) => {
+          searched.push([dataset, [...ids]]);
+          return rig.ports.engine.neighbours(dataset, embedder, ids, maxDistance, k);
+        },
+      },
+      datasets: async () =>
+        ['dsp', 'dsq'].map((id) => ({ id, embedder: { id: 'e1' } }) as unknown as Dataset),
+      ...options,
       counts: (id) => rig.ports.content.counts(id),
       waitingForEmbedder: (id, e) => rig.ports.content.staleEmbeddingCount(id, e),
       now: () => now,
@@ -102,9 +115,10 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
   async function processed(
     items: Array<{ id: string; v: number[]; pic: number; hash?: string }>,
     embedder: string,
+    dataset = ds,
   ) {
     const jobs: ProcessingJob[] = await rig.ports.content.applyWrites(
-      ds,
+      dataset,
       items.map((it) => ({ id: it.id, url: `https://img.test/${it.id}.png` })),
       'post',
       now,
@@ -127,15 +141,16 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
     }
     const deadline = Date.now() + 5000;
     while (
-      (await rig.ports.content.processedSince(ds, undefined, undefined, 100)).length < items.length
+      (await rig.ports.content.processedSince(dataset, undefined, undefined, 100)).length <
+      items.length
     )
       if (Date.now() > deadline) throw new Error('items not visible');
       else await new Promise((r) => setTimeout(r, 100));
     return jobs;
   }
 
-  const neighboursOf = async (id: string) =>
-    (await rig.ports.duplicates.entries(ds))
+  const neighboursOf = async (id: string, dataset = ds) =>
+    (await rig.ports.duplicates.entries(dataset))
       .find((e) => e.id === id)
       ?.neighbours.map((n) => n.id) ?? [];
 
@@ -209,6 +224,63 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
     expect(await pass().dataset(ds, 'e2')).toBe(true);
     expect((await rig.ports.duplicates.state(ds)).embedder).toBe('e2');
     expect(await neighboursOf('a')).toEqual(['b']);
+  });
+
+  /** Twelve items in six copy pairs, a04/a05 across the first page boundary of five. */
+  const pairs = (prefix: string) =>
+    Array.from({ length: 12 }, (_, i) => {
+      const v = [0, 0, 0, 0, 0, 0, 0, 0];
+      v[Math.floor(i / 2) % 8] = 1;
+      v[(Math.floor(i / 2) + 1) % 8] = i % 2 ? 0.12 : 0.1;
+      return { id: `${prefix}${String(i).padStart(2, '0')}`, v, pic: 10 + Math.floor(i / 2) };
+    });
+
+  test('a pass cut short goes on where it stopped, in another process', async () => {
+    await processed(pairs('a'), 'e1');
+    now = T0 + 60_000;
+    const started = now;
+    expect(await pass('host-a', { pageSize: 5, sliceMs: 0 }).dataset(ds, 'e1')).toBe('paused');
+    expect(searched.flatMap(([, ids]) => ids)).toEqual(['a00', 'a01', 'a02', 'a03', 'a04']);
+    expect(await rig.ports.duplicates.state(ds)).toEqual({
+      progress: { started, after: 'a04', embedder: 'e1' },
+    });
+    // host-a stops; once its lease has run out host-b takes over and searches the rest only
+    searched = [];
+    now += 61_000;
+    const b = pass('host-b', { pageSize: 5, sliceMs: 0 });
+    expect(await rig.ports.duplicates.claim('host-b', now, now + 60_000)).toBe(true);
+    expect(await b.dataset(ds, 'e1')).toBe('paused');
+    expect(await b.dataset(ds, 'e1')).toBe(true);
+    expect(searched.flatMap(([, ids]) => ids)).toEqual(
+      ['05', '06', '07', '08', '09', '10', '11'].map((n) => `a${n}`),
+    );
+    // the pair across the boundary was found from both sides
+    expect(await neighboursOf('a04')).toEqual(['a05']);
+    expect(await neighboursOf('a05')).toEqual(['a04']);
+    expect(await neighboursOf('a11')).toEqual(['a10']);
+    // the watermark is the first slice's start: items processed since then are searched next
+    expect(await rig.ports.duplicates.state(ds)).toEqual({
+      watermark: started - 5000,
+      computedAt: now,
+      embedder: 'e1',
+    });
+  });
+
+  test('datasets take turns: a short pass is not held up by a long one', async () => {
+    await processed(pairs('a'), 'e1');
+    await processed(pairs('q').slice(0, 2), 'e1', 'dsq');
+    now = T0 + 60_000;
+    expect(await pass('host-a', { pageSize: 5, sliceMs: 0 }).pass()).toBe(true);
+    // dsq was searched after dsp's first slice, before the rest of dsp
+    expect(searched.map(([dataset, ids]) => `${dataset}:${ids.length}`)).toEqual([
+      'dsp:5',
+      'dsq:2',
+      'dsp:5',
+      'dsp:2',
+    ]);
+    expect(await neighboursOf('q00', 'dsq')).toEqual(['q01']);
+    expect((await rig.ports.duplicates.state('dsq')).computedAt).toBe(now);
+    expect((await rig.ports.duplicates.state(ds)).computedAt).toBe(now);
   });
 
   test('another process holding the lease: no pass here', async () => {

@@ -15,6 +15,9 @@ interface Doc {
   watermark?: number;
   computed_at?: number;
   embedder?: string;
+  pass_started?: number;
+  pass_after?: string;
+  pass_embedder?: string;
   owner?: string;
   claim_until?: number;
 }
@@ -131,6 +134,11 @@ export class EsDuplicateStore implements DuplicateStore {
       ...(d?.watermark !== undefined ? { watermark: d.watermark } : {}),
       ...(d?.computed_at !== undefined ? { computedAt: d.computed_at } : {}),
       ...(d?.embedder !== undefined ? { embedder: d.embedder } : {}),
+      ...(d?.pass_started !== undefined && d.pass_after !== undefined && d.pass_embedder
+        ? {
+            progress: { started: d.pass_started, after: d.pass_after, embedder: d.pass_embedder },
+          }
+        : {}),
     };
   }
 
@@ -144,6 +152,13 @@ export class EsDuplicateStore implements DuplicateStore {
         ...(s.watermark !== undefined ? { watermark: s.watermark } : {}),
         ...(s.computedAt !== undefined ? { computed_at: s.computedAt } : {}),
         ...(s.embedder !== undefined ? { embedder: s.embedder } : {}),
+        ...(s.progress
+          ? {
+              pass_started: s.progress.started,
+              pass_after: s.progress.after,
+              pass_embedder: s.progress.embedder,
+            }
+          : {}),
       } satisfies Doc,
     });
   }
