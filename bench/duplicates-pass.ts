@@ -1,18 +1,19 @@
 /**
- * The near-duplicate report's two performance goals (contract §18, docs/plans/duplicates.md):
+ * The near-duplicate report's two performance goals (contract §18, docs/engines.md):
  *
  * - `pass`: a full duplicate pass over BENCH_ITEMS (100,000) processed items in at most
  *   10 minutes on two cores, per engine. The items are seeded as bench/seed-items.ts seeds the
  *   search bench (the catalogue, 1,420-d vectors of the default embedder; the real images'
  *   vectors of bench/real-vectors.ts as far as they are cached, in a shuffled order so that any
  *   run of ids is a random sample; random unit vectors for the rest, counted in the file). A
- *   DuplicatePass is built straight on the engine's ports and `dataset()` timed from the first
- *   pass (every item): wall time, this process's CPU, Elasticsearch's CPU, items/s, entries and
- *   pairs stored. Before it, two neighbour searches of 50 items are timed apart (the first
- *   builds the embedded engine's in-memory index). BENCH_PASS_ITEMS_LIMIT=n searches only the
- *   first n items (each against all BENCH_ITEMS) and extrapolates the full pass from their
- *   rate, labelled so. Then recall of the stored pairs against brute force (exact cosine over
- *   every seeded vector) for BENCH_RECALL_SAMPLE (200) searched items, per source of vectors.
+ *   DuplicatePass is built straight on the engine's ports and its `pass()` (in slices, as a
+ *   worker runs it) timed over the first pass (every item): wall time, this process's CPU,
+ *   Elasticsearch's CPU, items/s, entries and pairs stored. Before it, two neighbour searches
+ *   of 50 items are timed apart (the first builds the embedded engine's in-memory index).
+ *   BENCH_PASS_ITEMS_LIMIT=n searches only the first n items (each against all BENCH_ITEMS)
+ *   and extrapolates the full pass from their rate, labelled so. Then recall of the stored
+ *   pairs against brute force (exact cosine over every seeded vector) for BENCH_RECALL_SAMPLE
+ *   (200) searched items, per source of vectors.
  * - `ingest`: images processed per second with the report off (A, DUPLICATE_REPORT=off) and on
  *   (B, DUPLICATE_PASS_MS as configured), rounds interleaved A, B, B, A, A, B, …, each a fresh
  *   installation in this process (api and worker roles) as bench/webhooks-ingest.ts runs them.
@@ -447,7 +448,8 @@ async function passRun(
     const load0 = os.loadavg()[0]!;
     const cpu0 = process.cpuUsage();
     const p0 = performance.now();
-    await pass.dataset(datasetId, vectors.id);
+    // the service's own loop: slices of the one dataset until it is done
+    await pass.pass();
     const passS = (performance.now() - p0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const esCpu = engine === 'elasticsearch' ? (await esCpuSeconds()) - esBefore : undefined;
@@ -563,7 +565,7 @@ async function measurePass(): Promise<string> {
       benchmark: 'duplicates-pass',
       date: new Date().toISOString(),
       machine: { ...machine(), cpus_allowed: cpusAllowed() },
-      note: `DuplicatePass.dataset() on the engine's ports in this process (no server), first pass over every item of one dataset; goal: a full pass over 100,000 items within ${PASS_GOAL_S} s on two cores (met counts the warm-up search too). Recall: brute force (exact cosine over every seeded vector) for ${RECALL_SAMPLE} evenly spread searched items.`,
+      note: `DuplicatePass.pass() (in slices, as a worker runs it) on the engine's ports in this process (no server), first pass over every item of one dataset; goal: a full pass over 100,000 items within ${PASS_GOAL_S} s on two cores (met counts the warm-up search too). Recall: brute force (exact cosine over every seeded vector) for ${RECALL_SAMPLE} evenly spread searched items.`,
       parameters: {
         max_distance: MAX_DISTANCE,
         neighbours_kept: NEIGHBOURS_KEPT,

@@ -1,5 +1,5 @@
 /**
- * Near-duplicate calibration (contract §18, docs/plans/duplicates.md): the default
+ * Near-duplicate calibration (contract §18, docs/engines.md): the default
  * `max_distance` per embedder. Every food photo of the demo is embedded as the service does
  * (SharpImageAnalyzer + createEmbedder), and 50 of them (every 10th by food code) get three
  * generated variants: an 80 % crop (each side 80 %, centred: a 10 % margin cut on every side),

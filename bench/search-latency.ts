@@ -88,7 +88,8 @@ async function measureEngine(
   const used = () => {
     gc();
     const m = process.memoryUsage();
-    return m.heapUsed + m.arrayBuffers;
+    // external counts ArrayBuffers and the vector matrices' WebAssembly memories
+    return m.heapUsed + m.external;
   };
   const db = openDb(path.join(app.container.config.dataDir, 'store.db'));
   try {

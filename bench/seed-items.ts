@@ -166,9 +166,18 @@ export function seedEmbedded(
       );
     batch = [];
   };
+  let written = 0;
   for (const it of items) {
     batch.push(it);
     if (batch.length === 1000) flush();
+    // bounded transactions, the WAL folded back each time: one transaction of 1,000,000
+    // items grew the WAL past 5 GB
+    if (++written % 50_000 === 0) {
+      if (batch.length) flush();
+      db.exec('COMMIT');
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      db.exec('BEGIN');
+    }
   }
   if (batch.length) flush();
   db.exec('COMMIT');
