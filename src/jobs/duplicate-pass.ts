@@ -107,15 +107,19 @@ export class DuplicatePass {
     const pageSize = this.deps.pageSize ?? LIST_PAGE;
     const state = await store.state(datasetId);
     const t = now();
-    const resumed = state.progress?.embedder === embedder ? state.progress : undefined;
+    const sameEmbedder = state.progress?.embedder === embedder;
     // entries of another embedder, from a finished pass or one cut short
     const other =
       (state.embedder !== undefined && state.embedder !== embedder) ||
-      (state.progress !== undefined && !resumed);
+      (state.progress !== undefined && !sameEmbedder);
+    const resumed = !other && sameEmbedder ? state.progress : undefined;
+    // a re-embedding does not change processedAt: the pass starts over (or goes on) once every
+    // item has its new vector, and until then the report shows what it has; an item searched
+    // before its new vector would be left out for good
+    if ((other || resumed) && (await this.deps.waitingForEmbedder(datasetId, embedder)) > 0)
+      return false;
     if (other) {
-      // a re-embedding does not change processedAt: the pass starts over once every item
-      // has its new vector, and until then the report shows the old embedder's pairs
-      if ((await this.deps.waitingForEmbedder(datasetId, embedder)) > 0) return false;
+      if (!(await this.renew())) return 'lost';
       await store.clear(datasetId);
     }
     // what the report shows until this pass finishes
@@ -130,7 +134,8 @@ export class DuplicatePass {
     const start = resumed?.started ?? t;
     const first = await reader.processedSince(datasetId, since, resumed?.after, pageSize);
     if (!first.length && since !== undefined && !resumed) return false;
-    if ((await this.deps.counts(datasetId)).pending > 0) {
+    // a pass under way goes on: waiting again at every slice would stretch it to hours
+    if (!resumed && (await this.deps.counts(datasetId)).pending > 0) {
       const waiting = this.busySince.get(datasetId) ?? t;
       this.busySince.set(datasetId, waiting);
       if (t - Math.max(waiting, state.computedAt ?? 0) < BUSY_PASS_EVERY_MS) return false;
@@ -171,12 +176,14 @@ export class DuplicatePass {
       page = await reader.processedSince(datasetId, since, after, pageSize);
     }
     await this.prune(datasetId);
+    // another process may have taken over during a long prune: its checkpoint stands
+    if (!(await this.renew())) return 'lost';
     await store.setState(datasetId, {
       watermark: start - SETTLE_MS,
       computedAt: now(),
       embedder,
     });
-    this.deps.log.debug({ datasetId, searched, ms: now() - start }, 'duplicate pass');
+    this.deps.log.debug({ datasetId, searched, since: start }, 'duplicate pass');
     return true;
   }
 

@@ -266,6 +266,28 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
     });
   });
 
+  test('a pass under way goes on while new items wait for processing', async () => {
+    await processed(pairs('a'), 'e1');
+    now = T0 + 60_000;
+    const a = pass('host-a', { pageSize: 5, sliceMs: 0 });
+    expect(await a.dataset(ds, 'e1')).toBe('paused');
+    // an ingestion starts: a new pass would wait for it, the one under way does not
+    await rig.ports.content.applyWrites(
+      ds,
+      [{ id: 'z-new', url: 'https://img.test/z-new.png' }],
+      'post',
+      now,
+    );
+    expect((await rig.ports.content.counts(ds)).pending).toBe(1);
+    expect(await a.dataset(ds, 'e1')).toBe('paused');
+    expect(await a.dataset(ds, 'e1')).toBe(true);
+    expect(searched.flatMap(([, ids]) => ids)).toHaveLength(12);
+    // the next pass waits for the ingestion to settle
+    await processed([{ id: 'z-late', v: [0, 0, 0, 0, 0, 0, 1, 1], pic: 30 }], 'e1');
+    now += 60_000;
+    expect(await a.dataset(ds, 'e1')).toBe(false);
+  });
+
   test('datasets take turns: a short pass is not held up by a long one', async () => {
     await processed(pairs('a'), 'e1');
     await processed(pairs('q').slice(0, 2), 'e1', 'dsq');

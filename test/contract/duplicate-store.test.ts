@@ -141,6 +141,15 @@ describe.each(rigs)('DuplicateStore on %s', (_name, make) => {
     await a.setState('ds1', { watermark: T, computedAt: T + 5, embedder: 'e1' });
     expect(await b.state('ds1')).toEqual({ watermark: T, computedAt: T + 5, embedder: 'e1' });
     expect(await b.state('ds2')).toEqual({});
+    // a pass cut short records how far it got; the next state replaces it whole
+    const progress = { started: T + 10, after: 'item-0499', embedder: 'e2' };
+    await a.setState('ds1', { watermark: T, progress });
+    expect(await b.state('ds1')).toEqual({ watermark: T, progress });
+    await a.setState('ds1', { watermark: T + 5, computedAt: T + 20, embedder: 'e2' });
+    expect(await b.state('ds1')).toEqual({ watermark: T + 5, computedAt: T + 20, embedder: 'e2' });
+    await a.setState('ds2', { progress });
+    await b.clear('ds2');
+    expect(await a.state('ds2')).toEqual({});
   });
 
   test('the pass lease: one holder, renewed by it, taken over once lapsed', async () => {
