@@ -103,3 +103,19 @@ test('the slack covers the query rounding at its worst: every dimension half a s
   expect(exact).toBeGreaterThan(s * 5);
   expect(Math.abs(score * q.scale * s - exact)).toBeLessThanOrEqual(s * q.slack);
 });
+
+test('the largest products stay exact: full rows against a constant query, at any width', () => {
+  for (const dims of [1420, 1424, 1425, 4096]) {
+    const rows = new Int8Rows(2, dims);
+    rows.set(0, new Int8Array(dims).fill(127), 0);
+    rows.set(1, new Int8Array(dims).fill(-127), 0);
+    const q = rows.load(new Float32Array(dims).fill(0.5));
+    const qmax = Math.round(0.5 / q.scale);
+    const scores: number[] = [];
+    rows.range(0, 2, (_, s) => scores.push(s));
+    // every query code at its largest: the sum is the largest the kernel can meet
+    expect(scores).toEqual([qmax * 127 * dims, -qmax * 127 * dims]);
+    expect(qmax * 127 * dims).toBeLessThan(2 ** 31);
+    expect(qmax).toBeGreaterThan(8000 * (1424 / Math.max(dims, 1424)));
+  }
+});

@@ -7,8 +7,19 @@ interface Wasm {
   Instance: new (m: object, imports: object) => { exports: unknown };
 }
 const { Module, Memory, Instance } = (globalThis as unknown as { WebAssembly: Wasm }).WebAssembly;
-const wasm = new Module(Buffer.from(INT8_DOT_WASM, 'base64'));
+const wasm = ((): object => {
+  try {
+    return new Module(Buffer.from(INT8_DOT_WASM, 'base64'));
+  } catch (e) {
+    throw new Error(
+      `the embedded engine needs WebAssembly SIMD (x86-64 with SSE4.1, or ARM64): ${String(e)}`,
+      { cause: e },
+    );
+  }
+})();
 const PAGE = 65_536;
+/** A 32-bit WebAssembly memory: 65,536 pages, less one so no address wraps to 0. */
+const MAX_PAGES = 65_535;
 /** Rows scored per call into the module (its output area). */
 const CHUNK = 4096;
 
@@ -44,9 +55,12 @@ export class Int8Rows {
     const list = this.padded * 2;
     const out = list + CHUNK * 4;
     const codes = out + CHUNK * 4;
-    const memory = new Memory({
-      initial: Math.ceil((codes + count * this.padded) / PAGE) || 1,
-    });
+    const pages = Math.ceil((codes + count * this.padded) / PAGE) || 1;
+    if (pages > MAX_PAGES)
+      throw new RangeError(
+        `${count} vectors of ${dims} dimensions exceed one matrix's 4 GiB of int8 codes`,
+      );
+    const memory = new Memory({ initial: pages });
     this.kernel = new Instance(wasm, { env: { memory } }).exports as unknown as Kernel;
     this.at = { list, out, codes };
     this.query = new Int16Array(memory.buffer, 0, this.padded);

@@ -186,7 +186,8 @@ export class NearIndex {
    * row's own vector), best first by their int8 score, at most `want` of them plus rows tied
    * with the last; the query row itself is left out. A row is kept when its int8 score plus the
    * most the rounding can hide (Int8Rows.load) reaches the floor, so no row of a probed cluster
-   * that reaches it exactly is dropped.
+   * that reaches it exactly is dropped, except past the `want` best by int8 score (2·k, which
+   * held the exact k closest in every measurement, docs/engines.md).
    * `compared` counts the rows scored. Undefined when the row is not indexed.
    */
   near(

@@ -124,7 +124,8 @@ export function matrixOf(data: Float32Array, dims: number): Matrix {
 function quantise(v: Float32Array, rows: Int8Rows, scale: Float32Array, row: number) {
   let max = 0;
   for (let j = 0; j < v.length; j++) max = Math.max(max, Math.abs(v[j]!));
-  const s = max / 127 || 1;
+  // the scale as stored (float32), so the codes and the kernel's error bound agree on it
+  const s = Math.fround(max / 127) || 1;
   scale[row] = s;
   const at = row * rows.padded;
   for (let j = 0; j < v.length; j++) rows.codes[at + j] = Math.round(v[j]! / s);
