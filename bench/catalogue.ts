@@ -41,3 +41,21 @@ export function* catalogue(n: number, seed = 42): Generator<StoredItem> {
     };
   }
 }
+
+/** A realistic listing query; the page and price window vary so no single result is cached. */
+export function listingQuery(i: number): {
+  q: string;
+  sort: string;
+  order: string;
+  page: number;
+  limit: number;
+} {
+  const lo = 20 + (i % 10) * 5;
+  return {
+    q: `category:boots|sneakers|loafers,price:${lo}:${lo + 250},instock:true,color:!pink`,
+    sort: 'price',
+    order: i % 2 ? 'asc' : 'desc',
+    page: 1 + (i % 5),
+    limit: 24,
+  };
+}

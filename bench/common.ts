@@ -125,6 +125,22 @@ function percentile(sorted: number[], p: number): number {
   return sorted[i]!;
 }
 
+/** Each request's time in ms, `requests` of them after `warmup` untimed ones. */
+export async function timed(
+  run: (i: number) => Promise<void>,
+  requests: number,
+  warmup: number,
+): Promise<number[]> {
+  for (let i = 0; i < warmup; i++) await run(i);
+  const ms: number[] = [];
+  for (let i = 0; i < requests; i++) {
+    const t = process.hrtime.bigint();
+    await run(i);
+    ms.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  return ms;
+}
+
 /** The middle value (the mean of the middle two for an even count), to two decimals. */
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

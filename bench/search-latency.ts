@@ -21,7 +21,7 @@ import { EsIndices } from 'visual-search-service/dist/adapters/elasticsearch/ind
 import type { RunningApp } from 'visual-search-service/dist/app/start';
 import { parseQ } from 'visual-search-service/dist/query/parse';
 import { resolveFilters } from 'visual-search-service/dist/query/resolve';
-import { catalogue } from './catalogue';
+import { catalogue, listingQuery as query } from './catalogue';
 import {
   DESCRIPTOR_VECTORS,
   HYBRID_VECTORS,
@@ -40,6 +40,7 @@ import {
   machine,
   startService,
   summarize,
+  timed,
   RESULTS_DIR,
   writeResult,
   type Engine,
@@ -56,18 +57,6 @@ const EMBEDDERS = (process.env.BENCH_EMBEDDERS ?? 'hybrid,descriptor')
   .map((k) => (k === 'descriptor' ? DESCRIPTOR_VECTORS : HYBRID_VECTORS));
 /** On as in production, high enough that one client's sequential requests never meet it. */
 const RATE_LIMIT_PER_MINUTE = '1000000';
-
-/** A realistic listing query; the page and price window vary so no single result is cached. */
-function query(i: number): { q: string; sort: string; order: string; page: number; limit: number } {
-  const lo = 20 + (i % 10) * 5;
-  return {
-    q: `category:boots|sneakers|loafers,price:${lo}:${lo + 250},instock:true,color:!pink`,
-    sort: 'price',
-    order: i % 2 ? 'asc' : 'desc',
-    page: 1 + (i % 5),
-    limit: 24,
-  };
-}
 
 /**
  * The embedded engine on a connection of its own, as at start: how long building the
@@ -178,16 +167,8 @@ async function interleaved(
   return { gateway, directMs, ownDslMs };
 }
 
-async function timeRequests(run: (i: number) => Promise<void>): Promise<number[]> {
-  for (let i = 0; i < WARMUP; i++) await run(i);
-  const ms: number[] = [];
-  for (let i = 0; i < REQUESTS; i++) {
-    const t = process.hrtime.bigint();
-    await run(i);
-    ms.push(Number(process.hrtime.bigint() - t) / 1e6);
-  }
-  return ms;
-}
+const timeRequests = (run: (i: number) => Promise<void>): Promise<number[]> =>
+  timed(run, REQUESTS, WARMUP);
 
 /**
  * kNN recall@10 of the HNSW index against exact search, over the vectors the items were loaded

@@ -1,0 +1,186 @@
+/**
+ * The embedded engine at BENCH_ITEMS (1,000,000) items, issue 41's last row: RSS ≤ 3 GB, search
+ * p95 ≤ 50 ms, filtered similar p95 ≤ 300 ms, start-up ≤ 60 s. The catalogue of the search bench
+ * (bench/catalogue.ts, 1,420-d vectors of the default embedder: the real images' vectors of
+ * bench/real-vectors.ts as far as they are cached, random unit vectors for the rest) is seeded
+ * in bounded transactions, then served by a fresh `node dist/main.js` on that data directory,
+ * as `npm start` runs it, in a child process of its own so its RSS is the service's.
+ *
+ * Start-up: from the spawn until /readyz answers, until the first search answers (it waits for
+ * the dataset's in-memory index, built in the background on first use), and until the first
+ * similar answers (it loads the vector matrix). Then BENCH_REQUESTS (300) each, after 20 warm-up
+ * requests: the listing search of bench/search-latency.ts, similar by id unfiltered and with a
+ * q filter. VmRSS after each phase and the kernel's high-water mark (VmHWM) at the end.
+ *
+ *   npm run bench:embedded-scale   (BENCH_ITEMS (1000000), BENCH_REQUESTS (300))
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { catalogue, listingQuery } from './catalogue';
+import {
+  OPERATOR,
+  createDataset,
+  gatewayClient,
+  machine,
+  startService,
+  summarize,
+  timed,
+  writeResult,
+} from './common';
+import { HYBRID_VECTORS, seedEmbedded, withRealVectors } from './seed-items';
+
+const ITEMS = Number(process.env.BENCH_ITEMS ?? 1_000_000);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
+const WARMUP = 20;
+
+const freePort = (): Promise<number> =>
+  new Promise((done, fail) => {
+    const s = net.createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => done(port));
+    });
+  });
+
+function statusMib(pid: number, key: 'VmRSS' | 'VmHWM'): number {
+  const line = fs
+    .readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${key}:`));
+  return Math.round(Number(line?.split(/\s+/)[1] ?? 0) / 1024);
+}
+
+async function main(): Promise<void> {
+  // the dataset and its tokens, made through the service, then the items written straight
+  const app = await startService({ APP_ROLES: 'api', EMBEDDER: HYBRID_VECTORS.kind });
+  const dataDir = app.container.config.dataDir;
+  const { dsToken, datasetId } = await createDataset(app, 'shoes');
+  await app.stop();
+  const vectors = await withRealVectors(HYBRID_VECTORS, ITEMS);
+  const s0 = Date.now();
+  seedEmbedded(dataDir, datasetId, catalogue(ITEMS), vectors);
+  const seedS = (Date.now() - s0) / 1000;
+  const dbBytes = fs
+    .readdirSync(dataDir)
+    .filter((f) => f.startsWith('store.db'))
+    .reduce((n, f) => n + fs.statSync(path.join(dataDir, f)).size, 0);
+  process.stderr.write(`seeded ${ITEMS} items in ${seedS.toFixed(1)} s\n`);
+
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [require.resolve('visual-search-service/dist/main')], {
+    env: {
+      ...process.env,
+      MALLOC_TRIM_THRESHOLD_: '131072',
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      OPERATOR_TOKEN: OPERATOR,
+      APP_ROLES: 'api',
+      EMBEDDER: HYBRID_VECTORS.kind,
+      RATE_LIMIT_PER_MINUTE: '0',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const pid = child.pid!;
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    for (;;) {
+      const ok = await fetch(`${base}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      if (child.exitCode !== null) throw new Error(`service exited ${child.exitCode}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const readyS = (performance.now() - t0) / 1000;
+    const rssReady = statusMib(pid, 'VmRSS');
+    const client = gatewayClient(base);
+    const search = async (i: number) => {
+      const p = new URLSearchParams(
+        Object.entries(listingQuery(i)).map(([k, v]): [string, string] => [k, String(v)]),
+      );
+      const r = await client.get<{ results: unknown[] }>(
+        `/orgs/bench/datasets/shoes/search?${p}`,
+        dsToken,
+      );
+      if (r.status !== 200 || !r.body.results.length)
+        throw new Error(`search: ${JSON.stringify(r.body).slice(0, 300)}`);
+    };
+    const skuOf = (i: number) => `sku-${String((i * 7919) % ITEMS).padStart(7, '0')}`;
+    const similar = (q: string) => async (i: number) => {
+      const r = await client.get<{ results: unknown[] }>(
+        `/orgs/bench/datasets/shoes/similar?id=${skuOf(i)}&limit=10${q}`,
+        dsToken,
+      );
+      if (r.status !== 200 || r.body.results.length !== 10)
+        throw new Error(`similar: ${JSON.stringify(r.body).slice(0, 300)}`);
+    };
+    await search(0);
+    const firstSearchS = (performance.now() - t0) / 1000;
+    const rssIndex = statusMib(pid, 'VmRSS');
+    await similar('')(0);
+    const firstSimilarS = (performance.now() - t0) / 1000;
+    const rssVectors = statusMib(pid, 'VmRSS');
+    process.stderr.write(
+      `ready ${readyS.toFixed(1)} s, first search ${firstSearchS.toFixed(1)} s, first similar ${firstSimilarS.toFixed(1)} s\n`,
+    );
+    const searchMs = await timed(search, REQUESTS, WARMUP);
+    const similarMs = await timed(similar(''), REQUESTS, WARMUP);
+    const filteredMs = await timed(similar('&q=category:boots,instock:true'), REQUESTS, WARMUP);
+    const rssEnd = statusMib(pid, 'VmRSS');
+    const hwm = statusMib(pid, 'VmHWM');
+    await client.close();
+    const goals = {
+      rss_max_mib: 3 * 1024,
+      search_p95_ms: 50,
+      similar_filtered_p95_ms: 300,
+      start_up_s: 60,
+    };
+    const out = {
+      date: new Date().toISOString(),
+      machine: machine(),
+      items: ITEMS,
+      embedder: vectors.id,
+      dimensions: vectors.dimensions,
+      vectors: vectors.real
+        ? `real (bench/real-vectors.ts) for the cached rows, random unit vectors for the rest`
+        : 'random unit vectors',
+      seed_seconds: seedS,
+      store_bytes: dbBytes,
+      start_up_seconds: {
+        ready: readyS,
+        first_search: firstSearchS,
+        first_similar: firstSimilarS,
+      },
+      rss_mib: { ready: rssReady, index: rssIndex, vectors: rssVectors, end: rssEnd, peak: hwm },
+      search_ms: summarize(searchMs),
+      similar_ms: summarize(similarMs),
+      similar_filtered_ms: summarize(filteredMs),
+      notes:
+        'search: the listing query of bench/search-latency.ts (q filter + sort + page); similar: GET similar?id=…&limit=10, filtered adds q=category:boots,instock:true; start-up from the spawn of node dist/main.js',
+      goals,
+      met: {
+        rss: hwm <= goals.rss_max_mib,
+        search: summarize(searchMs).p95 <= goals.search_p95_ms,
+        similar_filtered: summarize(filteredMs).p95 <= goals.similar_filtered_p95_ms,
+        start_up: firstSimilarS <= goals.start_up_s,
+      },
+    };
+    console.log(JSON.stringify(out));
+    console.log(`written to ${writeResult('embedded-scale', out)}`);
+  } finally {
+    child.kill();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
