@@ -2,7 +2,7 @@
  * The embedded engine at BENCH_ITEMS (1,000,000) items, issue 41's last row: RSS ≤ 3 GB, search
  * p95 ≤ 50 ms, filtered similar p95 ≤ 300 ms, start-up ≤ 60 s. The catalogue of the search bench
  * (bench/catalogue.ts, 1,420-d vectors of the default embedder: the real images' vectors of
- * bench/real-vectors.ts as far as they are cached, random unit vectors for the rest) is seeded
+ * bench/real-vectors.ts when that many are cached, random unit vectors otherwise) is seeded
  * in bounded transactions, then served by a fresh `node dist/main.js` on that data directory,
  * as `npm start` runs it, in a child process of its own so its RSS is the service's.
  *
