@@ -117,3 +117,36 @@ test('an item re-processed during the search is not kept at its old distance', a
     originals.length - 2,
   );
 });
+
+test('an index no pass has used for two minutes is let go, and the next pass starts exact', async () => {
+  // only setTimeout is faked: the build's slices and the store keep their real clocks
+  jest.useFakeTimers({
+    doNotFake: ['nextTick', 'setImmediate', 'clearImmediate', 'setInterval', 'clearInterval'],
+    now: Date.now(),
+  });
+  try {
+    const build = jest.spyOn(NearIndex, 'build');
+    const near = jest.spyOn(NearIndex.prototype, 'near');
+    await search();
+    await search();
+    await search();
+    expect(build).toHaveBeenCalledTimes(1);
+    // each use keeps it another two minutes
+    for (const wait of [100_000, 100_000]) {
+      jest.advanceTimersByTime(wait);
+      near.mockClear();
+      await search();
+      expect(near).toHaveBeenCalled();
+    }
+    jest.advanceTimersByTime(120_001);
+    near.mockClear();
+    await search();
+    await search();
+    expect(near).not.toHaveBeenCalled();
+    expect(build).toHaveBeenCalledTimes(1);
+    await search();
+    expect(build).toHaveBeenCalledTimes(2);
+  } finally {
+    jest.useRealTimers();
+  }
+});

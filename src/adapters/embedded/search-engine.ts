@@ -29,6 +29,11 @@ import { excludedRows, itemsByPk, scoredHits } from './vector-hits';
 /** Below this many vectors the duplicate pass scans them all; above, calls past EXACT_CALLS use a NearIndex. */
 const NEAR_INDEX_ROWS = 5000;
 const EXACT_CALLS = 2;
+/**
+ * A near index unused this long is let go: it holds its own copy of the codes (142 MB at
+ * 100,000 items at 1,420-d) that only a running pass needs.
+ */
+const NEAR_INDEX_IDLE_MS = 120_000;
 
 /** The dataset's vectors changed while a near index was being built over them. */
 class OutdatedVectors extends Error {}
@@ -48,7 +53,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
   private readonly vectors: VectorCache;
   private readonly nearIndexes = new WeakMap<
     Matrix,
-    { version: number; calls: number; index?: Promise<NearIndex> }
+    { version: number; calls: number; index?: Promise<NearIndex>; idle?: NodeJS.Timeout }
   >();
   private readonly rowSlots = new WeakMap<
     Matrix,
@@ -172,8 +177,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
   /**
    * The candidate index for a long pass over a large dataset: the first calls against a set of
    * vectors scan exactly (a few new items cost less than building the index), later ones share
-   * one index, built in slices, until any item changes. A build whose vectors change meanwhile
-   * stops (the next call starts on the new ones) rather than hold two matrices.
+   * one index, built in slices, until any item changes or no pass has used it for
+   * NEAR_INDEX_IDLE_MS. A build whose vectors change meanwhile stops (the next call starts on
+   * the new ones) rather than hold two matrices.
    */
   private async nearIndex(
     ix: DatasetIndex,
@@ -185,6 +191,20 @@ export class EmbeddedSearchEngine implements SearchEngine {
     const had = this.nearIndexes.get(m);
     const entry = had && had.version === ix.version ? had : { version: ix.version, calls: 0 };
     this.nearIndexes.set(m, entry);
+    if (had && had !== entry) clearTimeout(had.idle);
+    if (entry.idle) entry.idle.refresh();
+    else {
+      // weakly: the timer must not keep a replaced matrix's index alive
+      const ref = new WeakRef(entry);
+      entry.idle = setTimeout(() => {
+        const e = ref.deref();
+        if (!e) return;
+        // the next pass starts with exact scans again, as after a change
+        delete e.index;
+        e.calls = 0;
+        e.idle = undefined;
+      }, NEAR_INDEX_IDLE_MS).unref();
+    }
     if (++entry.calls <= EXACT_CALLS) return undefined;
     if (!entry.index) {
       const slice = slicer();
