@@ -48,7 +48,7 @@ export class Int8Rows {
   private readonly qmax: number;
 
   constructor(
-    readonly count: number,
+    count: number,
     readonly dims: number,
   ) {
     this.padded = Math.max(16, Math.ceil(dims / 16) * 16);
