@@ -4,7 +4,8 @@
  * largest max_distance, while comparing a small share of the rows, and the int8 scores keep
  * every row of them that is that close.
  */
-import { NearIndex, slicer } from '../../src/adapters/embedded/near-index';
+import { NearIndex } from '../../src/adapters/embedded/near-index';
+import { slicer } from '../../src/adapters/embedded/slicer';
 import { matrixOf } from '../../src/adapters/embedded/vector-cache';
 import { seededRandom } from '../../src/lib/seeded-random';
 

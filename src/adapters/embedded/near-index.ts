@@ -1,5 +1,6 @@
 import { seededRandom } from '../../lib/seeded-random';
 import { Int8Rows } from './int8-rows';
+import { slicer } from './slicer';
 import type { Matrix } from './vector-cache';
 
 /** Dimensions the vectors are projected to for clustering (cosines kept within about ±0.1). */
@@ -10,8 +11,6 @@ const PROBES = 12;
 const ROUNDS = 4;
 /** Rows projected per stretch of the build. */
 const PROJECT_BATCH = 8192;
-/** Longest stretch of building without giving the event loop a turn. */
-const SLICE_MS = 15;
 
 /** A standard normal draw (Box–Muller). */
 const gaussian = (r: () => number): number =>
@@ -31,23 +30,6 @@ function dot(a: Float32Array, ao: number, b: Float32Array, bo: number, n: number
   }
   for (; j < n; j++) s0 += a[ao + j]! * b[bo + j]!;
   return s0 + s1 + (s2 + s3);
-}
-
-/**
- * Gives the event loop a turn once SLICE_MS of work has passed: building an index over 100,000
- * vectors takes seconds, and an embedded installation's API shares the process.
- */
-export function slicer(sliceMs = SLICE_MS): () => Promise<void> | undefined {
-  let since = performance.now();
-  return () => {
-    if (performance.now() - since < sliceMs) return undefined;
-    return new Promise<void>((go) =>
-      setImmediate(() => {
-        since = performance.now();
-        go();
-      }),
-    );
-  };
 }
 
 /** The `count` centroids nearest a projected vector, nearest first. */

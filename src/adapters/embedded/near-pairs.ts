@@ -1,6 +1,7 @@
 import type { FoundNeighbours, PictureKeys } from '../../ports/search-engine';
 import { stmt, type Db } from './db';
-import { slicer, type NearIndex } from './near-index';
+import type { NearIndex } from './near-index';
+import { slicer } from './slicer';
 import { dot, topK, type Matrix } from './vector-cache';
 
 /** Items read per statement (SQLite allows 32,766 parameters; smaller lists plan faster). */

@@ -20,7 +20,8 @@ import { groupCountsOf, groupPage } from './index-groups';
 import { matching } from './index-conditions';
 import { pageOf } from './index-sort';
 import { MemoryIndexes } from './index-sync';
-import { NearIndex, slicer } from './near-index';
+import { NearIndex } from './near-index';
+import { slicer } from './slicer';
 import { nearPairs } from './near-pairs';
 import type { DatasetIndex } from './memory-index';
 import { VectorCache, topK, type Matrix } from './vector-cache';
@@ -123,8 +124,7 @@ export class EmbeddedSearchEngine implements SearchEngine {
   }
 
   /** The matrix rows a similarity request ranks: matching items' vectors, exclusions skipped. */
-  private rankedRows(ix: DatasetIndex, datasetId: string, set: RankedSet) {
-    const m = this.vectors.get(datasetId, set.embedder);
+  private rankedRows(ix: DatasetIndex, datasetId: string, set: RankedSet, m: Matrix) {
     const slots = this.slotsOfRows(ix, m);
     const filter = matching(ix, set.conditions);
     const skip = excludedRows(this.db, datasetId, m, set.excludeIds);
@@ -141,10 +141,11 @@ export class EmbeddedSearchEngine implements SearchEngine {
    * compared, the filter a set of slots tested row by row over the contiguous matrix
    * (vector-cache.ts).
    */
-  similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
+  async similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
+    if (req.limit <= 0) return [];
+    const matrix = await this.vectors.ready(datasetId, req.embedder);
     return this.withIndex(datasetId, (ix) => {
-      if (req.limit <= 0) return [];
-      const { m, rows } = this.rankedRows(ix, datasetId, req);
+      const { m, rows } = this.rankedRows(ix, datasetId, req, matrix);
       if (!rows.length) return [];
       // Equal scores in id order, as on Elasticsearch: every `limit` then cuts one ranking, and
       // several vectors' lists fuse consistently (bestOf).
@@ -163,9 +164,10 @@ export class EmbeddedSearchEngine implements SearchEngine {
     maxDistance: number,
     k: number,
   ): Promise<FoundNeighbours[]> {
+    const matrix = await this.vectors.ready(datasetId, embedder);
     const { ix, m, rows } = await this.withIndex(datasetId, (ix) => ({
       ix,
-      ...this.rankedRows(ix, datasetId, { embedder, conditions: [], excludeIds: [] }),
+      ...this.rankedRows(ix, datasetId, { embedder, conditions: [], excludeIds: [] }, matrix),
     }));
     // The matrix is one vector version's own, so it stays whole while the index builds and the
     // scan runs in slices; distances come from the vectors stored when each pair is scored.
@@ -223,8 +225,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
     });
   }
 
-  rankedCount(datasetId: string, set: RankedSet): Promise<number> {
-    return this.withIndex(datasetId, (ix) => this.rankedRows(ix, datasetId, set).rows.length);
+  async rankedCount(datasetId: string, set: RankedSet): Promise<number> {
+    const m = await this.vectors.ready(datasetId, set.embedder);
+    return this.withIndex(datasetId, (ix) => this.rankedRows(ix, datasetId, set, m).rows.length);
   }
 
   sample(

@@ -1,5 +1,6 @@
 import { stmt, type Db } from './db';
 import { Int8Rows } from './int8-rows';
+import { slicer } from './slicer';
 import { blobVector } from './vectors';
 
 /**
@@ -24,6 +25,20 @@ export interface Matrix {
 const MAX_DATASETS = 4;
 /** Rows read back per statement when rescoring. */
 const FLOAT_CHUNK = 500;
+/** Up to this many vectors are loaded at once when asked for; more are loaded in slices. */
+const LOAD_NOW_ROWS = 5000;
+/** Rows read per statement of a sliced load. */
+const LOAD_CHUNK = 500;
+
+/** Only vectors that can be compared: an empty one records an image not embedded again. */
+const WHERE = 'dataset_id = ? AND embedder = ? AND length(vec) > 0';
+
+export interface VectorCacheOptions {
+  /** Larger datasets are loaded in slices (default LOAD_NOW_ROWS). */
+  loadNowRows?: number;
+  /** Longest stretch of a sliced load without yielding (slicer's default when left out). */
+  sliceMs?: number;
+}
 
 /**
  * A dataset's vectors as one Int8Array, so a search multiplies a contiguous matrix instead of
@@ -32,8 +47,13 @@ const FLOAT_CHUNK = 500;
  */
 export class VectorCache {
   private readonly matrices = new Map<string, Matrix>();
+  /** Sliced loads under way, shared by every request that waits for one. */
+  private readonly loading = new Map<string, Promise<Matrix>>();
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly options: VectorCacheOptions = {},
+  ) {}
 
   /** The dataset's vector version now: a matrix of another version is out of date. */
   version(datasetId: string): number {
@@ -45,17 +65,42 @@ export class VectorCache {
     );
   }
 
+  /** The matrix as of now, loaded at once if need be (tests, the reference engine). */
   get(datasetId: string, embedder: string): Matrix {
     const key = `${datasetId}\u0000${embedder}`;
-    const version = this.version(datasetId);
     const cached = this.matrices.get(key);
-    if (cached && cached.version === version) {
-      this.matrices.delete(key);
-      this.matrices.set(key, cached);
-      return cached;
-    }
+    if (cached && cached.version === this.version(datasetId)) return this.keep(key, cached);
     // one read transaction: the version, the count and the rows are of one snapshot
-    const m = this.db.transaction(() => this.load(datasetId, embedder))();
+    return this.keep(key, this.db.transaction(() => this.load(datasetId, embedder))());
+  }
+
+  /**
+   * The matrix with every vector written before the call. A large one is loaded in slices (a
+   * million vectors take a minute, and better-sqlite3 is synchronous: loaded at once, the
+   * process would answer nothing meanwhile), and requests arriving during a load wait for it.
+   * A load that began before a caller's version is not enough for that caller: it waits for
+   * the next one.
+   */
+  async ready(datasetId: string, embedder: string): Promise<Matrix> {
+    const key = `${datasetId}\u0000${embedder}`;
+    for (;;) {
+      const version = this.version(datasetId);
+      const cached = this.matrices.get(key);
+      if (cached && cached.version === version) return this.keep(key, cached);
+      const pending = this.loading.get(key);
+      if (pending) {
+        const m = await pending;
+        if (m.version >= version) return m;
+        continue;
+      }
+      if (this.size(datasetId, embedder).n <= (this.options.loadNowRows ?? LOAD_NOW_ROWS))
+        return this.get(datasetId, embedder);
+      const load = this.loadInSlices(datasetId, embedder).finally(() => this.loading.delete(key));
+      this.loading.set(key, load);
+    }
+  }
+
+  private keep(key: string, m: Matrix): Matrix {
     this.matrices.delete(key);
     this.matrices.set(key, m);
     while (this.matrices.size > MAX_DATASETS)
@@ -63,17 +108,19 @@ export class VectorCache {
     return m;
   }
 
-  private load(datasetId: string, embedder: string): Matrix {
-    // an empty vector records an image that could not be embedded again: nothing to compare
-    const where = 'dataset_id = ? AND embedder = ? AND length(vec) > 0';
+  private size(datasetId: string, embedder: string): { n: number; dims: number } {
     const { n, bytes } = stmt(
       this.db,
-      `SELECT count(*) AS n, max(length(vec)) AS bytes FROM item_vectors WHERE ${where}`,
+      `SELECT count(*) AS n, max(length(vec)) AS bytes FROM item_vectors WHERE ${WHERE}`,
     ).get(datasetId, embedder) as { n: number; bytes: number | null };
-    const dims = (bytes ?? 0) / 4;
+    return { n, dims: (bytes ?? 0) / 4 };
+  }
+
+  private empty(datasetId: string, embedder: string, version: number): Matrix {
+    const { n, dims } = this.size(datasetId, embedder);
     const db = this.db;
     const m: Matrix = {
-      version: this.version(datasetId),
+      version,
       embedder,
       dims,
       pks: new Float64Array(n),
@@ -82,24 +129,74 @@ export class VectorCache {
       scale: new Float32Array(n),
       floats: (rows) => floatsOf(db, datasetId, embedder, m, rows),
     };
-    // row by row, so loading never holds every vector as float32 at once
-    let i = 0;
-    const vector = new Float32Array(dims);
-    for (const r of stmt(this.db, `SELECT item_pk, vec FROM item_vectors WHERE ${where}`).iterate(
-      datasetId,
-      embedder,
-    ) as Iterable<{ item_pk: number; vec: Buffer }>) {
-      if (r.vec.byteLength !== dims * 4) continue;
-      new Uint8Array(vector.buffer).set(r.vec);
-      m.pks[i] = r.item_pk;
-      m.rowOf.set(r.item_pk, i);
-      quantise(vector, m.codes, m.scale, i);
-      i++;
-    }
-    // rows of another length (a change of embedder dimensions mid-write) were left out
-    if (i < n) m.pks = m.pks.slice(0, i);
     return m;
   }
+
+  private load(datasetId: string, embedder: string): Matrix {
+    const m = this.empty(datasetId, embedder, this.version(datasetId));
+    const fill = filler(m);
+    // row by row, so loading never holds every vector as float32 at once
+    for (const r of stmt(this.db, `SELECT item_pk, vec FROM item_vectors WHERE ${WHERE}`).iterate(
+      datasetId,
+      embedder,
+    ) as Iterable<VectorRow>)
+      if (!fill(r)) break;
+    return fill.done();
+  }
+
+  /**
+   * Reads the vectors in pk order, LOAD_CHUNK rows per statement, yielding between slices. The
+   * matrix carries the version read at the start: rows read later may be newer, and any write
+   * since makes the next request load again, so no change is missed for long.
+   */
+  private async loadInSlices(datasetId: string, embedder: string): Promise<Matrix> {
+    const m = this.db.transaction(() => this.empty(datasetId, embedder, this.version(datasetId)))();
+    const fill = filler(m);
+    const next = stmt(
+      this.db,
+      `SELECT item_pk, vec FROM item_vectors WHERE ${WHERE} AND item_pk > ? ORDER BY item_pk LIMIT ${LOAD_CHUNK}`,
+    );
+    const pause = slicer(this.options.sliceMs);
+    let after = -Infinity;
+    for (;;) {
+      const rows = next.all(datasetId, embedder, after) as VectorRow[];
+      if (!rows.length || !rows.every(fill)) break;
+      after = rows[rows.length - 1]!.item_pk;
+      await pause();
+    }
+    return this.keep(`${datasetId}\u0000${embedder}`, fill.done());
+  }
+}
+
+interface VectorRow {
+  item_pk: number;
+  vec: Buffer;
+}
+
+/**
+ * Fills a matrix row by row (false once it is full: rows added since it was sized wait for
+ * the next load). `done` trims it to the rows filled.
+ */
+function filler(m: Matrix): ((r: VectorRow) => boolean) & { done(): Matrix } {
+  let i = 0;
+  const vector = new Float32Array(m.dims);
+  const fill = (r: VectorRow): boolean => {
+    if (i >= m.scale.length) return false;
+    // rows of another length (a change of embedder dimensions mid-write) are left out
+    if (r.vec.byteLength !== m.dims * 4) return true;
+    new Uint8Array(vector.buffer).set(r.vec);
+    m.pks[i] = r.item_pk;
+    m.rowOf.set(r.item_pk, i);
+    quantise(vector, m.codes, m.scale, i);
+    i++;
+    return true;
+  };
+  return Object.assign(fill, {
+    done: () => {
+      if (i < m.pks.length) m.pks = m.pks.slice(0, i);
+      return m;
+    },
+  });
 }
 
 /** A matrix over vectors held in memory (row r's pk is r + 1), for tests and measurements. */
