@@ -119,37 +119,8 @@ class EsCalls {
  * (`credits-translog-async`, `events-translog-async`: one of them).
  * An experiment run writes to the temp directory, never to bench/results.
  */
-type Variant =
-  | 'no-events'
-  | 'no-ledger'
-  | 'charge-async'
-  | 'plan-refresh-ahead'
-  | 'ledger-linger-5ms'
-  | 'ledger-linger-15ms'
-  | 'per-host-counter';
+type Variant = 'no-events' | 'no-ledger' | 'charge-async' | 'plan-refresh-ahead';
 type Patch = (m: MeteringService, host: number) => (() => void) | void;
-/** The credit counter's group commit waits `ms` before a write, so more requests share it. */
-const linger =
-  (ms: number): Patch =>
-  (m) => {
-    const ledger = (m as unknown as { ledger: object }).ledger as {
-      busy: Set<string>;
-      drain(key: string): Promise<void>;
-    };
-    const drain = (Object.getPrototypeOf(ledger) as typeof ledger).drain;
-    ledger.drain = (key) => {
-      ledger.busy.add(key);
-      setTimeout(() => {
-        ledger.busy.delete(key);
-        void drain.call(ledger, key);
-      }, ms);
-      return Promise.resolve();
-    };
-    return () => {
-      delete (ledger as { drain?: unknown }).drain;
-    };
-  };
-
 const VARIANTS: Record<Variant, Patch> = {
   /**
    * The plan read once, then refreshed in the background at most once a second (one read in
@@ -189,32 +160,16 @@ const VARIANTS: Record<Variant, Patch> = {
       delete (m as unknown as { organisation?: unknown }).organisation;
     };
   },
-  /**
-   * Each host writes its own credit counter (no conflicts between hosts). Not exact across
-   * hosts as patched here (each checks only its own count): the upper bound of a design with
-   * per-host counters or credit leases.
-   */
-  'per-host-counter': (m, host) => {
-    const ledger = (m as unknown as { ledger: object }).ledger as {
-      submit(op: { c: { org: string } }): void;
-    };
-    const submit = (Object.getPrototypeOf(ledger) as typeof ledger).submit;
-    ledger.submit = (op) =>
-      submit.call(ledger, { ...op, c: { ...op.c, org: `${op.c.org}~${host}` } });
-    return () => {
-      delete (ledger as { submit?: unknown }).submit;
-    };
-  },
-  'ledger-linger-5ms': linger(5),
-  'ledger-linger-15ms': linger(15),
   /** No event-log append (analytics only; the response never waits for it). */
   'no-events': (m) => {
     (m as unknown as { record(): void }).record = () => undefined;
   },
   /** The credit counter not written (every charge admitted at once): the plan read remains. */
   'no-ledger': (m) => {
-    (m as unknown as { ledger: Pick<UsageLedger, 'charge' | 'refund'> }).ledger = {
+    (m as unknown as { ledger: Pick<UsageLedger, 'charge' | 'admit' | 'refund'> }).ledger = {
       charge: (c) => Promise.resolve({ id: 'x', charge: c }),
+      admit: (c) =>
+        Promise.resolve({ receipt: { id: 'x', charge: c }, recorded: Promise.resolve() }),
       refund: () => Promise.resolve(),
     };
   },

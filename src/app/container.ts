@@ -429,6 +429,10 @@ export async function buildContainer(
       await http.close();
       await sender.close();
       await metering.drain();
+      // credits set aside for this process go back before the stores close
+      await ledger
+        .close?.()
+        .catch((err: unknown) => log.warn({ err }, 'credit leases not returned'));
       await thresholds.drain();
       await publications.drain();
       await stores.close();

@@ -15,6 +15,15 @@ export interface ChargeReceipt {
   charge: RequestCharge;
 }
 
+/**
+ * A charge against a fixed package, admitted. `recorded` settles once the charge is in the
+ * ledger: with credits this process holds already (a lease) the request need not wait for it.
+ */
+export interface Admission {
+  receipt: ChargeReceipt;
+  recorded: Promise<void>;
+}
+
 export interface MonthUsage {
   /** Total micro-credits charged in the month. */
   micro: number;
@@ -28,8 +37,17 @@ export interface MonthUsage {
  * package of R credits admits exactly R requests however many arrive at once.
  */
 export interface UsageLedger {
-  /** Charges unless it would take the month past `limitMicro`; undefined when refused. */
+  /**
+   * Charges unless it would take the month past `limitMicro`; undefined when refused. Resolves
+   * once the charge is recorded (what `month` reads on any host).
+   */
   charge(c: RequestCharge, limitMicro: number | undefined): Promise<ChargeReceipt | undefined>;
+  /**
+   * The same decision, resolved as soon as it is taken: an adapter that can admit from credits
+   * set aside for this process beforehand does so without a round trip, and records the charge
+   * after (`recorded`). Still exact: the credits were taken from the package when set aside.
+   */
+  admit(c: RequestCharge, limitMicro: number): Promise<Admission | undefined>;
   /** Takes back a charge whose request then failed (only 2xx responses count). Never refused. */
   refund(receipt: ChargeReceipt): Promise<void>;
   month(org: string, year: number, month: number): Promise<MonthUsage>;
@@ -55,6 +73,8 @@ export interface UsageLedger {
   recordImage(e: ImageCount): Promise<void>;
   /** Images processed in a UTC year, and the newest such event. */
   images(org: string, year: number): Promise<{ processed: number; lastAt?: number }>;
+  /** Gives back what this process holds of any package (shutdown). */
+  close?(): Promise<void>;
 }
 
 export interface ImageKey {

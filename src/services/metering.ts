@@ -56,21 +56,36 @@ export class MeteringService {
     const org = await this.organisation(ds.org);
     const at = this.now();
     const credits = org.plan.requestCredits[type];
+    const charge = { org: org.name, datasetId: ds.id, type, micro: toMicro(credits), at };
     const limit = org.plan.credits.limitType === 'fixed' ? org.plan.credits.limit : undefined;
-    const receipt = await this.ledger.charge(
-      { org: org.name, datasetId: ds.id, type, micro: toMicro(credits), at },
-      limit === undefined ? undefined : toMicro(limit),
-    );
-    if (limit !== undefined) this.usage?.nudge(org.name, 'credits', receipt ? undefined : limit);
-    if (!receipt) {
-      this.refused.set(org.name, at + REFUSED_MEMORY_MS);
-      const d = new Date(at);
-      throw new AppError(
-        'payment_required',
-        `the fixed package of ${limit} credits for ${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')} is used up (a ${type} request costs ${credits})`,
-      );
+    if (limit === undefined) {
+      const receipt = await this.ledger.charge(charge, undefined);
+      if (!receipt) throw new Error('a charge without a limit was refused');
+      return receipt;
     }
-    return receipt;
+    // Admitted from credits this process holds, the request need not wait for the record.
+    const admitted = await this.ledger.admit(charge, toMicro(limit));
+    if (admitted) {
+      // shutdown waits for it (drain), so the record is written before the stores close
+      this.track(
+        admitted.recorded.then(
+          () => this.usage?.nudge(org.name, 'credits'),
+          (err: unknown) =>
+            this.log.error(
+              { err, org: org.name, type },
+              'charge of an answered request not recorded',
+            ),
+        ),
+      );
+      return admitted.receipt;
+    }
+    this.usage?.nudge(org.name, 'credits', limit);
+    this.refused.set(org.name, at + REFUSED_MEMORY_MS);
+    const d = new Date(at);
+    throw new AppError(
+      'payment_required',
+      `the fixed package of ${limit} credits for ${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')} is used up (a ${type} request costs ${credits})`,
+    );
   }
 
   /**
@@ -202,11 +217,15 @@ export class MeteringService {
         },
       ])
       .catch((err: unknown) => this.log.warn({ err, type }, 'request event not logged'));
+    this.track(p);
+  }
+
+  private track(p: Promise<void>): void {
     this.logging.add(p);
     void p.finally(() => this.logging.delete(p));
   }
 
-  /** Waits for event-log writes in flight (shutdown). */
+  /** Waits for charge records and event-log writes in flight (shutdown). */
   async drain(): Promise<void> {
     await Promise.all([...this.logging]);
   }

@@ -122,6 +122,7 @@ function slowDatasetReads(ms: number, log: string[]) {
       const { accounts, ledger } = h.container.ports;
       const read = accounts.getDatasetById.bind(accounts);
       const charge = ledger.charge.bind(ledger);
+      const admit = ledger.admit.bind(ledger);
       return [
         jest.spyOn(accounts, 'getDatasetById').mockImplementation(async (id) => {
           log.push('read');
@@ -132,6 +133,11 @@ function slowDatasetReads(ms: number, log: string[]) {
         jest.spyOn(ledger, 'charge').mockImplementation((c, limit) => {
           log.push(`charge ${c.type}`);
           return charge(c, limit);
+        }),
+        // a fixed package's charges (admitted, perhaps from credits set aside)
+        jest.spyOn(ledger, 'admit').mockImplementation((c, limit) => {
+          log.push(`charge ${c.type}`);
+          return admit(c, limit);
         }),
       ];
     });

@@ -1,8 +1,7 @@
 import crypto from 'node:crypto';
-import type { RequestType } from '../../domain/plan';
 import {
   RESERVATION_TTL_MS,
-  utcYearMonth as ym,
+  type Admission,
   type ChargeReceipt,
   type ImageCount,
   type ImageKey,
@@ -10,8 +9,9 @@ import {
   type RequestCharge,
   type UsageLedger,
 } from '../../ports/usage-ledger';
-import { casUpdate, getVersioned, type Versioned } from './cas';
-import { GroupCommit, KeyedGroupCommit } from '../group-commit';
+import { casUpdate } from './cas';
+import { GroupCommit } from '../group-commit';
+import { EsCreditCounter } from './es-credit-counter';
 import type { BulkLane } from './bulk-lane';
 import { unavailable } from './outage';
 import type { EsIndices } from './indices';
@@ -21,22 +21,6 @@ const IMAGE_GROUP = 500;
 
 /** Versioned-write rounds for the image holds document before a 503. */
 const HOLD_ATTEMPTS = 24;
-
-interface Line {
-  requests: number;
-  micro: number;
-  last_at: number;
-}
-
-/** Request credits of one organisation in one UTC month. */
-interface CreditsDoc {
-  org: string;
-  ym: number;
-  micro: number;
-  /** `<dataset id>|<type>` → the month's requests and credits. */
-  per: Record<string, Line>;
-  last_at: number;
-}
 
 interface HoldsDoc {
   org: string;
@@ -56,38 +40,20 @@ interface ImageDoc {
   hold: string;
 }
 
-/** One change to a month's credits; a refund is a negative one and is never refused. */
-interface CreditOp {
-  c: RequestCharge;
-  sign: 1 | -1;
-  limitMicro?: number;
-}
-
 const hash = (...parts: Array<string | number>): string =>
   crypto.createHash('sha256').update(parts.join('\u0000')).digest('hex').slice(0, 40);
 
 /**
  * The usage ledger in Elasticsearch, exact across any number of processes (contract §8, §12).
  *
- * Credits: one document per organisation and month holds the total and the per-dataset, per-type
- * lines; every change is a versioned read-modify-write, so the 402 decision and the charge are
- * one step on every host. That document serialises an organisation's requests, so a process
- * never has more than one write to it in flight: requests arriving meanwhile queue and go
- * together in the next write (group commit), admitted in arrival order while credits remain.
- * The cost is one write per batch, not per request: the process remembers the version it last
- * wrote, and reads the counter again only when another process wrote it since (a conflict).
+ * Credits: a counter per organisation and month, with leases (EsCreditCounter).
  *
  * Images: one create-only document per counted processing (so redelivery never counts twice);
  * places in a fixed allowance are held in a per-organisation, per-year document that is
  * checked against the count of those documents in the same versioned write.
  */
 export class EsUsageLedger implements UsageLedger {
-  private readonly counters = new KeyedGroupCommit(
-    (key: string, ops: CreditOp[]) => this.apply(key, ops),
-    Infinity,
-  );
-  /** Each counter as this process last wrote it: the next write usually needs no read. */
-  private readonly lastWritten = new Map<string, Versioned<CreditsDoc>>();
+  private readonly credits: EsCreditCounter;
 
   /** No linger of its own: the lane's keeps the counts of jobs finishing together in one request. */
   private readonly imageRecords = new GroupCommit(
@@ -98,98 +64,32 @@ export class EsUsageLedger implements UsageLedger {
   constructor(
     private readonly indices: EsIndices,
     private readonly lane: BulkLane,
-  ) {}
+  ) {
+    this.credits = new EsCreditCounter(indices);
+  }
 
   private get client() {
     return this.indices.client;
   }
 
-  async charge(
-    c: RequestCharge,
-    limitMicro: number | undefined,
-  ): Promise<ChargeReceipt | undefined> {
-    const ok = await this.submit({
-      c,
-      sign: 1,
-      ...(limitMicro !== undefined ? { limitMicro } : {}),
-    });
-    return ok ? { id: crypto.randomUUID(), charge: c } : undefined;
+  charge(c: RequestCharge, limitMicro: number | undefined): Promise<ChargeReceipt | undefined> {
+    return this.credits.charge(c, limitMicro);
   }
 
-  async refund(receipt: ChargeReceipt): Promise<void> {
-    await this.submit({ c: receipt.charge, sign: -1 });
+  admit(c: RequestCharge, limitMicro: number): Promise<Admission | undefined> {
+    return this.credits.admit(c, limitMicro);
   }
 
-  /** One write in flight per counter (GroupCommit): what queues meanwhile goes in the next. */
-  private submit(op: CreditOp): Promise<boolean> {
-    return this.counters.submit(`${op.c.org}:${ym(op.c.at)}`, op);
+  refund(receipt: ChargeReceipt): Promise<void> {
+    return this.credits.refund(receipt);
   }
 
-  private async apply(key: string, ops: CreditOp[]): Promise<boolean[]> {
-    let admitted: boolean[] = [];
-    const known = this.lastWritten.get(key);
-    const { version } = await casUpdate<CreditsDoc>(
-      this.client,
-      this.indices.shared('credits'),
-      key,
-      (cur) => {
-        const doc: CreditsDoc = cur
-          ? { ...cur, per: { ...cur.per } }
-          : { org: ops[0].c.org, ym: ym(ops[0].c.at), micro: 0, per: {}, last_at: 0 };
-        admitted = ops.map((op) => {
-          const delta = op.sign * op.c.micro;
-          if (op.sign > 0 && op.limitMicro !== undefined && doc.micro + delta > op.limitMicro)
-            return false;
-          doc.micro += delta;
-          const lineKey = `${op.c.datasetId}|${op.c.type}`;
-          const line = doc.per[lineKey] ?? { requests: 0, micro: 0, last_at: 0 };
-          doc.per[lineKey] = {
-            requests: line.requests + op.sign,
-            micro: line.micro + delta,
-            last_at: op.sign > 0 ? Math.max(line.last_at, op.c.at) : line.last_at,
-          };
-          if (op.sign > 0) doc.last_at = Math.max(doc.last_at, op.c.at);
-          return true;
-        });
-        return admitted.some(Boolean) ? doc : undefined;
-      },
-      { what: 'the credit counter', ...(known ? { known } : {}) },
-    );
-    if (this.lastWritten.size > 10_000) this.lastWritten.clear();
-    if (version) this.lastWritten.set(key, version);
-    else this.lastWritten.delete(key);
-    return admitted;
+  month(org: string, year: number, month: number): Promise<MonthUsage> {
+    return this.credits.month(org, year, month);
   }
 
-  async month(org: string, year: number, month: number): Promise<MonthUsage> {
-    const cur = await getVersioned<CreditsDoc>(
-      this.client,
-      this.indices.shared('credits'),
-      `${org}:${year * 100 + month}`,
-    );
-    const lines = Object.entries(cur?.doc.per ?? {})
-      .filter(([, l]) => l.requests > 0)
-      .map(([k, l]) => {
-        const cut = k.lastIndexOf('|');
-        return { datasetId: k.slice(0, cut), type: k.slice(cut + 1) as RequestType, ...l };
-      })
-      // by dataset, then type (NUL sorts before any character of either)
-      .map((l) => ({ ...l, order: `${l.datasetId}\u0000${l.type}` }))
-      .sort((a, b) => (a.order < b.order ? -1 : a.order > b.order ? 1 : 0));
-    const lastAt = lines.reduce<number | undefined>(
-      (m, l) => (m === undefined || l.last_at > m ? l.last_at : m),
-      undefined,
-    );
-    return {
-      micro: cur?.doc.micro ?? 0,
-      perDataset: lines.map((l) => ({
-        datasetId: l.datasetId,
-        type: l.type,
-        requests: l.requests,
-        micro: l.micro,
-      })),
-      ...(lastAt !== undefined ? { lastAt } : {}),
-    };
+  close(): Promise<void> {
+    return this.credits.close();
   }
 
   private holdId(e: ImageKey): string {

@@ -51,7 +51,14 @@ const SHARED = {
   /** Installation-wide values (server key, operator token prefix); _id = key, create-only. */
   meta: { value: { type: 'keyword', index: false } },
   /** Request credits per organisation and UTC month; _id = org + NUL + yyyymm. */
-  credits: { org: keyword, ym: { type: 'integer' }, micro: long, per: opaque, last_at: long },
+  credits: {
+    org: keyword,
+    ym: { type: 'integer' },
+    micro: long,
+    per: opaque,
+    last_at: long,
+    leases: opaque,
+  },
   /** One document per counted image (create-only, so redelivery never counts twice). */
   images: {
     org: keyword,

@@ -2,6 +2,7 @@ import type { RequestType } from '../../domain/plan';
 import {
   RESERVATION_TTL_MS,
   utcYearMonth as ym,
+  type Admission,
   type ChargeReceipt,
   type ImageCount,
   type ImageKey,
@@ -60,6 +61,12 @@ export class SqliteUsageLedger implements UsageLedger {
            requests = requests + excluded.requests, micro = micro + excluded.micro,
            last_at = max(last_at, excluded.last_at)`,
     ).run(org, month, ds, type, n, micro, at);
+  }
+
+  /** One SQLite transaction decides and records at once: nothing is left to record after. */
+  async admit(c: RequestCharge, limitMicro: number): Promise<Admission | undefined> {
+    const receipt = await this.charge(c, limitMicro);
+    return receipt && { receipt, recorded: Promise.resolve() };
   }
 
   async refund(receipt: ChargeReceipt): Promise<void> {
