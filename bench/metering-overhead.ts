@@ -8,7 +8,7 @@
  * Rounds are short and many, so adjacent on/off rounds see the same load from the rest of the
  * machine; pair_ratios shows how noisy it was. Each round also records CPU per request, the
  * Elasticsearch calls per request and their latency, and where a metered request's time goes.
- * Goal (issue): throughput with metering on ≥ 0.9 × with metering off.
+ * Goal (issue 41): throughput with metering on ≥ 0.97 × with metering off, in every run of three.
  *
  *   npm run bench:metering   (BENCH_ITEMS, BENCH_CONCURRENCY, BENCH_ROUND_SECONDS,
  *                             BENCH_ROUNDS = rounds per mode, BENCH_WARMUP_SECONDS;
@@ -44,7 +44,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const ROUND_S = Number(process.env.BENCH_ROUND_SECONDS ?? 3);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 16); // per mode
 const WARMUP_S = Number(process.env.BENCH_WARMUP_SECONDS ?? 5); // per mode
-const GOAL = 0.9;
+const GOAL = 0.97;
 const CREDITS = 100_000_000;
 
 /** The listing query of bench/search-latency.ts: page and price window vary. */

@@ -82,13 +82,18 @@ export class KeyedGroupCommit<Req, Res> {
     private readonly commit: (key: string, batch: Req[]) => Promise<Res[]>,
     private readonly maxBatch: number,
     private readonly maxKeys = 10_000,
+    private readonly lingerMs = 0,
   ) {}
 
   submit(key: string, req: Req): Promise<Res> {
     let group = this.groups.get(key);
     if (!group) {
       if (this.groups.size >= this.maxKeys) this.groups.clear();
-      group = new GroupCommit((batch: Req[]) => this.commit(key, batch), this.maxBatch);
+      group = new GroupCommit(
+        (batch: Req[]) => this.commit(key, batch),
+        this.maxBatch,
+        this.lingerMs,
+      );
       this.groups.set(key, group);
     }
     return group.submit(req);

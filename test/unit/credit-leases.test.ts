@@ -8,12 +8,13 @@ import {
   applyOps,
   type CreditOp,
   type CreditsDoc,
+  type Unused,
 } from '../../src/adapters/elasticsearch/es-credit-counter';
 
 const M = 1_000_000;
 const NOW = Date.UTC(2026, 5, 10);
 const c = (micro = M) => ({ org: 'o', datasetId: 'd', type: 'search' as const, micro, at: NOW });
-const charge = (limit: number, lease?: string, returns?: string): CreditOp => ({
+const charge = (limit: number, lease?: string, returns?: Unused): CreditOp => ({
   kind: 'charge',
   c: c(),
   sign: 1,
@@ -88,10 +89,10 @@ test('refused while other leases hold enough: held, with the time until the firs
   expect(spent.outcomes[0]).toEqual({ ok: false });
 });
 
-test("a charge gives its own lease's rest back first, and may spend it", () => {
+test('a charge gives back what its process did not admit of its lease first, and may spend it', () => {
   const r = applyOps(
     doc(19 * M, { mine: { micro: M, until: NOW + 9000 } }),
-    [charge(20 * M, 'next', 'mine')],
+    [charge(20 * M, 'next', { lease: 'mine', unused: M })],
     NOW,
   );
   expect(r.outcomes[0]!.ok).toBe(true);
@@ -99,11 +100,35 @@ test("a charge gives its own lease's rest back first, and may spend it", () => {
   expect(r.doc!.leases).toBeUndefined();
   const back = applyOps(
     doc(0, { mine: { micro: M, until: NOW + 9000 } }),
-    [{ kind: 'return', lease: 'mine' }],
+    [{ kind: 'return', lease: 'mine', unused: M }],
     NOW,
   );
   expect(back.doc!.leases).toBeUndefined();
-  expect(applyOps(undefined, [{ kind: 'return', lease: 'x' }], NOW).doc).toBeUndefined();
+  expect(applyOps(undefined, [{ kind: 'return', lease: 'x', unused: 0 }], NOW).doc).toBeUndefined();
+});
+
+test('a lease given back keeps what was admitted and not yet recorded, until it is', () => {
+  const limit = 20 * M;
+  // 5 set aside, 3 of them never admitted: 2 admitted whose records are still on their way
+  const back = applyOps(
+    doc(10 * M, { mine: { micro: 5 * M, until: NOW + 9000 } }),
+    [{ kind: 'return', lease: 'mine', unused: 3 * M }],
+    NOW,
+  ).doc!;
+  expect(back.leases!.mine).toEqual({ micro: 2 * M, until: NOW + 9000, returned: true });
+  // 8 free, not 10: the two admitted still count against the package
+  const nine = Array.from({ length: 9 }, () => charge(limit));
+  expect(applyOps(back, nine, NOW).outcomes.filter((o) => o.ok)).toHaveLength(8);
+  const recorded = applyOps(
+    back,
+    [
+      { kind: 'record', c: c(), lease: 'mine' },
+      { kind: 'record', c: c(), lease: 'mine' },
+    ],
+    NOW,
+  ).doc!;
+  expect(recorded.leases).toBeUndefined();
+  expect(recorded.micro).toBe(12 * M);
 });
 
 test('refunds are never refused and give credits back to the package', () => {

@@ -25,6 +25,12 @@ const MAX_BLOCK_REQUESTS = 256;
 /** How long a charge waits for credits other hosts hold before answering 503 rather than 402. */
 const HELD_WAIT_MS = 3_000;
 const HELD_RETRY_MS = 100;
+/**
+ * Records of charges admitted from a lease wait this long for others to share their write:
+ * nobody waits on them, and the counter then takes a few writes a second per process, not one
+ * per batch of requests.
+ */
+const RECORD_LINGER_MS = 250;
 /** Tries to write a record of a charge already admitted (its request may have been answered). */
 const RECORD_ATTEMPTS = 5;
 const RECORD_BACKOFF_MS = 1_000;
@@ -35,10 +41,15 @@ interface Line {
   last_at: number;
 }
 
-/** Credits set aside for one process: `micro` of them not yet spent, until `until`. */
+/**
+ * Credits set aside for one process: `micro` of them not yet recorded as spent, until `until`.
+ * A lease given back (`returned`) keeps only what its holder admitted and has not recorded yet,
+ * and goes once that is recorded.
+ */
 export interface Lease {
   micro: number;
   until: number;
+  returned?: boolean;
 }
 
 /** Request credits of one organisation in one UTC month. */
@@ -57,8 +68,8 @@ export interface CreditsDoc {
 /**
  * A change to a month's credits. `charge` decides against the limit on the counter itself (a
  * refund is a negative one, never refused); with `lease` it also asks for a block for this
- * process, and `returns` gives back the rest of the one it held. `record` counts a charge
- * admitted from a lease, `return` gives a lease's rest back.
+ * process, and `returns` gives back what it did not admit of the one it held. `record` counts a
+ * charge admitted from a lease, `return` gives back what a lease did not admit.
  */
 export type CreditOp =
   | {
@@ -67,10 +78,16 @@ export type CreditOp =
       sign: 1 | -1;
       limitMicro?: number;
       lease?: string;
-      returns?: string;
+      returns?: Unused;
     }
   | { kind: 'record'; c: RequestCharge; lease: string }
-  | { kind: 'return'; lease: string };
+  | ({ kind: 'return' } & Unused);
+
+/** What a lease's holder did not admit (`unused` micro-credits): free again at once. */
+export interface Unused {
+  lease: string;
+  unused: number;
+}
 
 export interface Outcome {
   ok: boolean;
@@ -104,7 +121,9 @@ const receiptOf = (c: RequestCharge): ChargeReceipt => ({ id: crypto.randomUUID(
  * admitted on the counter also sets aside a block of credits for this process: at most 1/16 of
  * those still free and 256 requests' worth, so blocks shrink to nothing as the package runs low
  * and the last credits are charged one by one. The next requests are admitted from the block
- * here and recorded after, in group commits nobody waits on. Nothing is ever admitted beyond
+ * here and recorded after, in group commits nobody waits on (a usage report may lag by a
+ * linger and a write; no 402 is decided while a record is on its way, since the credits it
+ * counts are still set aside in its lease). Nothing is ever admitted beyond
  * the package: a block's credits leave the free ones when it is granted. A block unused for
  * IDLE_RETURN_MS goes back; a crashed holder's is free again LEASE_TTL_MS after it was taken.
  * A charge refused while other processes' leases hold enough waits for them to come back
@@ -114,6 +133,13 @@ export class EsCreditCounter {
   private readonly counters = new KeyedGroupCommit(
     (key: string, ops: CreditOp[]) => this.apply(key, ops),
     Infinity,
+  );
+  /** Records of charges admitted from leases: their own group commit, lingering. */
+  private readonly records = new KeyedGroupCommit(
+    (key: string, ops: CreditOp[]) => this.apply(key, ops),
+    Infinity,
+    10_000,
+    RECORD_LINGER_MS,
   );
   /** Each counter as this process last wrote it: the next write usually needs no read. */
   private readonly lastWritten = new Map<string, Versioned<CreditsDoc>>();
@@ -163,7 +189,7 @@ export class EsCreditCounter {
           sign: 1,
           limitMicro,
           ...(ask ? { lease: crypto.randomUUID() } : {}),
-          ...(h ? { returns: h.id } : {}),
+          ...(h ? { returns: { lease: h.id, unused: h.left } } : {}),
         })
         .finally(() => {
           if (ask) this.asking.delete(key);
@@ -187,7 +213,7 @@ export class EsCreditCounter {
   private async record(key: string, c: RequestCharge, lease: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.counters.submit(key, { kind: 'record', c, lease });
+        await this.records.submit(key, { kind: 'record', c, lease });
         return;
       } catch (e) {
         if (attempt >= RECORD_ATTEMPTS) throw e;
@@ -209,7 +235,9 @@ export class EsCreditCounter {
     await Promise.all(
       [...this.held].map(([key, h]) => {
         this.forget(key, h);
-        return this.counters.submit(key, { kind: 'return', lease: h.id }).catch(() => undefined);
+        return this.counters
+          .submit(key, { kind: 'return', lease: h.id, unused: h.left })
+          .catch(() => undefined);
       }),
     );
   }
@@ -236,7 +264,9 @@ export class EsCreditCounter {
   /** Returns a lease in the background; one not returned ends with LEASE_TTL_MS anyway. */
   private giveBack(key: string, h: Held): void {
     this.forget(key, h);
-    void this.counters.submit(key, { kind: 'return', lease: h.id }).catch(() => undefined);
+    void this.counters
+      .submit(key, { kind: 'return', lease: h.id, unused: h.left })
+      .catch(() => undefined);
   }
 
   private async apply(key: string, ops: CreditOp[]): Promise<Outcome[]> {
@@ -317,9 +347,13 @@ export function applyOps(
       delete leases[id];
       changed = true;
     }
-  const drop = (id: string | undefined) => {
-    if (id === undefined || !(id in leases)) return;
-    delete leases[id];
+  /** Frees what the holder did not admit; the rest goes as its records arrive. */
+  const giveBack = (r: Unused | undefined) => {
+    const l = r && leases[r.lease];
+    if (!l) return;
+    const rest = l.micro - r.unused;
+    if (rest > 0) leases[r.lease] = { ...l, micro: rest, returned: true };
+    else delete leases[r.lease];
     changed = true;
   };
   const leased = () => Object.values(leases).reduce((n, l) => n + l.micro, 0);
@@ -339,17 +373,21 @@ export function applyOps(
   let grant: { id: string; limit: number; need: number; at: number } | undefined;
   const outcomes = ops.map((op, at): Outcome => {
     if (op.kind === 'return') {
-      drop(op.lease);
+      giveBack(op);
       return { ok: true };
     }
     if (op.kind === 'record') {
       count(op.c, 1);
       const l = leases[op.lease];
       // a lease already ended gave its credits back whole; this one is counted all the same
-      if (l) leases[op.lease] = { ...l, micro: Math.max(0, l.micro - op.c.micro) };
+      if (l) {
+        const rest = Math.max(0, l.micro - op.c.micro);
+        if (rest === 0 && l.returned) delete leases[op.lease];
+        else leases[op.lease] = { ...l, micro: rest };
+      }
       return { ok: true };
     }
-    drop(op.returns);
+    giveBack(op.returns);
     if (op.sign > 0 && op.limitMicro !== undefined) {
       const free = op.limitMicro - doc.micro - leased();
       if (op.c.micro > free) {
