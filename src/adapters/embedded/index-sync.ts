@@ -197,31 +197,35 @@ export class MemoryIndexes {
   }
 
   /**
-   * Builds the index a chunk per turn. Rows read in later chunks may be newer than the head
-   * noted at the start; every item written after that head is stamped after it, so the first
-   * read after the build re-reads each of them (index `seen` = that head) and the index ends as
-   * current as one built at once.
+   * Builds the index a chunk per turn, the items too read a chunk at a time (a million rows
+   * read at once held the process for seconds). Rows read in later chunks may be newer than
+   * the head noted at the start; every item written after that head is stamped after it, so
+   * the first read after the build re-reads each of them (index `seen` = that head) and the
+   * index ends as current as one built at once.
    */
   private buildInBackground(datasetId: string): void {
     const run = async (): Promise<void> => {
       const t0 = performance.now();
       const ix = new DatasetIndex();
-      const { seq, items } = this.db.transaction(() => ({
-        seq: changeHead(this.db, datasetId).seq,
-        items: stmt(
-          this.db,
-          'SELECT pk, id, state, created_at, updated_at FROM items WHERE dataset_id = ? ORDER BY pk',
-        )
-          .raw()
-          .all(datasetId) as ItemTuple[],
-      }))();
-      for (let k = 0; k < items.length; k += CHUNK) {
+      const seq = changeHead(this.db, datasetId).seq;
+      const next = stmt(
+        this.db,
+        // `+dataset_id`: walk the table by pk from where the last chunk ended; an index on
+        // dataset_id would be read whole and sorted again for every chunk
+        `SELECT pk, id, state, created_at, updated_at FROM items WHERE pk > ? AND +dataset_id = ? ORDER BY pk LIMIT ${CHUNK}`,
+      ).raw();
+      let items = 0;
+      for (let after = Number.MIN_SAFE_INTEGER; ;) {
         await new Promise((r) => setImmediate(r));
-        load(this.db, datasetId, ix, items.slice(k, k + CHUNK));
+        const part = next.all(after, datasetId) as ItemTuple[];
+        if (!part.length) break;
+        load(this.db, datasetId, ix, part);
+        items += part.length;
+        after = part[part.length - 1]![0];
       }
       ix.seen = seq;
       this.keep(datasetId, ix);
-      this.lastBuild = { datasetId, items: items.length, ms: performance.now() - t0 };
+      this.lastBuild = { datasetId, items, ms: performance.now() - t0 };
     };
     const done = run()
       .then(

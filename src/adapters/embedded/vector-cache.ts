@@ -108,12 +108,19 @@ export class VectorCache {
     return m;
   }
 
+  /**
+   * Rows to make room for (the dataset's vectors of every embedder: a count from the index
+   * alone, where counting only this embedder's would read every row) and the dimensions.
+   */
   private size(datasetId: string, embedder: string): { n: number; dims: number } {
-    const { n, bytes } = stmt(
+    const { n } = stmt(this.db, 'SELECT count(*) AS n FROM item_vectors WHERE dataset_id = ?').get(
+      datasetId,
+    ) as { n: number };
+    const one = stmt(
       this.db,
-      `SELECT count(*) AS n, max(length(vec)) AS bytes FROM item_vectors WHERE ${WHERE}`,
-    ).get(datasetId, embedder) as { n: number; bytes: number | null };
-    return { n, dims: (bytes ?? 0) / 4 };
+      `SELECT length(vec) AS bytes FROM item_vectors WHERE ${WHERE} LIMIT 1`,
+    ).get(datasetId, embedder) as { bytes: number } | undefined;
+    return { n: one ? n : 0, dims: (one?.bytes ?? 0) / 4 };
   }
 
   private empty(datasetId: string, embedder: string, version: number): Matrix {
@@ -157,7 +164,7 @@ export class VectorCache {
       `SELECT item_pk, vec FROM item_vectors WHERE ${WHERE} AND item_pk > ? ORDER BY item_pk LIMIT ${LOAD_CHUNK}`,
     );
     const pause = slicer(this.options.sliceMs);
-    let after = -Infinity;
+    let after = Number.MIN_SAFE_INTEGER;
     for (;;) {
       const rows = next.all(datasetId, embedder, after) as VectorRow[];
       if (!rows.length || !rows.every(fill)) break;
