@@ -13,6 +13,8 @@ export interface RequestCharge {
 export interface ChargeReceipt {
   id: string;
   charge: RequestCharge;
+  /** Admitted from credits set aside (Admission): its refund must follow its record. */
+  leased?: boolean;
 }
 
 /**

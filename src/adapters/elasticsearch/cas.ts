@@ -41,27 +41,39 @@ export async function getVersioned<T>(
  * `known`, a version the caller remembers from its own last write, saves the first read. It is
  * only trusted for a write (a conflict says another process wrote since); a decision not to
  * write is always taken on a fresh read.
+ *
+ * A write whose answer is lost (a timeout, or the client's own retry of a write that had landed
+ * meeting its new version as a conflict) must not be applied twice. With `unique` (the caller
+ * puts an id of its own in every document it writes), a document that then reads exactly as
+ * the write left it is taken as that write, done. Without it two writers can leave equal
+ * documents (two increments of one count), so nothing is inferred.
  */
 export async function casUpdate<T>(
   client: Client,
   index: string,
   id: string,
   change: (current: T | undefined) => T | undefined | Promise<T | undefined>,
-  opts: { what?: string; known?: Versioned<T>; attempts?: number } = {},
+  opts: { what?: string; known?: Versioned<T>; attempts?: number; unique?: boolean } = {},
 ): Promise<{ doc: T | undefined; written: boolean; version?: Versioned<T> }> {
+  let tried: string | undefined;
+  const unique = opts.unique ?? false;
   if (opts.known) {
     const next = await change(opts.known.doc);
     const version =
-      next === undefined ? undefined : await write(client, index, id, opts.known, next);
+      next === undefined ? undefined : await write(client, index, id, opts.known, next, unique);
     if (version) return { doc: next, written: true, version };
+    if (next !== undefined && unique) tried = JSON.stringify(next);
   }
   for (let attempt = 0; attempt < (opts.attempts ?? CAS_RETRIES); attempt++) {
     const cur = await getVersioned<T>(client, index, id);
+    if (cur && tried !== undefined && JSON.stringify(cur.doc) === tried)
+      return { doc: cur.doc, written: true, version: cur };
     const next = await change(cur?.doc);
     if (next === undefined)
       return { doc: cur?.doc, written: false, ...(cur ? { version: cur } : {}) };
-    const version = await write(client, index, id, cur, next);
+    const version = await write(client, index, id, cur, next, unique);
     if (version) return { doc: next, written: true, version };
+    if (unique) tried = JSON.stringify(next);
     await backoff(attempt);
   }
   throw unavailable(`${opts.what ?? id} changed concurrently too often; try again`, 1);
@@ -74,6 +86,7 @@ async function write<T>(
   id: string,
   cur: Versioned<T> | undefined,
   next: T,
+  unique: boolean,
 ): Promise<Versioned<T> | undefined> {
   try {
     const r = await client.index({
@@ -87,6 +100,10 @@ async function write<T>(
     return { doc: next, seqNo: r._seq_no!, primaryTerm: r._primary_term! };
   } catch (e) {
     if (isConflict(e)) return undefined;
+    if (!unique) throw e;
+    // no answer: the write may have landed all the same
+    const now = await getVersioned<T>(client, index, id).catch(() => undefined);
+    if (now && JSON.stringify(now.doc) === JSON.stringify(next)) return now;
     throw e;
   }
 }

@@ -13,9 +13,13 @@ import type { EsIndices } from './indices';
 import { unavailable } from './outage';
 
 /** A lease's credits stay set aside this long after it is taken: a crashed holder's come back then. */
-export const LEASE_TTL_MS = 20_000;
-/** A holder stops admitting from a lease this long before it ends (hosts' clocks may differ by less). */
-const LEASE_MARGIN_MS = 5_000;
+export const LEASE_TTL_MS = 25_000;
+/**
+ * A holder stops admitting from a lease this long before it ends, so the records of what it
+ * admitted (a linger, a write, the retries of RECORD_ATTEMPTS) land while the lease still sets
+ * their credits aside, with 10 s to spare for hosts' clocks that differ.
+ */
+const LEASE_MARGIN_MS = 15_000;
 /** A lease unused this long is given back, so other hosts can spend the rest of a package. */
 const IDLE_RETURN_MS = 1_000;
 /** A block is at most this share of the credits free when it is taken, so blocks shrink near the end… */
@@ -32,7 +36,7 @@ const HELD_RETRY_MS = 100;
  */
 const RECORD_LINGER_MS = 250;
 /** Tries to write a record of a charge already admitted (its request may have been answered). */
-const RECORD_ATTEMPTS = 5;
+const RECORD_ATTEMPTS = 3;
 const RECORD_BACKOFF_MS = 1_000;
 
 interface Line {
@@ -63,6 +67,8 @@ export interface CreditsDoc {
   last_at: number;
   /** Lease id → its credits not yet spent. */
   leases?: Record<string, Lease>;
+  /** The id of the write that left the document so. */
+  write?: string;
 }
 
 /**
@@ -97,25 +103,31 @@ export interface Outcome {
   block?: { id: string } & Lease;
 }
 
-/** A lease as its holder keeps it. */
+/** A lease as its holder keeps it, for the package (`limit`) it was granted under. */
 interface Held {
   id: string;
+  limit: number;
   left: number;
   until: number;
   idle: NodeJS.Timeout;
 }
 
 const keyOf = (c: RequestCharge): string => `${c.org}:${ym(c.at)}`;
-const receiptOf = (c: RequestCharge): ChargeReceipt => ({ id: crypto.randomUUID(), charge: c });
+const receiptOf = (c: RequestCharge, leased = false): ChargeReceipt => ({
+  id: crypto.randomUUID(),
+  charge: c,
+  ...(leased ? { leased } : {}),
+});
 
 /**
  * Request credits in Elasticsearch, exact across any number of processes (contract §8, §12).
  *
  * One document per organisation and month holds the total and the per-dataset, per-type lines;
  * every change is a versioned read-modify-write, so a decision against a fixed package and its
- * charge are one step on every host. A process has at most one write to a document in flight:
- * requests arriving meanwhile go together in the next (group commit), admitted in arrival order
- * while credits remain, and it reads the document again only after another process wrote it.
+ * charge are one step on every host. Charges decided on the counter go one write at a time per
+ * process: requests arriving meanwhile go together in the next (group commit), admitted in
+ * arrival order while credits remain; records (below) have a group commit of their own. A
+ * process reads the document again only after another write landed since its own.
  *
  * Leases take that write out of a request's path. A charge against a fixed package that is
  * admitted on the counter also sets aside a block of credits for this process: at most 1/16 of
@@ -147,6 +159,8 @@ export class EsCreditCounter {
   private readonly held = new Map<string, Held>();
   /** Counters a block has been asked of and not yet answered: one ask at a time. */
   private readonly asking = new Set<string>();
+  /** Leases being given back. */
+  private readonly returning = new Set<Promise<void>>();
 
   constructor(private readonly indices: EsIndices) {}
 
@@ -173,10 +187,16 @@ export class EsCreditCounter {
     const deadline = Date.now() + HELD_WAIT_MS;
     for (;;) {
       const h = this.held.get(key);
-      if (h && h.left >= c.micro && Date.now() < h.until - LEASE_MARGIN_MS) {
+      // a lease of another package (the plan changed) is not used: the counter decides again
+      if (
+        h &&
+        h.limit === limitMicro &&
+        h.left >= c.micro &&
+        Date.now() < h.until - LEASE_MARGIN_MS
+      ) {
         h.left -= c.micro;
         h.idle.refresh();
-        return { receipt: receiptOf(c), recorded: this.record(key, c, h.id) };
+        return { receipt: receiptOf(c, true), recorded: this.record(key, c, h.id) };
       }
       // what is left of the lease (too little, or ending) goes back in the same write
       if (h) this.forget(key, h);
@@ -194,7 +214,7 @@ export class EsCreditCounter {
         .finally(() => {
           if (ask) this.asking.delete(key);
         });
-      if (out.block) this.keep(key, out.block);
+      if (out.block) this.keep(key, out.block, limitMicro);
       if (out.ok) return { receipt: receiptOf(c), recorded: Promise.resolve() };
       if (out.held === undefined) return undefined;
       if (Date.now() >= deadline)
@@ -222,31 +242,27 @@ export class EsCreditCounter {
     }
   }
 
+  /** A charge admitted from a lease is refunded after its record, in the same queue. */
   async refund(receipt: ChargeReceipt): Promise<void> {
-    await this.counters.submit(keyOf(receipt.charge), {
+    await (receipt.leased ? this.records : this.counters).submit(keyOf(receipt.charge), {
       kind: 'charge',
       c: receipt.charge,
       sign: -1,
     });
   }
 
-  /** Gives back every lease this process holds (shutdown). */
+  /** Gives back every lease this process holds, and waits for those on their way (shutdown). */
   async close(): Promise<void> {
-    await Promise.all(
-      [...this.held].map(([key, h]) => {
-        this.forget(key, h);
-        return this.counters
-          .submit(key, { kind: 'return', lease: h.id, unused: h.left })
-          .catch(() => undefined);
-      }),
-    );
+    for (const [key, h] of [...this.held]) this.giveBack(key, h);
+    await Promise.all([...this.returning]);
   }
 
-  private keep(key: string, block: { id: string } & Lease): void {
+  private keep(key: string, block: { id: string } & Lease, limit: number): void {
     const had = this.held.get(key);
     if (had) this.giveBack(key, had);
     const h: Held = {
       id: block.id,
+      limit,
       left: block.micro,
       until: block.until,
       idle: setTimeout(() => {
@@ -264,9 +280,12 @@ export class EsCreditCounter {
   /** Returns a lease in the background; one not returned ends with LEASE_TTL_MS anyway. */
   private giveBack(key: string, h: Held): void {
     this.forget(key, h);
-    void this.counters
-      .submit(key, { kind: 'return', lease: h.id, unused: h.left })
-      .catch(() => undefined);
+    const p = this.counters.submit(key, { kind: 'return', lease: h.id, unused: h.left }).then(
+      () => undefined,
+      () => undefined,
+    );
+    this.returning.add(p);
+    void p.finally(() => this.returning.delete(p));
   }
 
   private async apply(key: string, ops: CreditOp[]): Promise<Outcome[]> {
@@ -279,13 +298,17 @@ export class EsCreditCounter {
       (cur) => {
         const change = applyOps(cur, ops, Date.now());
         outcomes = change.outcomes;
-        return change.doc;
+        // an id of this write's own, so a write whose answer was lost is recognised (casUpdate)
+        return change.doc && { ...change.doc, write: crypto.randomUUID() };
       },
-      { what: 'the credit counter', ...(known ? { known } : {}) },
+      { what: 'the credit counter', unique: true, ...(known ? { known } : {}) },
     );
     if (this.lastWritten.size > 10_000) this.lastWritten.clear();
-    if (version) this.lastWritten.set(key, version);
-    else this.lastWritten.delete(key);
+    // two queues write here: a slower write must not put back an older version
+    const had = this.lastWritten.get(key);
+    if (!version) this.lastWritten.delete(key);
+    else if (!had || had.primaryTerm !== version.primaryTerm || had.seqNo < version.seqNo)
+      this.lastWritten.set(key, version);
     return outcomes;
   }
 

@@ -58,6 +58,7 @@ const SHARED = {
     per: opaque,
     last_at: long,
     leases: opaque,
+    write: { type: 'keyword', index: false },
   },
   /** One document per counted image (create-only, so redelivery never counts twice). */
   images: {

@@ -63,6 +63,16 @@ describe('credit leases on Elasticsearch', () => {
     expect(doc.leases![id]!.micro).toBe(251 * M);
   });
 
+  test('a package lowered on another host is decided on the counter, not from the block held', async () => {
+    const { a } = hosts;
+    await a.ledger.charge(c(), 10_000 * M);
+    expect(Object.values((await counter(a)).leases ?? {})[0]!.micro).toBe(256 * M);
+    // the plan now allows 2 credits this month, of which 1 is used
+    expect(await a.ledger.charge(c(), 2 * M)).toBeDefined();
+    expect(await a.ledger.charge(c(), 2 * M)).toBeUndefined();
+    expect((await a.ledger.month('o', 2026, 6)).micro).toBe(2 * M);
+  });
+
   test('a package of R admits exactly R of many concurrent requests over two hosts, blocks and all', async () => {
     const { a, b } = hosts;
     const R = 500;
