@@ -302,17 +302,36 @@ export class VisionScope {
     return (await this.deps.engine.sample(this.ds.id, [...w.all], limit, seed)).map(this.shown);
   }
 
-  /** Of `ids`, those the scope holds (processed, matching the token's q). */
-  private async inScope(ids: string[]): Promise<Set<string>> {
+  /**
+   * Of `ids`, those the scope holds (processed, matching the token's q), as the search that
+   * decided it saw them; undefined when the token has no scope.
+   */
+  private async inScope(ids: string[]): Promise<Map<string, StoredItem> | undefined> {
     const must = await this.must();
-    if (!must.length || !ids.length) return new Set(ids);
+    if (!must.length) return undefined;
+    if (!ids.length) return new Map();
     const found = await this.deps.engine.search(this.ds.id, {
       conditions: [...must, { kind: 'ids', ids }],
       sort: { field: 'service_updated_at', order: 'desc' },
       offset: 0,
       limit: ids.length,
     });
-    return new Set(found.items.map((i) => i.id));
+    return new Map(found.items.map((i) => [i.id, i]));
+  }
+
+  /**
+   * Whether the scope holds `item` as read: the search that decided it must have seen the same
+   * metadata. On Elasticsearch the item is read realtime while the search sees the last refresh,
+   * so an item just moved out of the scope could otherwise be shown with its new metadata.
+   */
+  private static holds(within: Map<string, StoredItem> | undefined, item: StoredItem): boolean {
+    if (!within) return true;
+    const seen = within.get(item.id);
+    return (
+      seen !== undefined &&
+      seen.updatedAt === item.updatedAt &&
+      JSON.stringify(seen.metadata) === JSON.stringify(item.metadata)
+    );
   }
 
   /** Processed items among `ids` that the scope holds, as seen here; the others are absent. */
@@ -323,7 +342,7 @@ export class VisionScope {
     ]);
     return new Map(
       items
-        .filter((i) => i.state === 'processed' && within.has(i.id))
+        .filter((i) => i.state === 'processed' && VisionScope.holds(within, i))
         .map((i) => [i.id, this.shown(i)]),
     );
   }
@@ -341,7 +360,8 @@ export class VisionScope {
       this.deps.store.getItems(this.ds.id, [id]),
     ]);
     const item = items[0];
-    if (!within.has(id) || !embedding || !item || item.state !== 'processed') return undefined;
+    if (!item || !VisionScope.holds(within, item) || !embedding || item.state !== 'processed')
+      return undefined;
     return { item: this.shown(item), embedding };
   }
 
@@ -349,7 +369,9 @@ export class VisionScope {
   async embeddings(ids: string[]): Promise<Array<StoredEmbedding | undefined>> {
     const within = await this.inScope(ids);
     return Promise.all(
-      ids.map((id) => (within.has(id) ? this.deps.store.getEmbedding(this.ds.id, id) : undefined)),
+      ids.map((id) =>
+        !within || within.has(id) ? this.deps.store.getEmbedding(this.ds.id, id) : undefined,
+      ),
     );
   }
 
