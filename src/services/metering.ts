@@ -34,7 +34,8 @@ export interface EarlyCharge {
 export class MeteringService {
   /** Organisations refused recently, and until when to charge them before working. */
   private readonly refused = new Map<string, number>();
-  private readonly logging = new Set<Promise<void>>();
+  /** Charge records and event-log writes in flight: shutdown waits for them (drain). */
+  private readonly pending = new Set<Promise<void>>();
 
   constructor(
     private readonly plans: PlanReads,
@@ -221,12 +222,12 @@ export class MeteringService {
   }
 
   private track(p: Promise<void>): void {
-    this.logging.add(p);
-    void p.finally(() => this.logging.delete(p));
+    this.pending.add(p);
+    void p.finally(() => this.pending.delete(p));
   }
 
   /** Waits for charge records and event-log writes in flight (shutdown). */
   async drain(): Promise<void> {
-    await Promise.all([...this.logging]);
+    await Promise.all([...this.pending]);
   }
 }
