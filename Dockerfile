@@ -17,7 +17,8 @@ COPY --from=build /app/dist ./dist
 COPY package.json ./
 # the default embedder's model, checked against SHA256 at start; Apache-2.0 §4 wants its licence
 # and the "modified" notice (README.md) to travel with every copy of it, this image included
-COPY models/efficientnet-lite0/efficientnet-lite0.onnx models/efficientnet-lite0/SHA256 \
+COPY models/efficientnet-lite0/efficientnet-lite0.onnx \
+     models/efficientnet-lite0/efficientnet-lite0-int8.onnx models/efficientnet-lite0/SHA256 \
      models/efficientnet-lite0/LICENSE models/efficientnet-lite0/README.md ./models/efficientnet-lite0/
 RUN mkdir -p /data && chown node:node /data
 USER node

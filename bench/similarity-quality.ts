@@ -3,7 +3,8 @@
  * labelled image sets (generated shapes, MNIST digits, real food photos by food group) and lens
  * R@1 of changed real photos (mirrored, cropped, recompressed, rotated) through `POST …/search`.
  * Exact in-process search over the hybrid's two parts picks the default's weights.
- * Writes bench/results/similarity-quality.json.
+ * Writes bench/results/similarity-quality.json, or `BENCH_RESULT`.json for a partial run
+ * (`BENCH_EMBEDDERS=hybrid,hybrid-int8 BENCH_RESULT=similarity-int8` compares the two models).
  */
 import crypto from 'node:crypto';
 import http from 'node:http';
@@ -191,7 +192,8 @@ async function exactLens(
   return out;
 }
 
-type Kind = 'descriptor' | 'efficientnet' | 'hybrid';
+/** `hybrid-int8`: the default embedder on the 8-bit model (EMBEDDER_PRECISION=int8). */
+type Kind = 'descriptor' | 'efficientnet' | 'hybrid' | 'hybrid-int8';
 const EMBEDDER_KINDS = (process.env.BENCH_EMBEDDERS ?? 'descriptor,efficientnet,hybrid')
   .split(',')
   .filter(Boolean) as Kind[];
@@ -208,7 +210,9 @@ async function engineRun(
   const app = await startService({
     IMAGE_FETCH_ALLOW_PRIVATE: 'true',
     WORKER_CONCURRENCY: '8',
-    EMBEDDER: kind,
+    ...(kind === 'hybrid-int8'
+      ? { EMBEDDER: 'hybrid', EMBEDDER_PRECISION: 'int8' }
+      : { EMBEDDER: kind }),
     ...(engine === 'elasticsearch'
       ? { SEARCH_BACKEND: 'elasticsearch', ELASTICSEARCH_URL: ES_URL, ES_INDEX_PREFIX: prefix }
       : {}),
@@ -365,6 +369,7 @@ async function measure(set: (typeof SETS)[number], cnn: Embedder, engines: Engin
             mean(images.flatMap((i, n) => (i.label === c ? [per[n]!] : []))),
           ]),
         );
+        // the exact ranking is the float model's, so hybrid-int8's recall also counts its drift
         const w =
           kind === 'descriptor'
             ? 1
@@ -457,7 +462,7 @@ async function main(): Promise<void> {
   for (const set of SETS.filter((x) => !only || only.includes(x.name)))
     measured.push(await measure(set, cnn, engines));
   const best = chooseWeight(measured);
-  const file = writeResult('similarity-quality', {
+  const file = writeResult(process.env.BENCH_RESULT ?? 'similarity-quality', {
     benchmark: 'similarity-quality',
     date: new Date().toISOString(),
     machine: machine(),

@@ -211,6 +211,7 @@ export async function buildContainer(
   const metrics = new Metrics();
   const embedder: Embedder = await createEmbedder(config.EMBEDDER, {
     modelPath: config.EMBEDDER_MODEL_PATH,
+    precision: config.EMBEDDER_PRECISION,
     threads: config.EMBEDDER_THREADS,
     maxBatch: config.EMBEDDER_BATCH,
     onRun: (images) => metrics.embedderRunImages.observe(images),

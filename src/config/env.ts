@@ -4,6 +4,8 @@ import { z } from 'zod';
 /** Image embedders (docs/embedders.md); the first is the default. */
 const EMBEDDERS = ['hybrid', 'efficientnet', 'descriptor', 'onnx'] as const;
 export type EmbedderKind = (typeof EMBEDDERS)[number];
+const PRECISIONS = ['float32', 'int8'] as const;
+export type ModelPrecision = (typeof PRECISIONS)[number];
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'expected true or false' })
@@ -141,6 +143,11 @@ const schema = z.object({
     }),
   EMBEDDER: z.enum(EMBEDDERS).default('hybrid'),
   EMBEDDER_MODEL_PATH: z.string().optional(),
+  /**
+   * Which EfficientNet-Lite0 the hybrid and efficientnet embedders run: the float model or its
+   * 8-bit quantisation (faster, vectors a little different, so another embedder id).
+   */
+  EMBEDDER_PRECISION: z.enum(PRECISIONS).default('float32'),
   /** Threads of one model run (runs are serialised per process); default: the cores. */
   EMBEDDER_THREADS: z.coerce
     .number({ message: 'expected a number' })
@@ -246,6 +253,8 @@ function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof sche
   if (c.EMBEDDER !== 'onnx') unused(['EMBEDDER_MODEL_PATH'], `EMBEDDER=${c.EMBEDDER}`);
   if (c.EMBEDDER === 'descriptor')
     unused(['EMBEDDER_THREADS', 'EMBEDDER_BATCH'], 'EMBEDDER=descriptor runs no model session');
+  if (c.EMBEDDER === 'descriptor' || c.EMBEDDER === 'onnx')
+    unused(['EMBEDDER_PRECISION'], `EMBEDDER=${c.EMBEDDER} does not run EfficientNet-Lite0`);
   if (!c.APP_ROLES.has('worker'))
     unused(
       [

@@ -8,9 +8,12 @@ import sharp from 'sharp';
 import { createEmbedder, hybridId, HYBRID_WEIGHTS } from '../../src/adapters/embedders';
 import {
   EFFICIENTNET_MODEL,
+  EFFICIENTNET_MODELS,
   EFFICIENTNET_SHA256,
   EfficientNetEmbedder,
 } from '../../src/adapters/embedders/efficientnet';
+import { areaResize } from '../../src/adapters/embedders/area-resize';
+import { DescriptorEmbedder } from '../../src/adapters/embedders/descriptor';
 import { SharpImageAnalyzer } from '../../src/adapters/images/sharp-analyzer';
 import { loadConfig } from '../../src/config/env';
 import { tempDir } from '../helpers/app';
@@ -45,10 +48,13 @@ async function fixtures(): Promise<Record<string, Buffer>> {
 
 const cosine = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * b[i]!, 0);
 
-test('the committed model is the one models/efficientnet-lite0/SHA256 names', () => {
-  const want = fs.readFileSync(EFFICIENTNET_SHA256, 'utf8').trim().split(/\s+/)[0];
-  const got = crypto.createHash('sha256').update(fs.readFileSync(EFFICIENTNET_MODEL)).digest('hex');
-  expect(got).toBe(want);
+test('each committed model is the one models/efficientnet-lite0/SHA256 names', () => {
+  const lines = fs.readFileSync(EFFICIENTNET_SHA256, 'utf8').trim().split('\n');
+  expect(lines).toHaveLength(2);
+  for (const file of Object.values(EFFICIENTNET_MODELS)) {
+    const got = crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+    expect(lines).toContain(`${got}  ${path.basename(file)}`);
+  }
 });
 
 /**
@@ -86,7 +92,13 @@ test('the Docker image carries the model with its licence and modification notic
   expect(dir).toBeDefined();
   const beside = copied.get(dir!)!.map((f) => path.posix.basename(f));
   expect(beside).toEqual(
-    expect.arrayContaining(['efficientnet-lite0.onnx', 'SHA256', 'LICENSE', 'README.md']),
+    expect.arrayContaining([
+      'efficientnet-lite0.onnx',
+      'efficientnet-lite0-int8.onnx',
+      'SHA256',
+      'LICENSE',
+      'README.md',
+    ]),
   );
   expect(fs.readFileSync(path.join(path.dirname(EFFICIENTNET_MODEL), 'LICENSE'), 'utf8')).toMatch(
     /Apache License/,
@@ -104,7 +116,41 @@ test('a model file with other bytes is refused at start, naming the script that 
   await expect(EfficientNetEmbedder.load({ file: copy })).rejects.toThrow(
     /convert_efficientnet_lite0\.py/,
   );
+  // the float model is not the quantised one either
+  await expect(
+    EfficientNetEmbedder.load({ precision: 'int8', file: EFFICIENTNET_MODEL }),
+  ).rejects.toThrow(/quantize_efficientnet_lite0\.py/);
 });
+
+test('the int8 model: its own id, vectors close to the float ones, pictures still apart', async () => {
+  const images = await fixtures();
+  const vectors = async (precision: 'float32' | 'int8') => {
+    const model = await EfficientNetEmbedder.load({ precision, threads: 1 });
+    const analyzer = new SharpImageAnalyzer(model);
+    const out: Record<string, number[]> = {};
+    for (const [name, bytes] of Object.entries(images)) {
+      const f = await analyzer.analyze(bytes);
+      expect(f.embedder).toBe(
+        precision === 'int8' ? 'efficientnet-lite0-int8-v1' : 'efficientnet-lite0-v1',
+      );
+      out[name] = f.vector;
+    }
+    await model.close();
+    return out;
+  };
+  const float = await vectors('float32');
+  const int8 = await vectors('int8');
+  for (const name of Object.keys(float)) {
+    expect(Math.hypot(...int8[name]!)).toBeCloseTo(1, 5);
+    const same = cosine(int8[name]!, float[name]!);
+    expect(same).toBeGreaterThan(0.9);
+    expect(same).toBeLessThan(0.99999);
+    // nearer the float vector of its own picture than to any other picture's
+    for (const other of Object.keys(float))
+      if (other !== name) expect(cosine(int8[name]!, float[other]!)).toBeLessThan(same);
+  }
+  expect(cosine(int8.disc!, int8.checks!)).toBeLessThan(0.9);
+}, 30_000);
 
 test('EfficientNet-Lite0 vectors of fixed images match the golden file', async () => {
   const analyzer = new SharpImageAnalyzer(await EfficientNetEmbedder.load({ threads: 1 }));
@@ -138,6 +184,20 @@ test('the hybrid default: both parts, unit length, an id that names its weights'
   const hybrid = await createEmbedder('hybrid', { threads: 1 });
   expect(hybrid.id).toBe(hybridId(HYBRID_WEIGHTS));
   expect(hybridId({ descriptor: 1, efficientnet: 3 })).toBe('hybrid-d25e75-v1');
+  expect(hybridId(HYBRID_WEIGHTS, 'int8')).toBe('hybrid-d52.5e47.5-int8-v1');
+  expect(loadConfig({}).EMBEDDER_PRECISION).toBe('float32');
+  const int8 = await createEmbedder('hybrid', { threads: 1, precision: 'int8' });
+  expect(int8.id).toBe('hybrid-d52.5e47.5-int8-v1');
+  // its descriptor part is made from the decode shrunk by area averaging
+  const pixels = {
+    data: new Uint8Array(224 * 224 * 3).map((_, i) => (i * 7 + (i >> 9)) & 255),
+    size: 224,
+  };
+  const fromArea = new DescriptorEmbedder().embedSync(areaResize(pixels, 64));
+  const part = (await int8.embed(pixels)).slice(0, 140);
+  const unit = (v: Float32Array) => Array.from(v, (x) => x / Math.hypot(...v));
+  expect(cosine(unit(part), unit(fromArea))).toBeCloseTo(1, 6);
+  await int8.close?.();
   expect([hybrid.dimensions, hybrid.inputSize]).toEqual([140 + 1280, 224]);
   const f = await new SharpImageAnalyzer(hybrid).analyze((await fixtures()).disc!);
   expect(f.vector).toHaveLength(1420);
@@ -154,4 +214,8 @@ test('the descriptor stays selectable for the fastest ingest', async () => {
   const d = await createEmbedder('descriptor');
   expect([d.id, d.dimensions]).toEqual(['descriptor-v1', 140]);
   expect(() => loadConfig({ EMBEDDER: 'clip' })).toThrow(/EMBEDDER/);
+  expect(() => loadConfig({ EMBEDDER_PRECISION: 'int4' })).toThrow(/EMBEDDER_PRECISION/);
+  expect(loadConfig({ EMBEDDER: 'descriptor', EMBEDDER_PRECISION: 'int8' }).ignored).toEqual([
+    expect.stringMatching(/EMBEDDER_PRECISION/),
+  ]);
 });

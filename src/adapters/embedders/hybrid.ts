@@ -1,6 +1,10 @@
 import sharp from 'sharp';
 import type { Embedder, Pixels } from '../../ports/embedder';
+import { areaResize } from './area-resize';
 import { normalise } from './unit';
+
+/** How a part that wants a smaller input gets it: libvips's Lanczos, or area averaging. */
+export type Resample = 'lanczos' | 'area';
 
 export interface WeightedPart {
   embedder: Embedder;
@@ -8,8 +12,9 @@ export interface WeightedPart {
 }
 
 /** The same decoded image at a smaller square size, for a part that wants less. */
-async function resized(p: Pixels, size: number): Promise<Pixels> {
+async function resized(p: Pixels, size: number, how: Resample): Promise<Pixels> {
   if (p.size === size) return p;
+  if (how === 'area') return areaResize(p, size);
   const data = await sharp(Buffer.from(p.data.buffer, p.data.byteOffset, p.data.byteLength), {
     raw: { width: p.size, height: p.size, channels: 3 },
   })
@@ -31,6 +36,7 @@ export class HybridEmbedder implements Embedder {
   constructor(
     readonly id: string,
     private readonly parts: WeightedPart[],
+    private readonly resample: Resample = 'lanczos',
   ) {
     this.dimensions = parts.reduce((n, p) => n + p.embedder.dimensions, 0);
     this.inputSize = Math.max(...parts.map((p) => p.embedder.inputSize));
@@ -38,7 +44,9 @@ export class HybridEmbedder implements Embedder {
 
   async embed(p: Pixels): Promise<Float32Array> {
     const vectors = await Promise.all(
-      this.parts.map(async ({ embedder }) => embedder.embed(await resized(p, embedder.inputSize))),
+      this.parts.map(async ({ embedder }) =>
+        embedder.embed(await resized(p, embedder.inputSize, this.resample)),
+      ),
     );
     const out = new Float32Array(this.dimensions);
     let at = 0;

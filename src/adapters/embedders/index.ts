@@ -1,4 +1,4 @@
-import type { EmbedderKind } from '../../config/env';
+import type { EmbedderKind, ModelPrecision } from '../../config/env';
 import type { Embedder } from '../../ports/embedder';
 import { DescriptorEmbedder } from './descriptor';
 import { EfficientNetEmbedder } from './efficientnet';
@@ -15,14 +15,16 @@ import type { SessionOptions } from './serial-session';
  */
 export const HYBRID_WEIGHTS = { descriptor: 0.525, efficientnet: 0.475 };
 
-export function hybridId(w = HYBRID_WEIGHTS): string {
+export function hybridId(w = HYBRID_WEIGHTS, precision: ModelPrecision = 'float32'): string {
   const pct = (x: number) => +((x / (w.descriptor + w.efficientnet)) * 100).toFixed(1);
-  return `hybrid-d${pct(w.descriptor)}e${pct(w.efficientnet)}-v1`;
+  const model = precision === 'int8' ? '-int8' : '';
+  return `hybrid-d${pct(w.descriptor)}e${pct(w.efficientnet)}${model}-v1`;
 }
 
 /** The model session's options (threads, batch, metric and warning hooks), and which model. */
 export interface EmbedderOptions extends SessionOptions {
   modelPath?: string;
+  precision?: ModelPrecision;
   weights?: typeof HYBRID_WEIGHTS;
 }
 
@@ -31,20 +33,29 @@ export async function createEmbedder(
   kind: EmbedderKind,
   opts: EmbedderOptions = {},
 ): Promise<Embedder> {
-  const { modelPath, weights, ...session } = opts;
+  const { modelPath, weights, precision, ...session } = opts;
   switch (kind) {
     case 'descriptor':
       return new DescriptorEmbedder();
     case 'onnx':
       return OnnxEmbedder.load(modelPath!, session);
     case 'efficientnet':
-      return EfficientNetEmbedder.load(session);
+      return EfficientNetEmbedder.load({ ...session, precision });
     case 'hybrid': {
       const w = weights ?? HYBRID_WEIGHTS;
-      return new HybridEmbedder(hybridId(w), [
-        { embedder: new DescriptorEmbedder(), weight: w.descriptor },
-        { embedder: await EfficientNetEmbedder.load(session), weight: w.efficientnet },
-      ]);
+      // The int8 variant's vectors are new anyway, so it also takes the cheaper resample for
+      // the descriptor's input; the float variant keeps the vectors its id stands for.
+      return new HybridEmbedder(
+        hybridId(w, precision),
+        [
+          { embedder: new DescriptorEmbedder(), weight: w.descriptor },
+          {
+            embedder: await EfficientNetEmbedder.load({ ...session, precision }),
+            weight: w.efficientnet,
+          },
+        ],
+        precision === 'int8' ? 'area' : 'lanczos',
+      );
     }
   }
 }

@@ -1,0 +1,90 @@
+/**
+ * The raw analyzer (decode + embed, no fetch, no store, no queue) with the float and the 8-bit
+ * EfficientNet-Lite0 in the default hybrid embedder: images per second and CPU per image,
+ * `WORKER_CONCURRENCY` images at a time as a worker runs them, the two models alternated round
+ * by round (ABBA) so that the machine's drift falls on both. Two image sets: bench:ingest's
+ * 800 × 600 JPEGs (the figure issue 41 states) and the 542 food photos (small real JPEGs).
+ * Quality under int8 is bench:similarity's (`BENCH_EMBEDDERS=hybrid,hybrid-int8`).
+ *
+ *   npm run bench:analyzer   (BENCH_ROUNDS=3, BENCH_IMAGES=600)
+ */
+import os from 'node:os';
+import { createEmbedder } from 'visual-search-service/dist/adapters/embedders';
+import { SharpImageAnalyzer } from 'visual-search-service/dist/adapters/images/sharp-analyzer';
+import type { ModelPrecision } from 'visual-search-service/dist/config/env';
+import { ingestImages, machine, writeResult } from './common';
+import { foodImages } from './food-images';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const IMAGES = Number(process.env.BENCH_IMAGES ?? 600);
+const CONCURRENCY = Number(process.env.WORKER_CONCURRENCY ?? 8);
+const PRECISIONS: ModelPrecision[] = ['float32', 'int8'];
+
+type Loop = { per_s: number; cpu_ms_per_image: number; load_1m: number };
+
+async function loop(images: Buffer[], precision: ModelPrecision): Promise<Loop> {
+  const embedder = await createEmbedder('hybrid', { precision });
+  const analyzer = new SharpImageAnalyzer(embedder);
+  // a few images first: the session's first runs allocate its arena
+  for (let i = 0; i < 8; i++) await analyzer.analyze(images[i % images.length]!);
+  let next = 0;
+  const start = process.hrtime.bigint();
+  const cpu0 = process.cpuUsage();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < IMAGES) await analyzer.analyze(images[next++ % images.length]!);
+    }),
+  );
+  const cpu = process.cpuUsage(cpu0);
+  const s = Number(process.hrtime.bigint() - start) / 1e9;
+  await embedder.close?.();
+  return {
+    per_s: Math.round((IMAGES / s) * 10) / 10,
+    cpu_ms_per_image: Math.round(((cpu.user + cpu.system) / 1e3 / IMAGES) * 100) / 100,
+    load_1m: Math.round(os.loadavg()[0]! * 100) / 100,
+  };
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+async function main(): Promise<void> {
+  const sets: Record<string, Buffer[]> = {
+    'ingest-800x600': await ingestImages(),
+    'food-photos': (await foodImages()).map((i) => i.bytes),
+  };
+  const rounds: Array<Record<string, unknown>> = [];
+  const summary: Record<string, unknown> = {};
+  for (const [name, images] of Object.entries(sets)) {
+    const ratios: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 ? [...PRECISIONS].reverse() : PRECISIONS;
+      const got: Partial<Record<ModelPrecision, Loop>> = {};
+      for (const p of order) got[p] = await loop(images, p);
+      const ratio = Math.round((got.int8!.per_s / got.float32!.per_s) * 100) / 100;
+      ratios.push(ratio);
+      rounds.push({ image_set: name, round: r, order, ...got, int8_over_float32: ratio });
+      console.log(`${name} round ${r}: ${JSON.stringify(got)} → ${ratio}`);
+    }
+    summary[name] = { median_int8_over_float32: median(ratios), ratios };
+  }
+  const file = writeResult('analyzer', {
+    benchmark: 'analyzer',
+    date: new Date().toISOString(),
+    machine: machine(),
+    embedder: 'hybrid (default weights), EMBEDDER_PRECISION float32 against int8',
+    images_per_loop: IMAGES,
+    concurrency: CONCURRENCY,
+    goal: 'raw analyzer images per second ≥ 1.5 × with food P@10 and lens R@1 within 0.01 (issue 41)',
+    summary,
+    rounds,
+  });
+  console.log(JSON.stringify(summary), '→', file);
+}
+
+void main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
