@@ -18,8 +18,9 @@ export interface ChargeReceipt {
 }
 
 /**
- * A charge against a fixed package, admitted. `recorded` settles once the charge is in the
- * ledger: with credits this process holds already (a lease) the request need not wait for it.
+ * A charge, admitted. `recorded` settles once the charge is in the ledger: with credits this
+ * process holds already (a lease), or with no limit to decide against, the request need not
+ * wait for it.
  */
 export interface Admission {
   receipt: ChargeReceipt;
@@ -48,8 +49,10 @@ export interface UsageLedger {
    * The same decision, resolved as soon as it is taken: an adapter that can admit from credits
    * set aside for this process beforehand does so without a round trip, and records the charge
    * after (`recorded`). Still exact: the credits were taken from the package when set aside.
+   * Without a limit (`undefined`) the charge is never refused, so it is admitted at once and
+   * may be recorded with others after.
    */
-  admit(c: RequestCharge, limitMicro: number): Promise<Admission | undefined>;
+  admit(c: RequestCharge, limitMicro: number | undefined): Promise<Admission | undefined>;
   /** Takes back a charge whose request then failed (only 2xx responses count). Never refused. */
   refund(receipt: ChargeReceipt): Promise<void>;
   month(org: string, year: number, month: number): Promise<MonthUsage>;

@@ -59,18 +59,19 @@ export class MeteringService {
     const credits = org.plan.requestCredits[type];
     const charge = { org: org.name, datasetId: ds.id, type, micro: toMicro(credits), at };
     const limit = org.plan.credits.limitType === 'fixed' ? org.plan.credits.limit : undefined;
-    if (limit === undefined) {
-      const receipt = await this.ledger.charge(charge, undefined);
-      if (!receipt) throw new Error('a charge without a limit was refused');
-      return receipt;
-    }
-    // Admitted from credits this process holds, the request need not wait for the record.
-    const admitted = await this.ledger.admit(charge, toMicro(limit));
+    // Admitted from credits this process holds, or with no limit to decide against, the
+    // request need not wait for the record.
+    const admitted = await this.ledger.admit(
+      charge,
+      limit === undefined ? undefined : toMicro(limit),
+    );
     if (admitted) {
       // shutdown waits for it (drain), so the record is written before the stores close
       this.track(
         admitted.recorded.then(
-          () => this.usage?.nudge(org.name, 'credits'),
+          () => {
+            if (limit !== undefined) this.usage?.nudge(org.name, 'credits');
+          },
           (err: unknown) =>
             this.log.error(
               { err, org: org.name, type },
@@ -80,6 +81,7 @@ export class MeteringService {
       );
       return admitted.receipt;
     }
+    if (limit === undefined) throw new Error('a charge without a limit was refused');
     this.usage?.nudge(org.name, 'credits', limit);
     this.refused.set(org.name, at + REFUSED_MEMORY_MS);
     const d = new Date(at);
@@ -91,8 +93,8 @@ export class MeteringService {
 
   /**
    * Runs a Vision API request with its charge started at once, before the dataset is read and
-   * the request checked: the shared counter's write (a round trip and an fsync in production,
-   * longer than the search itself) then overlaps all of that work, not only the engine's.
+   * the request checked: the plan read and the charge's decision then overlap all of that
+   * work, not only the engine's.
    * `body` hands the charge to billed(); a request that fails before is refunded before it
    * answers, so it never counts. Only plans without a fixed credit limit are charged this
    * early: their charges are never refused, so a failing request's brief hold can never turn

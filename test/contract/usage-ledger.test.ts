@@ -73,6 +73,30 @@ describe.each(ENGINES)('UsageLedger and EventLog on %s', (_name, open) => {
     expect(again.filter(Boolean)).toHaveLength(10);
   });
 
+  test('without a limit every admission is taken, recorded exactly, and refunds follow their charge', async () => {
+    const c = (i: number) => ({
+      org: 'u',
+      datasetId: 'd',
+      type: 'search' as const,
+      micro: 1_000_000,
+      at: at('2026-08-01T00:00:00Z') + i,
+    });
+    const admitted = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).ledger.admit(c(i), undefined)),
+    );
+    expect(admitted.every(Boolean)).toBe(true);
+    // a refund asked before its charge is recorded still takes it back, on either host
+    await Promise.all(
+      admitted.slice(0, 6).map((x, i) => (i % 2 ? a : b).ledger.refund(x!.receipt)),
+    );
+    await Promise.all(admitted.map((x) => x!.recorded));
+    const aug = await a.ledger.month('u', 2026, 8);
+    expect(aug.perDataset).toEqual([
+      { datasetId: 'd', type: 'search', requests: 54, micro: 54_000_000 },
+    ]);
+    expect(aug.lastAt).toBe(at('2026-08-01T00:00:00Z') + 59);
+  });
+
   test('organisations and request types are counted apart', async () => {
     await charge(a, '2026-07-01T00:00:00Z', 1_000_000, undefined, 'x');
     await b.ledger.charge(

@@ -358,8 +358,10 @@ describe('track (contract §11)', () => {
     });
 
   test('events go to the dataset event log with their v, 202, never billed', async () => {
-    const usage = async () =>
-      (await t.call('GET', '/orgs/acme/usage', { token: ds.orgToken })).body.usage;
+    const usage = async () => {
+      await t.chargesRecorded();
+      return (await t.call('GET', '/orgs/acme/usage', { token: ds.orgToken })).body.usage;
+    };
     const before = await usage();
     const one = await track('?v=a:click,id:a-001,page_view_id:pv1');
     expect([one.status, one.body]).toEqual([202, { status: 'accepted' }]);

@@ -122,6 +122,7 @@ test('a settings change made on another host applies to the Vision API at once, 
   // A request that started on host 0's old copy and began again on the new one is charged
   // once: its first attempt's charge is refunded (the usage ledger is read realtime).
   const requests = async () => {
+    await t.chargesRecorded();
     const u = (await t.call('GET', '/orgs/acme/usage', { token: ds.orgToken })).body.usage;
     const rows: Array<{ type: string; requests: number }> = u.datasets.shoes?.usage ?? [];
     return (type: string) => rows.find((r) => r.type === type)?.requests ?? 0;

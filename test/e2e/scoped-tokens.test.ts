@@ -403,7 +403,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 type UsageRow = { type: string; requests: number };
 
 /** The cat dataset's usage rows, as /orgs/:org/usage reports them. */
+/** The dataset's report once every charge admitted so far is recorded. */
 async function datasetUsage(): Promise<UsageRow[] | undefined> {
+  await t.chargesRecorded();
   const u = await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken });
   return u.body.usage.datasets[DS]?.usage;
 }
@@ -2207,7 +2209,7 @@ describe('rate and uid', () => {
     expect(d.status).toBe(429);
     // other tokens keep their own allowance
     expect((await call('GET', `${ds.base}/search?limit=2`, S1)).status).toBe(200);
-    // usage is charged before each answer: exact at once
+    // every answer's charge, exactly, once recorded
     expect(await usageOf()).toBe(before + 4);
 
     // GraphQL: every aliased field takes from the allowance

@@ -201,6 +201,7 @@ describe('collection (contract §11)', () => {
 });
 
 test('similar, explore and lens are metered with their own credits', async () => {
+  await t.chargesRecorded();
   const usage = await t.call('GET', '/orgs/simorg/usage', { token: ds.orgToken });
   const lines = Object.fromEntries(
     usage.body.usage.datasets.pics.usage.map((u: { type: string }) => [u.type, u]),

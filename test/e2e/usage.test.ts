@@ -45,8 +45,11 @@ const queueDrained = () =>
     return stats.every((s) => s.ready + s.delayed + s.running === 0);
   });
 
-const usage = async (o: Org, qs = '') =>
-  (await t.call('GET', `/orgs/${o.name}/usage${qs}`, { token: o.orgToken })).body.usage;
+/** The report once every charge admitted so far is recorded. */
+const usage = async (o: Org, qs = '') => {
+  await t.chargesRecorded();
+  return (await t.call('GET', `/orgs/${o.name}/usage${qs}`, { token: o.orgToken })).body.usage;
+};
 
 const SEARCH = `query S($o: String!, $q: String) {
   vision(organisation: $o, dataset: "cat") { search(q: $q) { totalResults } } }`;

@@ -36,6 +36,11 @@ export interface TestApp {
   ): Promise<Res<T>>;
   /** `call` on one API host (`call` itself takes them in turns). */
   callOn<T = any>(host: number, ...args: Parameters<TestApp['call']>): Promise<Res<T>>;
+  /**
+   * Every charge the API hosts admitted is recorded: on Elasticsearch they are written in
+   * batches after the answer, so a usage report read at once may lag by a batch.
+   */
+  chargesRecorded(): Promise<void>;
   /** Stops every process; `keep` leaves the installation's indices for a restart. */
   stop(opts?: { keep?: boolean }): Promise<void>;
 }
@@ -204,6 +209,9 @@ export async function startTestApp(
     dataDir,
     call: (method, p, opts) => callOn(turn++, method, p, opts),
     callOn,
+    async chargesRecorded() {
+      await Promise.all(hosts.map((h) => h.container.services.metering.drain()));
+    },
     async stop(opts = {}) {
       await Promise.all(hosts.map((h) => h.stop()));
       if (be.ES_INDEX_PREFIX && !opts.keep) {

@@ -182,8 +182,14 @@ export class EsCreditCounter {
     return admitted.receipt;
   }
 
-  async admit(c: RequestCharge, limitMicro: number): Promise<Admission | undefined> {
+  async admit(c: RequestCharge, limitMicro: number | undefined): Promise<Admission | undefined> {
     const key = keyOf(c);
+    // Nothing to decide: recorded with the other records, after the answer, like a leased one.
+    if (limitMicro === undefined)
+      return {
+        receipt: receiptOf(c, true),
+        recorded: this.record(key, { kind: 'charge', c, sign: 1 }),
+      };
     const deadline = Date.now() + HELD_WAIT_MS;
     for (;;) {
       const h = this.held.get(key);
@@ -196,7 +202,10 @@ export class EsCreditCounter {
       ) {
         h.left -= c.micro;
         h.idle.refresh();
-        return { receipt: receiptOf(c, true), recorded: this.record(key, c, h.id) };
+        return {
+          receipt: receiptOf(c, true),
+          recorded: this.record(key, { kind: 'record', c, lease: h.id }),
+        };
       }
       // what is left of the lease (too little, or ending) goes back in the same write
       if (h) this.forget(key, h);
@@ -227,13 +236,14 @@ export class EsCreditCounter {
   }
 
   /**
-   * Records a charge admitted from a lease, trying again through a short outage: its request
-   * may have been answered already, and a record lost is a request not billed.
+   * Records a charge admitted without a round trip (from a lease, or with no limit), trying
+   * again through a short outage: its request may have been answered already, and a record
+   * lost is a request not billed.
    */
-  private async record(key: string, c: RequestCharge, lease: string): Promise<void> {
+  private async record(key: string, op: CreditOp): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.records.submit(key, { kind: 'record', c, lease });
+        await this.records.submit(key, op);
         return;
       } catch (e) {
         if (attempt >= RECORD_ATTEMPTS) throw e;

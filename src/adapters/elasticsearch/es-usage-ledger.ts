@@ -76,7 +76,7 @@ export class EsUsageLedger implements UsageLedger {
     return this.credits.charge(c, limitMicro);
   }
 
-  admit(c: RequestCharge, limitMicro: number): Promise<Admission | undefined> {
+  admit(c: RequestCharge, limitMicro: number | undefined): Promise<Admission | undefined> {
     return this.credits.admit(c, limitMicro);
   }
 

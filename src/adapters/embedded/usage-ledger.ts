@@ -64,7 +64,7 @@ export class SqliteUsageLedger implements UsageLedger {
   }
 
   /** One SQLite transaction decides and records at once: nothing is left to record after. */
-  async admit(c: RequestCharge, limitMicro: number): Promise<Admission | undefined> {
+  async admit(c: RequestCharge, limitMicro: number | undefined): Promise<Admission | undefined> {
     const receipt = await this.charge(c, limitMicro);
     return receipt && { receipt, recorded: Promise.resolve() };
   }
