@@ -550,15 +550,18 @@ def main(argv=None) -> int:
     print(f"sha256 {sha}")
 
     status = 0
+    # SHA256 lists the int8 model too (quantize_efficientnet_lite0.py): only this line changes
+    listed = SHA_FILE.read_text().splitlines() if SHA_FILE.exists() else []
     if args.write_sha:
-        SHA_FILE.write_text(f"{sha}  {DEFAULT_OUT.name}\n")
+        kept = [l for l in listed if l and not l.endswith(f"  {DEFAULT_OUT.name}")]
+        SHA_FILE.write_text("\n".join([f"{sha}  {DEFAULT_OUT.name}"] + kept) + "\n")
         print(f"wrote {SHA_FILE}")
     elif args.out.resolve() == DEFAULT_OUT.resolve() or SHA_FILE.exists():
         if not SHA_FILE.exists():
             print(f"error: {SHA_FILE} is missing (run with --write-sha)", file=sys.stderr)
             status = 1
         else:
-            want = SHA_FILE.read_text().split()[0]
+            want = next((l.split()[0] for l in listed if l.endswith(f"  {DEFAULT_OUT.name}")), None)
             if want != sha:
                 print(f"error: sha256 mismatch: got {sha}, {SHA_FILE} says {want}", file=sys.stderr)
                 status = 1

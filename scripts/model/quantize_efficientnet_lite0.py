@@ -162,7 +162,7 @@ def main() -> None:
     args = ap.parse_args()
 
     lines = SHA_FILE.read_text().split("\n")
-    float_sha = next(l.split()[0] for l in lines if l.endswith(FLOAT_MODEL.name))
+    float_sha = next(l.split()[0] for l in lines if l.endswith(f"  {FLOAT_MODEL.name}"))
     if sha256_bytes(FLOAT_MODEL.read_bytes()) != float_sha:
         sys.exit(f"{FLOAT_MODEL}: not the model models/efficientnet-lite0/SHA256 names")
 
@@ -197,11 +197,11 @@ def main() -> None:
 
     line = f"{got}  {DEFAULT_OUT.name}"
     if args.write_sha:
-        kept = [l for l in lines if l and not l.endswith(DEFAULT_OUT.name)]
+        kept = [l for l in lines if l and not l.endswith(f"  {DEFAULT_OUT.name}")]
         SHA_FILE.write_text("\n".join(kept + [line]) + "\n")
         print(f"wrote {SHA_FILE}")
         return
-    want = next((l.split()[0] for l in lines if l.endswith(DEFAULT_OUT.name)), None)
+    want = next((l.split()[0] for l in lines if l.endswith(f"  {DEFAULT_OUT.name}")), None)
     if want != got:
         sys.exit(f"sha256 {got} differs from models/efficientnet-lite0/SHA256 ({want})")
 

@@ -61,8 +61,17 @@ const DEFAULT_MAX_DISTANCE: Record<string, { verified: number; alone: number }> 
 /** A model of the operator's own (EMBEDDER=onnx): the hybrid's, having nothing better. */
 const FALLBACK = { verified: 0.14, alone: 0.08 };
 
+/**
+ * The limits of an embedder's own model; the 8-bit model's vectors lie within about 0.01 of
+ * the float model's (cosine), so it takes the float model's limits, not measured on their own.
+ */
+function limitsOf(embedder: string | undefined) {
+  const model = embedder?.replace('-int8-', '-');
+  return (model && DEFAULT_MAX_DISTANCE[model]) || FALLBACK;
+}
+
 export function defaultMaxDistance(embedder: string | undefined): number {
-  return ((embedder && DEFAULT_MAX_DISTANCE[embedder]) || FALLBACK).verified;
+  return limitsOf(embedder).verified;
 }
 
 /**
@@ -77,7 +86,7 @@ export function nearCopy(
 ): boolean {
   if (pair.distance > maxDistance) return false;
   if (pair.match !== undefined) return pair.match >= COPY_MATCH;
-  const d = (embedder && DEFAULT_MAX_DISTANCE[embedder]) || FALLBACK;
+  const d = limitsOf(embedder);
   return pair.distance <= (maxDistance * d.alone) / d.verified;
 }
 

@@ -16,16 +16,28 @@ function bruteForce(data: Uint8Array, from: number, to: number, o: number): numb
 }
 
 test('2 × 2 blocks average exactly; a plain image stays plain', () => {
-  const data = Uint8Array.from(
-    [0, 0, 0, 10, 20, 30, 100, 100, 100, 250, 250, 250].concat(Array(12).fill(7)),
-  );
-  // rows: [p0 p1] [p2 p3] / [7 7] [7 7]
+  // a 4 × 4 image whose pixel (x, y) is (10x + y, 40 + x, 200 − 10y)
+  const data = new Uint8Array(4 * 4 * 3);
+  for (let y = 0; y < 4; y++)
+    for (let x = 0; x < 4; x++) data.set([10 * x + y, 40 + x, 200 - 10 * y], (y * 4 + x) * 3);
   const got = areaResize({ data, size: 4 }, 2).data;
-  expect(Array.from(got.subarray(0, 3))).toEqual([
-    Math.round((0 + 10 + 7 + 7) / 4),
-    Math.round((0 + 20 + 14) / 4),
-    Math.round((0 + 30 + 14) / 4),
-  ]);
+  const block = (bx: number, by: number, f: (x: number, y: number) => number) =>
+    Math.round(
+      (f(2 * bx, 2 * by) +
+        f(2 * bx + 1, 2 * by) +
+        f(2 * bx, 2 * by + 1) +
+        f(2 * bx + 1, 2 * by + 1)) /
+        4,
+    );
+  const want: number[] = [];
+  for (let by = 0; by < 2; by++)
+    for (let bx = 0; bx < 2; bx++)
+      want.push(
+        block(bx, by, (x, y) => 10 * x + y),
+        block(bx, by, (x) => 40 + x),
+        block(bx, by, (_, y) => 200 - 10 * y),
+      );
+  expect(Array.from(got)).toEqual(want);
   const plain = new Uint8Array(224 * 224 * 3).fill(93);
   expect(areaResize({ data: plain, size: 224 }, 64).data.every((v) => v === 93)).toBe(true);
 });

@@ -1,9 +1,11 @@
 import fc from 'fast-check';
 import {
   decodeCursor,
+  defaultMaxDistance,
   duplicateGroups,
   encodeCursor,
   groupRuns,
+  nearCopy,
   pageOf,
   type GroupingInput,
   type NearPair,
@@ -188,4 +190,19 @@ test('a picture shared by 20,000 items is one group, in linear time', () => {
   // sku-00002 is kept apart from sku-00001 only: it is left out of the group they would share
   expect(groups.map((g) => g.items.length)).toEqual([19_999]);
   expect(groups[0]!.items.map((i) => i.id)).not.toContain('sku-00002');
+});
+
+test("the 8-bit model's ids take their float model's limits; another model the fallback", () => {
+  expect(defaultMaxDistance('efficientnet-lite0-int8-v1')).toBe(
+    defaultMaxDistance('efficientnet-lite0-v1'),
+  );
+  expect(defaultMaxDistance('hybrid-d52.5e47.5-int8-v1')).toBe(
+    defaultMaxDistance('hybrid-d52.5e47.5-v1'),
+  );
+  expect(defaultMaxDistance('efficientnet-lite0-v1')).not.toBe(
+    defaultMaxDistance('hybrid-d52.5e47.5-v1'),
+  );
+  const alone = (embedder: string) => nearCopy({ distance: 0.12 }, 0.2, embedder);
+  expect(alone('efficientnet-lite0-int8-v1')).toBe(alone('efficientnet-lite0-v1'));
+  expect(alone('efficientnet-lite0-int8-v1')).not.toBe(alone('my-model-v1'));
 });
