@@ -12,6 +12,9 @@ import type { Principal } from './principal';
 export const MICRO = 1_000_000;
 export const toMicro = (credits: number): number => Math.round(credits * MICRO);
 
+/** Charge records and event writes in flight at most before a request waits for its own. */
+const MAX_PENDING = 20_000;
+
 /** After a 402, an organisation's requests are charged before any work for this long. */
 const REFUSED_MEMORY_MS = 2000;
 
@@ -66,6 +69,9 @@ export class MeteringService {
       limit === undefined ? undefined : toMicro(limit),
     );
     if (admitted) {
+      // Records wait for a batch; past MAX_PENDING in flight (the store is slow) a request
+      // waits for its own, so what is held in memory stays bounded.
+      if (this.pending.size >= MAX_PENDING) await admitted.recorded.catch(() => undefined);
       // shutdown waits for it (drain), so the record is written before the stores close
       this.track(
         admitted.recorded.then(
@@ -135,23 +141,13 @@ export class MeteringService {
 
   private async release(early: EarlyCharge): Promise<void> {
     const receipt = await early.receipt.catch(() => undefined);
-    if (!receipt) return;
-    try {
-      await this.ledger.refund(receipt);
-    } catch (err) {
-      // The request answers its own error; the charge stays counted, and says so.
-      this.log.error(
-        { err, org: early.org, type: early.type },
-        'charge of a failed request not refunded',
-      );
-    }
+    if (receipt) await this.refund(receipt);
   }
 
   /**
    * Runs a billable request: only a 2xx counts, and a 402 is answered instead of any result.
-   * The charge (a shared counter, a round trip away in production) runs alongside the work,
-   * so metering adds no latency; the work's result is used only once the charge is confirmed,
-   * and a failed request is refunded. An organisation refused in the last moments is charged
+   * The charge's decision runs alongside the work, so metering adds no latency; the work's
+   * result is used only once the charge is admitted, and a failed request is refunded. An organisation refused in the last moments is charged
    * first, so a spent package does not keep costing the engine work. `facts` describes the
    * result for the analytics report; `early` is the charge upfront() started for this request.
    */
@@ -191,9 +187,27 @@ export class MeteringService {
     try {
       return await work;
     } catch (e) {
-      await this.ledger.refund(receipt);
+      await this.refund(receipt);
       throw e;
     }
+  }
+
+  /**
+   * Takes a failed request's charge back. One recorded after the answer is refunded after its
+   * record, in the background (shutdown waits for it): the failure need not wait for a batch.
+   * A refund that fails is logged; the request still answers its own error.
+   */
+  private async refund(receipt: ChargeReceipt): Promise<void> {
+    const p = this.ledger
+      .refund(receipt)
+      .catch((err: unknown) =>
+        this.log.error(
+          { err, org: receipt.charge.org, type: receipt.charge.type },
+          'charge of a failed request not refunded',
+        ),
+      );
+    if (receipt.leased) this.track(p);
+    else await p;
   }
 
   /**

@@ -402,8 +402,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type UsageRow = { type: string; requests: number };
 
-/** The cat dataset's usage rows, as /orgs/:org/usage reports them. */
-/** The dataset's report once every charge admitted so far is recorded. */
+/** The dataset's usage rows, as /orgs/:org/usage reports them once every charge is recorded. */
 async function datasetUsage(): Promise<UsageRow[] | undefined> {
   await t.chargesRecorded();
   const u = await t.call('GET', `/orgs/${ORG}/usage`, { token: ds.orgToken });

@@ -161,6 +161,8 @@ export class EsCreditCounter {
   private readonly asking = new Set<string>();
   /** Leases being given back. */
   private readonly returning = new Set<Promise<void>>();
+  /** Each receipt recorded after its answer, and its record on the way. */
+  private readonly recording = new WeakMap<ChargeReceipt, Promise<void>>();
 
   constructor(private readonly indices: EsIndices) {}
 
@@ -185,11 +187,7 @@ export class EsCreditCounter {
   async admit(c: RequestCharge, limitMicro: number | undefined): Promise<Admission | undefined> {
     const key = keyOf(c);
     // Nothing to decide: recorded with the other records, after the answer, like a leased one.
-    if (limitMicro === undefined)
-      return {
-        receipt: receiptOf(c, true),
-        recorded: this.record(key, { kind: 'charge', c, sign: 1 }),
-      };
+    if (limitMicro === undefined) return this.recorded(key, { kind: 'charge', c, sign: 1 });
     const deadline = Date.now() + HELD_WAIT_MS;
     for (;;) {
       const h = this.held.get(key);
@@ -202,10 +200,7 @@ export class EsCreditCounter {
       ) {
         h.left -= c.micro;
         h.idle.refresh();
-        return {
-          receipt: receiptOf(c, true),
-          recorded: this.record(key, { kind: 'record', c, lease: h.id }),
-        };
+        return this.recorded(key, { kind: 'record', c, lease: h.id });
       }
       // what is left of the lease (too little, or ending) goes back in the same write
       if (h) this.forget(key, h);
@@ -252,13 +247,30 @@ export class EsCreditCounter {
     }
   }
 
-  /** A charge admitted from a lease is refunded after its record, in the same queue. */
+  /** An admission whose charge is recorded after it, by `op`. */
+  private recorded(key: string, op: CreditOp & { c: RequestCharge }): Admission {
+    const receipt = receiptOf(op.c, true);
+    const recorded = this.record(key, op);
+    this.recording.set(receipt, recorded);
+    return { receipt, recorded };
+  }
+
+  /**
+   * A charge recorded after its answer is refunded once its record has landed, with the same
+   * retries, and not at all when the record never did: the refund can never land first.
+   */
   async refund(receipt: ChargeReceipt): Promise<void> {
-    await (receipt.leased ? this.records : this.counters).submit(keyOf(receipt.charge), {
-      kind: 'charge',
-      c: receipt.charge,
-      sign: -1,
-    });
+    const key = keyOf(receipt.charge);
+    const op: CreditOp = { kind: 'charge', c: receipt.charge, sign: -1 };
+    if (!receipt.leased) {
+      await this.counters.submit(key, op);
+      return;
+    }
+    const landed = await (this.recording.get(receipt) ?? Promise.resolve()).then(
+      () => true,
+      () => false,
+    );
+    if (landed) await this.record(key, op);
   }
 
   /** Gives back every lease this process holds, and waits for those on their way (shutdown). */
