@@ -9,10 +9,9 @@
  *   npm run bench:analyzer   (BENCH_ROUNDS=3, BENCH_IMAGES=600)
  */
 import os from 'node:os';
-import { createEmbedder } from 'visual-search-service/dist/adapters/embedders';
-import { SharpImageAnalyzer } from 'visual-search-service/dist/adapters/images/sharp-analyzer';
 import type { ModelPrecision } from 'visual-search-service/dist/config/env';
-import { ingestImages, machine, writeResult } from './common';
+import { ingestImages, machine, median, writeResult } from './common';
+import { rawAnalyzerLoop } from './raw-analyzer';
 import { foodImages } from './food-images';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -20,35 +19,18 @@ const IMAGES = Number(process.env.BENCH_IMAGES ?? 600);
 const CONCURRENCY = Number(process.env.WORKER_CONCURRENCY ?? 8);
 const PRECISIONS: ModelPrecision[] = ['float32', 'int8'];
 
-type Loop = { per_s: number; cpu_ms_per_image: number; load_1m: number };
+type Loop = Awaited<ReturnType<typeof rawAnalyzerLoop>> & { load_1m: number };
 
 async function loop(images: Buffer[], precision: ModelPrecision): Promise<Loop> {
-  const embedder = await createEmbedder('hybrid', { precision });
-  const analyzer = new SharpImageAnalyzer(embedder);
-  // a few images first: the session's first runs allocate its arena
-  for (let i = 0; i < 8; i++) await analyzer.analyze(images[i % images.length]!);
-  let next = 0;
-  const start = process.hrtime.bigint();
-  const cpu0 = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < IMAGES) await analyzer.analyze(images[next++ % images.length]!);
-    }),
-  );
-  const cpu = process.cpuUsage(cpu0);
-  const s = Number(process.hrtime.bigint() - start) / 1e9;
-  await embedder.close?.();
-  return {
-    per_s: Math.round((IMAGES / s) * 10) / 10,
-    cpu_ms_per_image: Math.round(((cpu.user + cpu.system) / 1e3 / IMAGES) * 100) / 100,
-    load_1m: Math.round(os.loadavg()[0]! * 100) / 100,
-  };
+  const r = await rawAnalyzerLoop(images, {
+    kind: 'hybrid',
+    embedder: { precision },
+    images: IMAGES,
+    concurrency: CONCURRENCY,
+    warmup: 8,
+  });
+  return { ...r, load_1m: Math.round(os.loadavg()[0]! * 100) / 100 };
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
 
 async function main(): Promise<void> {
   const sets: Record<string, Buffer[]> = {

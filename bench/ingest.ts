@@ -18,8 +18,6 @@
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createEmbedder } from 'visual-search-service/dist/adapters/embedders';
-import { SharpImageAnalyzer } from 'visual-search-service/dist/adapters/images/sharp-analyzer';
 import { loadConfig } from 'visual-search-service/dist/config/env';
 import {
   SETUPS,
@@ -36,6 +34,7 @@ import {
   roundTag,
   writeResult,
 } from './common';
+import { rawAnalyzerLoop } from './raw-analyzer';
 
 const ITEMS = Number(process.env.BENCH_INGEST_ITEMS ?? 5000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 500);
@@ -155,39 +154,18 @@ async function run(
   }
 }
 
-type RawLoop = {
-  embedder_batch: number;
-  embedder: string;
-  per_s: number;
-  cpu_ms_per_image: number;
-};
+type RawLoop = Awaited<ReturnType<typeof rawAnalyzerLoop>> & { embedder_batch: number };
 
-/**
- * The ceiling: the project's own decode + embed (no fetch, no store, no queue) on the same
- * images, `CONCURRENCY` at a time, with the default embedder — what ingest is compared with.
- */
+/** The ceiling: the raw analyzer with the default embedder — what ingest is compared with. */
 async function rawLoop(images: Buffer[], maxBatch: number): Promise<RawLoop> {
-  const embedder = await createEmbedder(loadConfig({}).EMBEDDER, { maxBatch });
-  const analyzer = new SharpImageAnalyzer(embedder);
-  const n = Math.min(ITEMS, 2000);
-  let next = 0;
-  const start = Date.now();
-  const cpu0 = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: Number(CONCURRENCY) }, async () => {
-      while (next < n) await analyzer.analyze(images[next++ % images.length]!);
-    }),
-  );
-  const cpu = process.cpuUsage(cpu0);
-  await embedder.close?.();
-  const perS = Math.round((n / ((Date.now() - start) / 1000)) * 10) / 10;
-  process.stderr.write(`raw analyzer (${embedder.id}, batch ${maxBatch}): ${perS} images/s\n`);
-  return {
-    embedder_batch: maxBatch,
-    embedder: embedder.id,
-    per_s: perS,
-    cpu_ms_per_image: Math.round(((cpu.user + cpu.system) / 1e3 / n) * 100) / 100,
-  };
+  const r = await rawAnalyzerLoop(images, {
+    kind: loadConfig({}).EMBEDDER,
+    embedder: { maxBatch },
+    images: Math.min(ITEMS, 2000),
+    concurrency: Number(CONCURRENCY),
+  });
+  process.stderr.write(`raw analyzer (${r.embedder}, batch ${maxBatch}): ${r.per_s} images/s\n`);
+  return { embedder_batch: maxBatch, ...r };
 }
 
 /** Each set-up's ratios at each batch size, in run order, and their median. */
