@@ -7,7 +7,6 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { createEmbedder, hybridId, HYBRID_WEIGHTS } from '../../src/adapters/embedders';
 import {
-  EFFICIENTNET_MODEL,
   EFFICIENTNET_MODELS,
   EFFICIENTNET_SHA256,
   EfficientNetEmbedder,
@@ -87,7 +86,7 @@ function imageFiles(dockerfile: string): Map<string, string[]> {
 
 test('the Docker image carries the model with its licence and modification notice (Apache-2.0 §4)', () => {
   const copied = imageFiles(fs.readFileSync(path.join(REPO, 'Dockerfile'), 'utf8'));
-  const model = path.relative(REPO, EFFICIENTNET_MODEL).split(path.sep).join('/');
+  const model = path.relative(REPO, EFFICIENTNET_MODELS.float32).split(path.sep).join('/');
   const dir = [...copied].find(([, files]) => files.includes(model))?.[0];
   expect(dir).toBeDefined();
   const beside = copied.get(dir!)!.map((f) => path.posix.basename(f));
@@ -100,17 +99,17 @@ test('the Docker image carries the model with its licence and modification notic
       'README.md',
     ]),
   );
-  expect(fs.readFileSync(path.join(path.dirname(EFFICIENTNET_MODEL), 'LICENSE'), 'utf8')).toMatch(
-    /Apache License/,
-  );
-  expect(fs.readFileSync(path.join(path.dirname(EFFICIENTNET_MODEL), 'README.md'), 'utf8')).toMatch(
-    /modified/,
-  );
+  expect(
+    fs.readFileSync(path.join(path.dirname(EFFICIENTNET_MODELS.float32), 'LICENSE'), 'utf8'),
+  ).toMatch(/Apache License/);
+  expect(
+    fs.readFileSync(path.join(path.dirname(EFFICIENTNET_MODELS.float32), 'README.md'), 'utf8'),
+  ).toMatch(/modified/);
 });
 
 test('a model file with other bytes is refused at start, naming the script that rebuilds it', async () => {
   const copy = path.join(tempDir('vss-model-'), 'model.onnx');
-  const bytes = fs.readFileSync(EFFICIENTNET_MODEL);
+  const bytes = fs.readFileSync(EFFICIENTNET_MODELS.float32);
   bytes[bytes.length - 1] ^= 1;
   fs.writeFileSync(copy, bytes);
   await expect(EfficientNetEmbedder.load({ file: copy })).rejects.toThrow(
@@ -118,7 +117,7 @@ test('a model file with other bytes is refused at start, naming the script that 
   );
   // the float model is not the quantised one either
   await expect(
-    EfficientNetEmbedder.load({ precision: 'int8', file: EFFICIENTNET_MODEL }),
+    EfficientNetEmbedder.load({ precision: 'int8', file: EFFICIENTNET_MODELS.float32 }),
   ).rejects.toThrow(/quantize_efficientnet_lite0\.py/);
 });
 

@@ -13,7 +13,6 @@ export const EFFICIENTNET_MODELS: Record<ModelPrecision, string> = {
   float32: path.join(DIR, 'efficientnet-lite0.onnx'),
   int8: path.join(DIR, 'efficientnet-lite0-int8.onnx'),
 };
-export const EFFICIENTNET_MODEL = EFFICIENTNET_MODELS.float32;
 export const EFFICIENTNET_SHA256 = path.join(DIR, 'SHA256');
 const SCRIPTS: Record<ModelPrecision, string> = {
   float32: 'scripts/model/convert_efficientnet_lite0.py',
