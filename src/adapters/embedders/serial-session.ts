@@ -5,54 +5,16 @@
  * waiting behind it. The session lives on a thread of its own (model-thread.ts) and blocks only
  * that thread; this is the main side.
  */
-import crypto from 'node:crypto';
-import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Handshake, Item, Reply, Request, ThreadData } from './model-thread-protocol';
+import { threadFile as moduleThreadFile } from '../../lib/thread-file';
 
 const THREAD = 'model-thread';
 
-/** How the thread's source is transpiled when it has not been compiled (see threadFile). */
-const TRANSPILE = { module: 'CommonJS', target: 'ES2022', esModuleInterop: true } as const;
-
-/**
- * The file the model's thread starts from: the compiled sibling `model-thread.js` when there is
- * one (dist/). From src/ under ts-jest, which does not reach worker threads,
- * the `.ts` module is transpiled with `typescript` (a devDependency) into node_modules/.cache,
- * once per version of its source, so the thread runs the module itself from a file (no eval).
- */
-export async function threadFile(dir: string = __dirname): Promise<string> {
-  const built = path.join(dir, `${THREAD}.js`);
-  if (fs.existsSync(built)) return built;
-  const source = fs.readFileSync(path.join(dir, `${THREAD}.ts`), 'utf8');
-  const key = crypto
-    .createHash('sha256')
-    .update(JSON.stringify(TRANSPILE))
-    .update(source)
-    .digest('hex')
-    .slice(0, 16);
-  // beside onnxruntime-node, so that the transpiled module's imports resolve as from src/
-  const modules = path.dirname(path.dirname(require.resolve('onnxruntime-node/package.json')));
-  const file = path.join(modules, '.cache', 'vss-model-thread', `${THREAD}-${key}.js`);
-  if (fs.existsSync(file)) return file;
-  const ts = await import('typescript');
-  const { outputText } = ts.transpileModule(source, {
-    fileName: `${THREAD}.ts`,
-    compilerOptions: {
-      module: ts.ModuleKind[TRANSPILE.module],
-      target: ts.ScriptTarget[TRANSPILE.target],
-      esModuleInterop: TRANSPILE.esModuleInterop,
-    },
-  });
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  // written whole under another name first: test files in other processes may race for it
-  const partial = `${file}.${crypto.randomUUID()}`;
-  fs.writeFileSync(partial, outputText);
-  fs.renameSync(partial, file);
-  return file;
-}
+/** The file the model's thread starts from (src/lib/thread-file.ts). */
+export const threadFile = (dir: string = __dirname): Promise<string> =>
+  moduleThreadFile(dir, THREAD);
 
 type Listener = Parameters<Worker['off']>[1];
 
