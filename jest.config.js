@@ -62,6 +62,7 @@ module.exports = {
         '**/e2e/webhooks-retries.test.ts',
         '**/e2e/usage.test.ts',
         '**/e2e/similarity.test.ts',
+        '**/e2e/tuned-similarity.test.ts',
         '**/e2e/embedder-change.test.ts',
         '**/e2e/ports.test.ts',
         '**/e2e/http-edges.test.ts',

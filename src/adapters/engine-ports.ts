@@ -7,6 +7,7 @@ import type { ItemCountsRollup } from '../ports/item-counts';
 import type { KeyStore } from '../ports/key-store';
 import type { RateCounter } from '../ports/rate-counter';
 import type { SearchEngine } from '../ports/search-engine';
+import type { TuningStore } from '../ports/tuning-store';
 import type { UsageLedger } from '../ports/usage-ledger';
 import type { WebhookStore } from '../ports/webhook-store';
 
@@ -28,4 +29,6 @@ export interface EnginePorts {
   outbox: EventOutbox;
   /** The near-duplicate report's neighbours, dismissals and pass state (contract §18). */
   duplicates: DuplicateStore;
+  /** Tuned similarity's fitted projections and fitting lease (contract §20). */
+  tuning: TuningStore;
 }

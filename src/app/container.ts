@@ -48,6 +48,8 @@ import { datasetPath } from '../api/links';
 import { HttpWebhookSender } from '../adapters/webhooks/http-sender';
 import { allSinks } from '../jobs/item-outcomes';
 import { DuplicatePass, startDuplicatePass } from '../jobs/duplicate-pass';
+import { TuningPass, startTuningPass } from '../jobs/tuning-pass';
+import { TunedModels } from '../services/tuned-models';
 import { DuplicateService } from '../services/duplicates';
 import { OutboxBatcher } from '../jobs/outbox-batcher';
 import { WebhookDeliverer } from '../jobs/webhook-deliverer';
@@ -80,6 +82,8 @@ export interface Container {
   startWebhookWork(): { stop(): Promise<void> };
   /** The worker role's share of the near-duplicate report (contract §18). */
   startDuplicatePass(): { stop(): Promise<void> };
+  /** The worker role's share of tuned similarity: fits and stored projections (contract §20). */
+  startTuningPass(): { stop(): Promise<void> };
   /** Set on first start when no OPERATOR_TOKEN is configured; printed once, stored as a hash. */
   bootstrapOperatorToken?: string;
   close(): Promise<void>;
@@ -224,8 +228,19 @@ export async function buildContainer(
       : embeddedStores(config, metrics);
   // every port but close, as the worker role and start-up see them (Container.ports)
   const { close: _close, ...enginePorts } = stores;
-  const { accounts, content, engine, ledger, events, keys, rates, webhooks, outbox, duplicates } =
-    enginePorts;
+  const {
+    accounts,
+    content,
+    engine,
+    ledger,
+    events,
+    keys,
+    rates,
+    webhooks,
+    outbox,
+    duplicates,
+    tuning,
+  } = enginePorts;
   let queue: JobQueue;
   try {
     queue = await openQueue(config, log.child({ component: 'queue' }), now, metrics);
@@ -293,7 +308,13 @@ export async function buildContainer(
       serverKey,
       clock,
       embedderRef,
-      duplicates,
+      // a deleted dataset's duplicate report and fitted projections go with it
+      {
+        dropDataset: async (id) => {
+          await duplicates.dropDataset(id);
+          await tuning.pruneModels(id, []);
+        },
+      },
       settingsAt,
     ),
     content: new ContentService(
@@ -315,7 +336,7 @@ export async function buildContainer(
     track: new TrackService(vision, events, now),
     report: new ReportService(auth, events, now),
     duplicates: new DuplicateService(auth, content, duplicates),
-    similarity: new SimilarityService(vision, analyzer, embedder.id),
+    similarity: new SimilarityService(vision, analyzer, embedder.id, new TunedModels(tuning)),
     usage: new UsageService(accounts, content, auth, ledger, clock),
     metering,
     readiness: new ReadinessService({ accounts, store: content, queue }),
@@ -420,6 +441,20 @@ export async function buildContainer(
         log.child({ component: 'duplicates' }),
         config.DUPLICATE_PASS_MS,
       );
+    },
+    startTuningPass() {
+      const pass = new TuningPass({
+        store: tuning,
+        accounts,
+        reader: content,
+        engine,
+        datasets: () => accounts.liveDatasets(),
+        waitingForEmbedder: (id, embedderId) => content.staleEmbeddingCount(id, embedderId),
+        now,
+        log: log.child({ component: 'tuning' }),
+        owner,
+      });
+      return startTuningPass(pass, log.child({ component: 'tuning' }), config.TUNING_PASS_MS);
     },
     bootstrapOperatorToken,
     async close() {

@@ -28,6 +28,7 @@ export async function startApp(
   let rollup: ReturnType<typeof startPopularityRollup> | undefined;
   let webhookWork: { stop(): Promise<void> } | undefined;
   let duplicatePass: { stop(): Promise<void> } | undefined;
+  let tuningPass: { stop(): Promise<void> } | undefined;
   if (config.APP_ROLES.has('worker')) {
     // While the store is down, jobs wait in the queue instead of burning their attempts.
     const storeAnswers = async (): Promise<void> => {
@@ -48,6 +49,7 @@ export async function startApp(
     );
     webhookWork = container.startWebhookWork();
     if (config.DUPLICATE_REPORT === 'on') duplicatePass = container.startDuplicatePass();
+    tuningPass = container.startTuningPass();
   }
   // A worker-only process serves its health on PORT too, for an orchestrator's probes.
   const server: FastifyInstance = config.APP_ROLES.has('api')
@@ -62,6 +64,7 @@ export async function startApp(
     await rollup?.stop();
     await webhookWork?.stop();
     await duplicatePass?.stop();
+    await tuningPass?.stop();
     await ports.queue.stop().catch(() => undefined);
     await container.close().catch(() => undefined);
     throw e;
@@ -83,6 +86,7 @@ export async function startApp(
       // attempts in flight finish; a claim left behind lapses for another worker to resend
       await webhookWork?.stop();
       await duplicatePass?.stop();
+      await tuningPass?.stop();
       // jobs not yet at an image slot go back to the queue now instead of downloading
       container.processImage.stop();
       await ports.queue.stop();

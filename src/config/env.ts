@@ -181,6 +181,13 @@ const schema = z.object({
     .min(100)
     .max(60_000)
     .default(5000),
+  /** How often a worker looks for similarity fits that are due (contract §20). */
+  TUNING_PASS_MS: z.coerce
+    .number({ message: 'expected milliseconds' })
+    .int()
+    .min(100)
+    .max(60_000)
+    .default(5000),
   /** Requests per minute per token; 0 turns the limit off. */
   RATE_LIMIT_PER_MINUTE: z.coerce
     .number({ message: 'expected a number' })
@@ -263,6 +270,7 @@ function ignoredSettings(given: Record<string, unknown>, c: z.output<typeof sche
         'WEBHOOK_RETRY_SCALE',
         'DUPLICATE_PASS_MS',
         'DUPLICATE_REPORT',
+        'TUNING_PASS_MS',
       ],
       'this process runs no worker',
     );

@@ -1,5 +1,6 @@
 import { invalid, type ErrorDetail } from './errors';
 import { LIMITS } from './limits';
+import type { SimilaritySettings } from './tuning/settings';
 
 /** Array field → values enabled for querying; `['*']` enables every value. */
 export type EnabledFields = Record<string, string[]>;
@@ -28,6 +29,8 @@ export interface Dataset {
   browseRotation: number;
   /** Absent for datasets created before embeddings existed, until a worker adopts one. */
   embedder?: EmbedderRef;
+  /** Tuned similarity (contract §20); absent until first set. */
+  similarity?: SimilaritySettings;
 }
 
 export interface DatasetCounts {

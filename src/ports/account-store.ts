@@ -1,5 +1,6 @@
 import type { Dataset, EmbedderRef, EnabledFields } from '../domain/dataset';
 import type { Plan } from '../domain/plan';
+import type { SimilaritySettings } from '../domain/tuning/settings';
 
 export interface Organisation {
   name: string;
@@ -51,6 +52,15 @@ export interface AccountStore {
   markDatasetDeleted(id: string, at: string): Promise<void>;
   /** Replaces the enabled fields and bumps the version; returns the new version. */
   updateEnabledFields(id: string, fields: EnabledFields): Promise<number>;
+  /**
+   * Read-modify-write of the dataset's similarity setting (contract §20), atomic against every
+   * other writer; `change` returns undefined to leave it. The setting as stored after, or
+   * undefined when the dataset is gone.
+   */
+  updateSimilarity(
+    id: string,
+    change: (current: SimilaritySettings) => SimilaritySettings | undefined,
+  ): Promise<SimilaritySettings | undefined>;
   /** Counter mixed into the browse token; +1 revokes the previous one. */
   browseRotation(id: string): Promise<number>;
   bumpBrowseRotation(id: string): Promise<number>;

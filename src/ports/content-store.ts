@@ -27,6 +27,7 @@ const METHODS: { [P in keyof ContentParts]: Record<keyof ContentParts[P], true> 
     listErrors: true,
     sameImageGroups: true,
     processedSince: true,
+    vectorsPage: true,
     ping: true,
   },
   writer: { applyWrites: true, deleteItems: true, dropDataset: true },

@@ -7,6 +7,14 @@ export interface StoredEmbedding {
   embedder?: string;
 }
 
+/** A processed item's vector with its label (contract §20). */
+export interface LabelledVector {
+  id: string;
+  vector: Float32Array;
+  label?: string;
+  pixelHash?: string;
+}
+
 /** Reads of a dataset's items by id and in id order, their counts, fields and errors. */
 export interface ItemReader {
   /** Ids of `ids` that exist in the dataset. */
@@ -53,6 +61,18 @@ export interface ItemReader {
     after: string | undefined,
     limit: number,
   ): Promise<Array<{ id: string; processedAt: number }>>;
+  /**
+   * Processed items with a vector of `embedder`, as queries see them, in id order after
+   * `after`, at most `limit`: each with its vector, its public `field` value as a label (a
+   * string or a number; absent otherwise) and its pixel hash. What a similarity fit learns from.
+   */
+  vectorsPage(
+    datasetId: string,
+    embedder: string,
+    field: string,
+    after: string | undefined,
+    limit: number,
+  ): Promise<LabelledVector[]>;
   /** Resolves when the items can be read (readiness, and a worker's probe after an outage). */
   ping(): Promise<void>;
 }

@@ -3,6 +3,7 @@ import type { GroupSpec, GroupedPage } from '../domain/group';
 import type { StoredItem } from '../domain/item';
 import type { Scalar } from '../domain/metadata';
 import type { Condition } from '../query/ast';
+import type { Projection } from '../domain/tuning/lda';
 /** A picture's names for the duplicate report: its pixel hash and copy signature. */
 export interface PictureKeys {
   pixelHash?: string;
@@ -47,6 +48,18 @@ export interface SimilarRequest {
   pageSize?: number;
   /** Leave out this many leading hits of the `limit` (a deep page needs only its own). */
   offset?: number;
+  /**
+   * Tuned similarity (contract §20): rank by (1 − weight) · cos(plain) + weight ·
+   * cos(projected), the score being (1 + that blend) / 2.
+   */
+  tuning?: TunedQuery;
+}
+
+/** A dataset's active projection (contract §20), named by its stored id (never reused). */
+export interface TunedQuery {
+  model: string;
+  projection: Projection;
+  weight: number;
 }
 
 /** The items a similarity request ranks: processed, with a vector of `embedder`, matching. */
@@ -116,6 +129,19 @@ export interface SearchEngine {
     maxDistance: number,
     k: number,
   ): Promise<FoundNeighbours[]>;
+  /**
+   * Where an engine keeps items' projections (contract §20): brings up to `limit` items of
+   * the dataset's vectors by `embedder` (of `dims` dimensions) up to date with `tuning`'s
+   * projection, and says how many it found out of date (0: all are, or the engine projects
+   * when it loads vectors).
+   */
+  applyTuning(
+    datasetId: string,
+    embedder: string,
+    dims: number,
+    tuning: Pick<TunedQuery, 'model' | 'projection'>,
+    limit: number,
+  ): Promise<number>;
   /** A random selection of processed items matching `conditions` (explore without an id). */
   sample(
     datasetId: string,

@@ -25,7 +25,14 @@ const sameForQueries = (a: Dataset, b: Dataset): boolean =>
   a.name === b.name &&
   a.settings.version === b.settings.version &&
   a.browseRotation === b.browseRotation &&
-  a.embedder?.id === b.embedder?.id;
+  a.embedder?.id === b.embedder?.id &&
+  sameTuning(a, b);
+
+/** Whether two reads rank similarity alike (contract §20): the same projection and weight. */
+const sameTuning = (a: Dataset, b: Dataset): boolean => {
+  const on = (d: Dataset) => (d.similarity?.state === 'active' ? d.similarity : undefined);
+  return on(a)?.model === on(b)?.model && on(a)?.weight === on(b)?.weight;
+};
 
 /**
  * Hands engine work back once the dataset's realtime read has confirmed the copy it was built

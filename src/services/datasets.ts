@@ -10,6 +10,12 @@ import {
   type EmbedderRef,
 } from '../domain/dataset';
 import { assertDatasetName } from '../domain/names';
+import {
+  TUNING_OFF,
+  checkSimilarityInput,
+  requested,
+  type SimilaritySettings,
+} from '../domain/tuning/settings';
 import type { AccountStore } from '../ports/account-store';
 import type { ContentStore } from '../ports/content-store';
 import type { DuplicateStore } from '../ports/duplicate-store';
@@ -27,6 +33,8 @@ export interface DatasetView {
   name: string;
   browseToken: string;
   settings: DatasetSettings;
+  /** Tuned similarity (contract §20), `off` until set. */
+  similarity: SimilaritySettings;
   status: 'pending' | 'published';
   createdAt: string;
   counts: DatasetCounts;
@@ -109,6 +117,7 @@ export class DatasetService {
       name: ds.name,
       browseToken: await this.browseTokenOf(ds),
       settings: ds.settings,
+      similarity: ds.similarity ?? TUNING_OFF,
       status: statusOf(counts),
       createdAt: ds.createdAt,
       counts,
@@ -186,5 +195,22 @@ export class DatasetService {
     if (sameFields(fields, ds.settings.fields)) return this.view(ds);
     const version = await this.accounts.updateEnabledFields(ds.id, fields);
     return this.view({ ...ds, settings: { fields, version } });
+  }
+
+  /**
+   * Sets what similarity learns from (contract §20): a new field or weight is fitted in the
+   * background (`fitting`), null switches tuning off at once.
+   */
+  async setSimilarity(
+    p: Principal,
+    org: string,
+    name: string,
+    input: { learnFrom: string | null; weight?: number | null },
+  ): Promise<DatasetView> {
+    const ds = await this.auth.adminDataset(p, org, name);
+    const wanted = checkSimilarityInput(input);
+    const similarity = await this.accounts.updateSimilarity(ds.id, (cur) => requested(cur, wanted));
+    if (!similarity) throw new AppError('not_found', `dataset '${name}' not found`);
+    return this.view({ ...ds, similarity });
   }
 }

@@ -1,6 +1,7 @@
 import { mmr, pageOf, similarity, type Discovery } from '../domain/discovery';
 import type { GroupSpec } from '../domain/group';
-import type { ScoredItem } from '../ports/search-engine';
+import { project } from '../domain/tuning/lda';
+import type { ScoredItem, TunedQuery } from '../ports/search-engine';
 import type { Condition } from '../query/ast';
 import { nearestGroups, type Nearest, type ScoredGroup } from './similar-groups';
 import type { VisionScope, Where } from './vision-scope';
@@ -17,6 +18,8 @@ export interface RankingScope {
   excludeIds: string[];
   /** best_score collections (contract §15): items at least as near one of these rank last. */
   negatives?: number[][];
+  /** The dataset's tuned ranking (contract §20), when active. */
+  tuning?: TunedQuery;
 }
 
 const withVector = (h: ScoredItem): h is ScoredItem & { vector: number[] } => !!h.vector;
@@ -75,6 +78,7 @@ export class Ranking {
         exact: this.d.exhaustive,
         pageSize: this.limit,
         ...(more.offset ? { offset: more.offset } : {}),
+        ...(s.tuning ? { tuning: s.tuning } : {}),
       },
       [...s.extra, ...(more.extra ?? [])],
     );
@@ -133,14 +137,16 @@ export class Ranking {
    * from fewer candidates are a prefix of those cut from more.
    */
   private async steered(n: number): Promise<Array<ScoredItem & { vector: number[] }>> {
-    const negatives = this.scope.negatives!;
+    const near = scorer(this.scope.tuning);
+    const negatives = this.scope.negatives!.map(near.prepare);
     const max = this.d.exhaustive ? STEER_MAX_EXACT : STEER_MAX;
     for (let k = Math.min(max, Math.max(n * 2, 50)); ; k = Math.min(max, k * 4)) {
       const hits = (await this.nearest(true)(k, [], this.scope.excludeIds)).filter(withVector);
       const kept: typeof hits = [];
       const last: typeof hits = [];
       for (const h of hits) {
-        const away = Math.max(...negatives.map((v) => similarity(v, h.vector)));
+        const item = near.prepare(h.vector);
+        const away = Math.max(...negatives.map((v) => near.score(v, item)));
         (h.score > away ? kept : last).push(h);
       }
       if (kept.length >= n || hits.length < k || k >= max) return [...kept, ...last].slice(0, n);
@@ -193,6 +199,25 @@ export class Ranking {
     const min = this.d.minScore;
     return min === undefined ? hits : hits.filter((h) => h.score >= min);
   }
+}
+
+/**
+ * Similarity on the score scale as the request ranks: plain, or tuned (contract §20) with each
+ * vector's projection made once.
+ */
+function scorer(tuning: TunedQuery | undefined) {
+  type Prepared = { v: number[]; z?: Float32Array };
+  return {
+    prepare: (v: number[]): Prepared =>
+      tuning ? { v, z: project(tuning.projection, Float32Array.from(v)) } : { v },
+    score: (a: Prepared, b: Prepared): number => {
+      if (!tuning || !a.z || !b.z) return similarity(a.v, b.v);
+      const w = tuning.weight;
+      return (
+        ((1 - w) * (2 * similarity(a.v, b.v) - 1) + w * (2 * similarity(a.z, b.z) - 1) + 1) / 2
+      );
+    },
+  };
 }
 
 /** The mean of unit vectors (each normalised first). */

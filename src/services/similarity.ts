@@ -13,6 +13,7 @@ import type { Condition } from '../query/ast';
 import type { Principal } from './principal';
 import { Ranking, centroidQuery, type RankingScope } from './ranking';
 import { withinGroup, type ScoredGroup } from './similar-groups';
+import type { TunedModels } from './tuned-models';
 import type { Bill, VisionService } from './vision';
 import type { VisionScope, Where } from './vision-scope';
 
@@ -102,6 +103,7 @@ export class SimilarityService {
     private readonly vision: VisionService,
     private readonly analyzer: ImageAnalyzer,
     private readonly embedderId: string,
+    private readonly tuned: Pick<TunedModels, 'of'>,
   ) {}
 
   /** Validation comes before readiness: a request missing its id is a 400 on any dataset. */
@@ -131,14 +133,23 @@ export class SimilarityService {
     return { item, vector: e.vector };
   }
 
-  /** The checked §15 controls and the ranking scope of one request. */
-  private ranking(
+  /**
+   * The checked §15 controls and the ranking scope of one request, tuned when the dataset's
+   * tuning is active (contract §20).
+   */
+  private async ranking(
     scope: VisionScope,
     d: Discovery,
     limit: number,
-    r: Omit<RankingScope, 'embedder'>,
-  ): Ranking {
-    return new Ranking(scope, { ...r, embedder: this.embedderId }, d, limit);
+    r: Omit<RankingScope, 'embedder' | 'tuning'>,
+  ): Promise<Ranking> {
+    const tuning = await this.tuned.of(scope.ds);
+    return new Ranking(
+      scope,
+      { ...r, embedder: this.embedderId, ...(tuning ? { tuning } : {}) },
+      d,
+      limit,
+    );
   }
 
   /**
@@ -166,7 +177,7 @@ export class SimilarityService {
         p.excludeParent && parent !== undefined && !Array.isArray(parent)
           ? [{ kind: 'exclude', field: 'parent', values: [String(parent)] }]
           : [];
-      const ranking = this.ranking(scope, d, limit, {
+      const ranking = await this.ranking(scope, d, limit, {
         vectors: [vector],
         where,
         extra,
@@ -284,7 +295,7 @@ export class SimilarityService {
       const d: Discovery = own
         ? { ...asked, diversity: 0, candidates: Math.min(limit * EXPLORE_POOL, 200) }
         : asked;
-      const ranking = this.ranking(scope, d, limit, {
+      const ranking = await this.ranking(scope, d, limit, {
         vectors: [steer(vector, earlier)],
         where,
         extra: [],
@@ -374,7 +385,7 @@ export class SimilarityService {
         const reason = e.message;
         throw invalid(`image cannot be used: ${reason}`, [{ field: 'image', message: reason }]);
       }
-      const ranking = this.ranking(scope, d, limit, {
+      const ranking = await this.ranking(scope, d, limit, {
         vectors,
         where,
         extra: [],
@@ -433,7 +444,7 @@ export class SimilarityService {
         this.members(scope, negativeIds, 'negative_ids'),
       ]);
       const steered = strategy === 'best_score';
-      const ranking = this.ranking(scope, d, limit, {
+      const ranking = await this.ranking(scope, d, limit, {
         vectors: steered ? positives : [centroidQuery(positives, negatives)],
         where,
         extra: [],

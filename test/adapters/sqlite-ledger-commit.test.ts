@@ -57,7 +57,8 @@ test('images counted before per-processing keys keep counting once after the mig
      DROP TABLE webhooks; DROP TABLE webhook_facts; DROP TABLE webhook_deliveries; DROP TABLE outbox_state;
      DROP INDEX items_pixel_hash; ALTER TABLE items DROP COLUMN image_pixel_hash;
      DROP TABLE duplicate_entries; DROP TABLE duplicate_dismissals; DROP TABLE duplicate_state;
-     ALTER TABLE items DROP COLUMN image_copy_signature;`,
+     ALTER TABLE items DROP COLUMN image_copy_signature;
+     ALTER TABLE datasets DROP COLUMN similarity; DROP TABLE tuning_models; DROP TABLE tuning_lease;`,
   );
   old
     .prepare(

@@ -137,6 +137,18 @@ test('every documented operation answers as documented, errors included', async 
     ...org,
     body: { fields: { tags: ['*'] } },
   });
+  await call('setSimilarity', 'PUT', '/orgs/acme/datasets/other/settings/similarity', {
+    ...org,
+    body: { learn_from: 'colour', weight: 0.5 },
+  });
+  expect(
+    (
+      await call('setSimilarity', 'PUT', '/orgs/acme/datasets/other/settings/similarity', {
+        ...org,
+        body: { learn_from: 'colour', weight: 2 },
+      })
+    ).status,
+  ).toBe(400);
   await call('getScopedKey', 'GET', '/orgs/acme/datasets/other/scoped-key', org);
   await call('createScopedToken', 'POST', '/orgs/acme/datasets/other/scoped-tokens', {
     ...org,

@@ -133,6 +133,10 @@ export class SqlSearchEngine implements SearchEngine {
     });
   }
 
+  async applyTuning(): Promise<number> {
+    return 0;
+  }
+
   async rankedCount(datasetId: string, set: RankedSet): Promise<number> {
     const m = this.vectors.get(datasetId, set.embedder);
     const skip = excludedRows(this.db, datasetId, m, set.excludeIds);

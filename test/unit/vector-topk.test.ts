@@ -4,6 +4,7 @@
  * exact duplicates (ties at the k-th score) kept together when asked.
  */
 import { dot, matrixOf, topK } from '../../src/adapters/embedded/vector-cache';
+import { project, type Projection } from '../../src/domain/tuning/lda';
 import { seededRandom } from '../../src/lib/seeded-random';
 
 const DIMS = 64;
@@ -55,3 +56,39 @@ test.each([1, 10, 50, 200])('top %i equals brute force over float32, ties includ
     expect(plain.map((x) => x.d)).toEqual(all.slice(0, k).map((x) => x.d));
   }
 });
+
+test.each([1, 10, 50])(
+  'tuned (contract §20): top %i equals brute force over the blend of float32 cosines',
+  (k) => {
+    const n = 3000;
+    const data = clustered(n, 7 + k);
+    const r = seededRandom(300 + k);
+    const projection: Projection = {
+      dims: DIMS,
+      k: 5,
+      mean: Float32Array.from({ length: DIMS }, () => (r() - 0.5) * 0.05),
+      basis: Float32Array.from({ length: DIMS * 5 }, () => r() - 0.5),
+    };
+    const m = matrixOf(data, DIMS, { model: 'm', projection });
+    const zs = Array.from({ length: n }, (_, row) =>
+      project(projection, data.subarray(row * DIMS, (row + 1) * DIMS)),
+    );
+    for (const weight of [0, 0.75, 1])
+      for (let q = 0; q < 20; q++) {
+        const at = Math.floor(r() * n);
+        const query = data.slice(at * DIMS, (at + 1) * DIMS);
+        const zq = project(projection, query);
+        const all = Array.from({ length: n }, (_, row) => ({
+          row,
+          d:
+            (1 - weight) * dot(query, data.subarray(row * DIMS, (row + 1) * DIMS)) +
+            weight * dot(zq, zs[row]!),
+        }))
+          .filter((x) => x.row !== at)
+          .sort(order);
+        const got = topK(m, query, k, undefined, new Set([at]), false, { weight });
+        expect(got.map((x) => x.row)).toEqual(all.slice(0, k).map((x) => x.row));
+        got.forEach((x, i) => expect(x.d).toBeCloseTo(all[i]!.d, 6));
+      }
+  },
+);

@@ -37,6 +37,13 @@ export interface ItemDoc {
   [vector: `vector_${number}`]: number[] | Float32Array | null | undefined;
   /** The same embedding as stored: float32 bytes, base64 (see EMBEDDING_SOURCE). */
   embedding_f32?: string | null;
+  /**
+   * Tuned similarity (contract §20): the projection of the embedding by the stored projection
+   * `tuned_model`, for its own HNSW field (tunedField) and as float32 bytes in base64.
+   */
+  tuned_model?: string | null;
+  tuned_f32?: string | null;
+  [tuned: `vector_tuned_${number}`]: Float32Array | number[] | null | undefined;
   /** The rolled-up counts (contract §14); absent on documents written before they existed. */
   counts?: ItemCounts & { at?: number };
   /** image.pixelHash and image.processedAt, searchable (contract §18). */
@@ -55,7 +62,7 @@ export const EMBEDDING_SOURCE = 'embedding_f32';
 const encodeVector = (f: Float32Array): string =>
   Buffer.from(f.buffer, f.byteOffset, f.byteLength).toString('base64');
 
-const decodeVector = (b64: string): Float32Array => {
+export const decodeVector = (b64: string): Float32Array => {
   const bytes = Buffer.from(b64, 'base64');
   // copied: a Buffer's offset in its pool need not be a multiple of 4
   return new Float32Array(Uint8Array.from(bytes).buffer);
@@ -67,8 +74,24 @@ const decodeVector = (b64: string): Float32Array => {
  */
 export const vectorField = (dims: number): `vector_${number}` => `vector_${dims}`;
 
+/** The HNSW field of projections of `k` dimensions (contract §20). */
+export const tunedField = (k: number): `vector_tuned_${number}` => `vector_tuned_${k}`;
+
+/** The fields that carry an item's projection by the stored projection `model`. */
+export function tunedFields(model: string, z: Float32Array): Partial<ItemDoc> {
+  const out: Partial<ItemDoc> = { tuned_model: model, tuned_f32: encodeVector(z) };
+  out[tunedField(z.length)] = z;
+  return out;
+}
+
+/** A previous document's projection, carried over while its embedding is. */
+function keptTuning(d: ItemDoc): Partial<ItemDoc> {
+  if (!d.tuned_model || !d.tuned_f32) return {};
+  return tunedFields(d.tuned_model, decodeVector(d.tuned_f32));
+}
+
 /** The document's embedding as float32s, whichever field holds it. */
-function docFloats(d: ItemDoc): Float32Array | undefined {
+export function docFloats(d: ItemDoc): Float32Array | undefined {
   if (d.embedding_f32) return decodeVector(d.embedding_f32);
   // indices made before vectors left the stored _source
   for (const [k, v] of Object.entries(d))
@@ -154,6 +177,8 @@ export function toDoc(
     ...(vector
       ? { [vectorField(vector.length)]: vector, [EMBEDDING_SOURCE]: encodeVector(vector) }
       : {}),
+    // the projection stays with the embedding it was made from; a new one waits for the pass
+    ...(vector && embedding && 'dataset' in embedding ? keptTuning(embedding) : {}),
   };
 }
 

@@ -130,13 +130,15 @@ export function sortDsl(sort: SearchRequest['sort']): Dsl[] {
  * Results never carry the embedding back, nor the copy signature (contract §18): clients do not
  * see them and they are the bulk of a document.
  */
-export const NO_VECTOR = { excludes: ['vector_*', EMBEDDING_SOURCE, 'image.copySignature'] };
+export const NO_VECTOR = {
+  excludes: ['vector_*', EMBEDDING_SOURCE, 'tuned_f32', 'image.copySignature'],
+};
 
 /** Elasticsearch's largest k and num_candidates. */
 export const MAX_KNN = 10_000;
 
 /** The items a similarity request ranks (port RankedSet) as one bool filter, plus `extra`. */
-function rankedFilter(set: RankedSet, extra: Dsl[] = []): Dsl {
+export function rankedFilter(set: RankedSet, extra: Dsl[] = []): Dsl {
   const where = whereDsl(set.conditions) as { bool: { filter: Dsl[]; must_not?: Dsl[] } };
   const filter = [...where.bool.filter, { term: { embedder: set.embedder } }, ...extra];
   const mustNot = [...(where.bool.must_not ?? [])];

@@ -1,3 +1,4 @@
+import { TUNING_OFF, type SimilaritySettings } from '../../domain/tuning/settings';
 import type { Dataset, EmbedderRef, EnabledFields } from '../../domain/dataset';
 import { AppError } from '../../domain/errors';
 import type { Plan } from '../../domain/plan';
@@ -31,6 +32,7 @@ interface DatasetDoc {
   deleted_at?: string;
   embedder?: string;
   embedder_dims?: number;
+  similarity?: SimilaritySettings;
 }
 
 interface NameDoc {
@@ -49,6 +51,7 @@ const toDataset = (id: string, d: DatasetDoc): Dataset => ({
   ...(d.embedder && d.embedder_dims
     ? { embedder: { id: d.embedder, dimensions: d.embedder_dims } }
     : {}),
+  ...(d.similarity ? { similarity: d.similarity } : {}),
 });
 
 const toToken = (prefix: string, t: TokenDoc): TokenRecord => ({
@@ -416,6 +419,26 @@ export class EsAccountStore implements AccountStore {
     );
     if (!doc) throw goneDataset();
     return doc.settings_version;
+  }
+
+  async updateSimilarity(
+    id: string,
+    change: (current: SimilaritySettings) => SimilaritySettings | undefined,
+  ): Promise<SimilaritySettings | undefined> {
+    let kept: SimilaritySettings | undefined;
+    const { doc } = await casUpdate<DatasetDoc>(
+      this.client,
+      this.indices.shared('datasets'),
+      id,
+      (d) => {
+        if (!d) return undefined;
+        const next = change(d.similarity ?? TUNING_OFF);
+        kept = next ? undefined : (d.similarity ?? TUNING_OFF);
+        return next && { ...d, similarity: next };
+      },
+      { what: 'the similarity setting' },
+    );
+    return doc?.similarity ?? kept;
   }
 
   async browseRotation(id: string): Promise<number> {

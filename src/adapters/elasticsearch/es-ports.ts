@@ -19,6 +19,7 @@ import { EsItemWriter } from './item-writer';
 import { KnownVersions } from './known-versions';
 import { toUnavailable } from './outage';
 import { EsSearchEngine } from './search-engine';
+import { EsTuningStore } from './es-tuning-store';
 
 /**
  * The Elasticsearch engine's ports on the installation's indices, each under the Elasticsearch
@@ -59,5 +60,6 @@ export function esPorts(
     webhooks: port('webhooks', new EsWebhookStore(indices)),
     outbox: port('outbox', new EsEventOutbox(indices, lane)),
     duplicates: port('duplicates', new EsDuplicateStore(indices)),
+    tuning: port('tuning', new EsTuningStore(indices)),
   };
 }

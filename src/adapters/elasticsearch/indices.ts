@@ -3,6 +3,7 @@ import {
   COUNTS_MAPPING,
   DUPLICATES_MAPPING,
   EMBEDDING_SOURCE_MAPPING,
+  TUNED_MAPPING,
   itemMapping,
 } from './mapping';
 
@@ -42,6 +43,7 @@ const SHARED = {
     deleted_at: keyword,
     embedder: keyword,
     embedder_dims: { type: 'integer' },
+    similarity: opaque,
   },
   /**
    * Live dataset names; _id = org + NUL + name, written create-only, so two hosts creating the
@@ -186,6 +188,18 @@ const SHARED = {
     owner: keyword,
     claim_until: long,
   },
+  /**
+   * Tuned similarity (contract §20), by `kind`: `model` (a fitted projection, float32 bytes in
+   * base64; _id = m NUL dataset NUL model id, create-only) and `lease` (_id = lease).
+   */
+  tuning: {
+    kind: keyword,
+    dataset_id: keyword,
+    bytes: { type: 'binary' },
+    created_at: long,
+    owner: keyword,
+    claim_until: long,
+  },
 } as const;
 
 export type SharedIndex = keyof typeof SHARED;
@@ -324,6 +338,7 @@ export class EsIndices {
         ...EMBEDDING_SOURCE_MAPPING,
         ...COUNTS_MAPPING,
         ...DUPLICATES_MAPPING,
+        ...TUNED_MAPPING,
       } as never,
       allow_no_indices: true,
       ignore_unavailable: true,

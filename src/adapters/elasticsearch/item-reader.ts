@@ -1,9 +1,10 @@
 import type { DatasetCounts } from '../../domain/dataset';
 import { groupRuns } from '../../domain/duplicates';
 import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../../domain/item';
-import type { ItemReader, StoredEmbedding } from '../../ports/item-reader';
+import { labelOf } from '../../domain/tuning/settings';
+import type { ItemReader, LabelledVector, StoredEmbedding } from '../../ports/item-reader';
 import type { FieldCatalogue } from '../../query/resolve';
-import { docVector, fromDoc, type ItemDoc } from './document';
+import { EMBEDDING_SOURCE, docFloats, docVector, fromDoc, type ItemDoc } from './document';
 import type { FieldCatalogues } from './field-catalogue';
 import { KeyedGroupCommit } from '../group-commit';
 import type { EsIndices } from './indices';
@@ -232,6 +233,42 @@ export class EsItemReader extends ItemIndex implements ItemReader {
         id: h._source!.id,
         processedAt: h._source!.image?.processedAt ?? 0,
       }));
+    }, []);
+  }
+
+  async vectorsPage(
+    datasetId: string,
+    embedder: string,
+    field: string,
+    after: string | undefined,
+    limit: number,
+  ): Promise<LabelledVector[]> {
+    return orEmpty(async () => {
+      const r = await this.client.search<ItemDoc>({
+        index: this.index(datasetId),
+        size: limit,
+        query: {
+          bool: { filter: [{ term: { state: 'processed' } }, { term: { embedder } }] },
+        },
+        sort: [{ id: 'asc' }],
+        _source: ['id', 'metadata', 'pixel_hash', EMBEDDING_SOURCE, 'vector_*'],
+        track_total_hits: false,
+        ...(after !== undefined ? { search_after: [after] } : {}),
+      });
+      return r.hits.hits.flatMap((h) => {
+        const d = h._source!;
+        const vector = docFloats(d);
+        if (!vector?.length) return [];
+        const label = labelOf(d.metadata?.[field]);
+        return [
+          {
+            id: d.id,
+            vector,
+            ...(label !== undefined ? { label } : {}),
+            ...(d.pixel_hash ? { pixelHash: d.pixel_hash } : {}),
+          },
+        ];
+      });
     }, []);
   }
 

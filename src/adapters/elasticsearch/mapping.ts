@@ -1,4 +1,4 @@
-import { EMBEDDING_SOURCE, vectorField } from './document';
+import { EMBEDDING_SOURCE, tunedField, vectorField } from './document';
 
 /** Stored only (binary: neither indexed nor in doc values). */
 export const EMBEDDING_SOURCE_MAPPING = { [EMBEDDING_SOURCE]: { type: 'binary' } } as const;
@@ -14,6 +14,29 @@ export const DUPLICATES_MAPPING = {
   pixel_hash: { type: 'keyword' },
   processed_at: { type: 'long' },
 } as const;
+
+/**
+ * Tuned similarity (contract §20): which stored projection an item's projection is of, and the
+ * projection as float32 bytes (stored only); its HNSW field is added per size (tunedMapping).
+ */
+export const TUNED_MAPPING = {
+  tuned_model: { type: 'keyword' },
+  tuned_f32: { type: 'binary' },
+} as const;
+
+/** The HNSW field for projections of `k` dimensions. */
+export function tunedMapping(k: number): Record<string, unknown> {
+  return {
+    ...TUNED_MAPPING,
+    [tunedField(k)]: {
+      type: 'dense_vector',
+      dims: k,
+      index: true,
+      similarity: 'cosine',
+      index_options: { type: 'hnsw', m: 16, ef_construction: 100 },
+    },
+  };
+}
 
 /**
  * One index per dataset, with a fixed mapping: metadata never becomes mapped fields of its own
@@ -54,6 +77,7 @@ const BASE_MAPPING = {
     ...EMBEDDING_SOURCE_MAPPING,
     ...COUNTS_MAPPING,
     ...DUPLICATES_MAPPING,
+    ...TUNED_MAPPING,
   },
 } as const;
 

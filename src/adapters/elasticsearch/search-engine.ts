@@ -11,6 +11,7 @@ import type {
   SearchEngine,
   SearchRequest,
   SimilarRequest,
+  TunedQuery,
 } from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
 import { esFigures } from './figures';
@@ -18,6 +19,8 @@ import { groupCounts, groupFacets, searchGroups, type Search } from './groups';
 import { fromDoc, type ItemDoc } from './document';
 import { facetsBody, sampleBody, searchBody, type Dsl } from './dsl';
 import { approximate, exact, rankedCount } from './similar';
+import { tunedSimilar } from './similar-tuned';
+import { EsTunedVectors } from './tuned-vectors';
 import { nearPairs } from './near-pairs';
 import { ItemIndex, orEmpty } from './item-index';
 import { keyed } from '../../domain/keyed';
@@ -94,7 +97,27 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
 
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
     const search = this.searcher(datasetId);
-    return orEmpty(() => (req.exact ? exact(search, req) : approximate(search, req)), []);
+    return orEmpty(
+      () =>
+        req.tuning
+          ? tunedSimilar(search, req)
+          : req.exact
+            ? exact(search, req)
+            : approximate(search, req),
+      [],
+    );
+  }
+
+  private readonly tunedVectors = new EsTunedVectors(this.indices);
+
+  applyTuning(
+    datasetId: string,
+    embedder: string,
+    dims: number,
+    tuning: Pick<TunedQuery, 'model' | 'projection'>,
+    limit: number,
+  ): Promise<number> {
+    return this.tunedVectors.apply(datasetId, embedder, dims, tuning, limit);
   }
 
   rankedCount(datasetId: string, set: RankedSet): Promise<number> {

@@ -74,28 +74,7 @@ export async function exact(search: Search, req: SimilarRequest): Promise<Scored
     )) as Hits;
     return r.hits.hits.map((h) => toScored(h, req.includeVectors));
   }
-  const ranges: Dsl[][] = [];
-  let after: string | undefined;
-  for (let left = count; left > 0; left -= MAX_KNN) {
-    const end =
-      left > MAX_KNN
-        ? String(
-            ((await search(rangeEndBody(req, after, MAX_KNN))) as Hits).hits.hits[0]?.sort?.[0],
-          )
-        : undefined;
-    ranges.push([
-      {
-        range: {
-          id: {
-            ...(after !== undefined ? { gt: after } : {}),
-            ...(end !== undefined ? { lte: end } : {}),
-          },
-        },
-      },
-    ]);
-    if (end === undefined) break;
-    after = end;
-  }
+  const ranges = await idRanges(search, req, count);
   const lists = await Promise.all(
     ranges.map(
       async (extra) =>
@@ -120,4 +99,34 @@ export async function exact(search: Search, req: SimilarRequest): Promise<Scored
     const h = byId.get(t.id);
     return h ? [{ ...toScored(h, req.includeVectors), score: t.score }] : [];
   });
+}
+
+/**
+ * The ranked items cut into id ranges of at most MAX_KNN items each (as filters), so each range
+ * is one exact kNN query.
+ */
+export async function idRanges(search: Search, set: RankedSet, count: number): Promise<Dsl[][]> {
+  const ranges: Dsl[][] = [];
+  let after: string | undefined;
+  for (let left = count; left > 0; left -= MAX_KNN) {
+    const end =
+      left > MAX_KNN
+        ? String(
+            ((await search(rangeEndBody(set, after, MAX_KNN))) as Hits).hits.hits[0]?.sort?.[0],
+          )
+        : undefined;
+    ranges.push([
+      {
+        range: {
+          id: {
+            ...(after !== undefined ? { gt: after } : {}),
+            ...(end !== undefined ? { lte: end } : {}),
+          },
+        },
+      },
+    ]);
+    if (end === undefined) break;
+    after = end;
+  }
+  return ranges;
 }

@@ -1,5 +1,6 @@
 import type { Dataset, EmbedderRef, EnabledFields } from '../../domain/dataset';
 import type { Plan } from '../../domain/plan';
+import { TUNING_OFF, type SimilaritySettings } from '../../domain/tuning/settings';
 import type { AccountStore, Organisation, TokenRecord } from '../../ports/account-store';
 import { type Db, stmt } from './db';
 
@@ -13,6 +14,7 @@ interface DatasetRow {
   browse_rotation: number;
   embedder: string | null;
   embedder_dims: number | null;
+  similarity: string | null;
 }
 
 const toDataset = (r: DatasetRow): Dataset => ({
@@ -25,6 +27,7 @@ const toDataset = (r: DatasetRow): Dataset => ({
   ...(r.embedder !== null && r.embedder_dims !== null
     ? { embedder: { id: r.embedder, dimensions: r.embedder_dims } }
     : {}),
+  ...(r.similarity ? { similarity: JSON.parse(r.similarity) as SimilaritySettings } : {}),
 });
 
 interface TokenRow {
@@ -195,6 +198,29 @@ export class EmbeddedAccountStore implements AccountStore {
       'UPDATE datasets SET fields = ?, settings_version = settings_version + 1 WHERE id = ? RETURNING settings_version',
     ).get(JSON.stringify(fields), id) as { settings_version: number };
     return r.settings_version;
+  }
+
+  async updateSimilarity(
+    id: string,
+    change: (current: SimilaritySettings) => SimilaritySettings | undefined,
+  ): Promise<SimilaritySettings | undefined> {
+    return this.db
+      .transaction(() => {
+        const r = stmt(this.db, 'SELECT similarity FROM datasets WHERE id = ?').get(id) as
+          { similarity: string | null } | undefined;
+        if (!r) return undefined;
+        const current = r.similarity
+          ? (JSON.parse(r.similarity) as SimilaritySettings)
+          : TUNING_OFF;
+        const next = change(current);
+        if (!next) return current;
+        stmt(this.db, 'UPDATE datasets SET similarity = ? WHERE id = ?').run(
+          JSON.stringify(next),
+          id,
+        );
+        return next;
+      })
+      .immediate();
   }
 
   async browseRotation(id: string): Promise<number> {

@@ -229,6 +229,16 @@ const MIGRATIONS: string[] = [
   CREATE TABLE duplicate_state (dataset_id TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
   ALTER TABLE items ADD COLUMN image_copy_signature TEXT;
   `,
+  // Contract §20: the similarity setting (JSON), and the projections fitted for it by id.
+  `
+  ALTER TABLE datasets ADD COLUMN similarity TEXT;
+  CREATE TABLE tuning_models (
+    id TEXT PRIMARY KEY, dataset_id TEXT NOT NULL, bytes BLOB NOT NULL, created_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX tuning_models_dataset ON tuning_models(dataset_id);
+  CREATE TABLE tuning_lease (key TEXT PRIMARY KEY, owner TEXT NOT NULL, until INTEGER NOT NULL)
+    WITHOUT ROWID;
+  `,
 ];
 
 /** Opens (and migrates) the SQLite file. FULL sync: a 202 means the write is on disk. */

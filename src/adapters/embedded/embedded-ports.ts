@@ -15,6 +15,7 @@ import { EmbeddedItemWriter } from './item-writer';
 import { EmbeddedSearchEngine } from './search-engine';
 import { SqliteUsageLedger } from './usage-ledger';
 import { SqliteWebhookStore } from './webhook-store';
+import { EmbeddedTuningStore } from './tuning-store';
 
 /**
  * The embedded engine's ports on one SQLite file (and the server key beside it in `dataDir`),
@@ -35,6 +36,7 @@ export function embeddedPorts(db: Db, dataDir: string, timers?: PortTimers): Eng
     webhooks: port('webhooks', new SqliteWebhookStore(db)),
     outbox: port('outbox', new SqliteEventOutbox(db)),
     duplicates: port('duplicates', new SqliteDuplicateStore(db)),
+    tuning: port('tuning', new EmbeddedTuningStore(db)),
   };
 }
 

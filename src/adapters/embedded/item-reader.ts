@@ -3,7 +3,8 @@ import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../../domain/
 import { groupRuns } from '../../domain/duplicates';
 import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
 import type { ValueKind } from '../../domain/metadata';
-import type { ItemReader, StoredEmbedding } from '../../ports/item-reader';
+import { labelOf } from '../../domain/tuning/settings';
+import type { ItemReader, LabelledVector, StoredEmbedding } from '../../ports/item-reader';
 import type { FieldCatalogue } from '../../query/resolve';
 import { count } from './bitset';
 import { type Db, stmt } from './db';
@@ -163,6 +164,37 @@ export class EmbeddedItemReader implements ItemReader {
       at: number | null;
     }>;
     return rows.map((r) => ({ id: r.id, processedAt: r.at ?? 0 }));
+  }
+
+  async vectorsPage(
+    datasetId: string,
+    embedder: string,
+    field: string,
+    after: string | undefined,
+    limit: number,
+  ): Promise<LabelledVector[]> {
+    const rows = stmt(
+      this.db,
+      `SELECT i.id, i.metadata, i.image_pixel_hash AS hash, v.vec FROM items i
+         JOIN item_vectors v ON v.item_pk = i.pk
+         WHERE i.dataset_id = ? AND i.state = 'processed' AND i.id > ?
+           AND v.embedder = ? AND length(v.vec) > 0
+         ORDER BY i.id LIMIT ?`,
+    ).all(datasetId, after ?? '', embedder, limit) as Array<{
+      id: string;
+      metadata: string;
+      hash: string | null;
+      vec: Buffer;
+    }>;
+    return rows.map((r) => {
+      const label = labelOf((JSON.parse(r.metadata) as Record<string, unknown>)[field]);
+      return {
+        id: r.id,
+        vector: blobVector(r.vec),
+        ...(label !== undefined ? { label } : {}),
+        ...(r.hash !== null ? { pixelHash: r.hash } : {}),
+      };
+    });
   }
 
   async ping(): Promise<void> {

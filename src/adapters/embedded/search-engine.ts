@@ -143,13 +143,15 @@ export class EmbeddedSearchEngine implements SearchEngine {
    */
   async similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
     if (req.limit <= 0) return [];
-    const matrix = await this.vectors.ready(datasetId, req.embedder);
+    const t = req.tuning;
+    const matrix = await this.vectors.ready(datasetId, req.embedder, t);
     return this.withIndex(datasetId, (ix) => {
       const { m, rows } = this.rankedRows(ix, datasetId, req, matrix);
       if (!rows.length) return [];
       // Equal scores in id order, as on Elasticsearch: every `limit` then cuts one ranking, and
       // several vectors' lists fuse consistently (bestOf).
-      const top = topK(m, Float32Array.from(req.vector), req.limit, rows, NO_ROWS, true);
+      const query = Float32Array.from(req.vector);
+      const top = topK(m, query, req.limit, rows, NO_ROWS, true, t && { weight: t.weight });
       const hits = scoredHits(this.db, m, top, req.includeVectors).sort(
         (a, b) => b.score - a.score || (a.item.id < b.item.id ? -1 : a.item.id > b.item.id ? 1 : 0),
       );
@@ -223,6 +225,11 @@ export class EmbeddedSearchEngine implements SearchEngine {
       if (e instanceof OutdatedVectors) return undefined;
       throw e;
     });
+  }
+
+  /** Projections are made when vectors are loaded (VectorCache): nothing is stored. */
+  async applyTuning(): Promise<number> {
+    return 0;
   }
 
   async rankedCount(datasetId: string, set: RankedSet): Promise<number> {

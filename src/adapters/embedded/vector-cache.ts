@@ -1,3 +1,4 @@
+import { project, type Projection } from '../../domain/tuning/lda';
 import { stmt, type Db } from './db';
 import { Int8Rows } from './int8-rows';
 import { slicer } from './slicer';
@@ -19,6 +20,20 @@ export interface Matrix {
   scale: Float32Array;
   /** The stored float32 vectors of these rows (a row whose vector is gone is left out). */
   floats(rows: readonly number[]): Map<number, Float32Array>;
+  /** With a tuned-similarity projection (contract §20): each row's projection, as int8 codes. */
+  tuned?: TunedRows;
+}
+
+/** A dataset's stored projection, named by its id, which is never reused. */
+export interface Tuning {
+  model: string;
+  projection: Projection;
+}
+
+/** The rows' projected vectors (unit, k dims) scalar-quantised like the vectors themselves. */
+export interface TunedRows extends Tuning {
+  codes: Int8Rows;
+  scale: Float32Array;
 }
 
 /** Datasets whose vectors are kept in memory at once (least recently used goes first). */
@@ -65,13 +80,17 @@ export class VectorCache {
     );
   }
 
-  /** The matrix as of now, loaded at once if need be (tests, the reference engine). */
-  get(datasetId: string, embedder: string): Matrix {
+  /**
+   * The matrix as of now, loaded at once if need be (tests, the reference engine). With
+   * `tuning`, its rows' projections too (a matrix holding them serves plain requests as well).
+   */
+  get(datasetId: string, embedder: string, tuning?: Tuning): Matrix {
     const key = `${datasetId}\u0000${embedder}`;
     const cached = this.matrices.get(key);
-    if (cached && cached.version === this.version(datasetId)) return this.keep(key, cached);
+    if (cached && cached.version === this.version(datasetId) && fits(cached, tuning))
+      return this.keep(key, cached);
     // one read transaction: the version, the count and the rows are of one snapshot
-    return this.keep(key, this.db.transaction(() => this.load(datasetId, embedder))());
+    return this.keep(key, this.db.transaction(() => this.load(datasetId, embedder, tuning))());
   }
 
   /**
@@ -81,21 +100,26 @@ export class VectorCache {
    * A load that began before a caller's version is not enough for that caller: it waits for
    * the next one.
    */
-  async ready(datasetId: string, embedder: string): Promise<Matrix> {
+  async ready(datasetId: string, embedder: string, tuning?: Tuning): Promise<Matrix> {
     const key = `${datasetId}\u0000${embedder}`;
     for (;;) {
       const version = this.version(datasetId);
       const cached = this.matrices.get(key);
-      if (cached && cached.version === version) return this.keep(key, cached);
+      if (cached && cached.version === version && fits(cached, tuning))
+        return this.keep(key, cached);
       const pending = this.loading.get(key);
       if (pending) {
         const m = await pending;
-        if (m.version >= version) return m;
+        if (m.version >= version && fits(m, tuning)) return m;
+        // a load for another projection: the next one is for this request's
+        if (m.version >= version) this.matrices.delete(key);
         continue;
       }
       if (this.size(datasetId, embedder).n <= (this.options.loadNowRows ?? LOAD_NOW_ROWS))
-        return this.get(datasetId, embedder);
-      const load = this.loadInSlices(datasetId, embedder).finally(() => this.loading.delete(key));
+        return this.get(datasetId, embedder, tuning);
+      const load = this.loadInSlices(datasetId, embedder, tuning).finally(() =>
+        this.loading.delete(key),
+      );
       this.loading.set(key, load);
     }
   }
@@ -123,7 +147,7 @@ export class VectorCache {
     return { n: one ? n : 0, dims: (one?.bytes ?? 0) / 4 };
   }
 
-  private empty(datasetId: string, embedder: string, version: number): Matrix {
+  private empty(datasetId: string, embedder: string, version: number, tuning?: Tuning): Matrix {
     const { n, dims } = this.size(datasetId, embedder);
     const db = this.db;
     const m: Matrix = {
@@ -135,12 +159,22 @@ export class VectorCache {
       codes: new Int8Rows(n, dims),
       scale: new Float32Array(n),
       floats: (rows) => floatsOf(db, datasetId, embedder, m, rows),
+      // a projection of other dimensions (an embedder change) projects nothing
+      ...(tuning && tuning.projection.dims === dims
+        ? {
+            tuned: {
+              ...tuning,
+              codes: new Int8Rows(n, tuning.projection.k),
+              scale: new Float32Array(n),
+            },
+          }
+        : {}),
     };
     return m;
   }
 
-  private load(datasetId: string, embedder: string): Matrix {
-    const m = this.empty(datasetId, embedder, this.version(datasetId));
+  private load(datasetId: string, embedder: string, tuning?: Tuning): Matrix {
+    const m = this.empty(datasetId, embedder, this.version(datasetId), tuning);
     const fill = filler(m);
     // row by row, so loading never holds every vector as float32 at once
     for (const r of stmt(this.db, `SELECT item_pk, vec FROM item_vectors WHERE ${WHERE}`).iterate(
@@ -156,8 +190,14 @@ export class VectorCache {
    * matrix carries the version read at the start: rows read later may be newer, and any write
    * since makes the next request load again, so no change is missed for long.
    */
-  private async loadInSlices(datasetId: string, embedder: string): Promise<Matrix> {
-    const m = this.db.transaction(() => this.empty(datasetId, embedder, this.version(datasetId)))();
+  private async loadInSlices(
+    datasetId: string,
+    embedder: string,
+    tuning?: Tuning,
+  ): Promise<Matrix> {
+    const m = this.db.transaction(() =>
+      this.empty(datasetId, embedder, this.version(datasetId), tuning),
+    )();
     const fill = filler(m);
     const next = stmt(
       this.db,
@@ -195,6 +235,7 @@ function filler(m: Matrix): ((r: VectorRow) => boolean) & { done(): Matrix } {
     m.pks[i] = r.item_pk;
     m.rowOf.set(r.item_pk, i);
     quantise(vector, m.codes, m.scale, i);
+    if (m.tuned) quantise(project(m.tuned.projection, vector), m.tuned.codes, m.tuned.scale, i);
     i++;
     return true;
   };
@@ -206,8 +247,12 @@ function filler(m: Matrix): ((r: VectorRow) => boolean) & { done(): Matrix } {
   });
 }
 
+/** Whether a matrix serves a request: a tuned one needs that projection's rows. */
+const fits = (m: Matrix, tuning: Tuning | undefined): boolean =>
+  !tuning || m.tuned?.model === tuning.model || tuning.projection.dims !== m.dims;
+
 /** A matrix over vectors held in memory (row r's pk is r + 1), for tests and measurements. */
-export function matrixOf(data: Float32Array, dims: number): Matrix {
+export function matrixOf(data: Float32Array, dims: number, tuning?: Tuning): Matrix {
   const n = data.length / dims;
   const m: Matrix = {
     version: 1,
@@ -218,9 +263,21 @@ export function matrixOf(data: Float32Array, dims: number): Matrix {
     codes: new Int8Rows(n, dims),
     scale: new Float32Array(n),
     floats: (rows) => new Map(rows.map((r) => [r, data.slice(r * dims, (r + 1) * dims)])),
+    ...(tuning
+      ? {
+          tuned: {
+            ...tuning,
+            codes: new Int8Rows(n, tuning.projection.k),
+            scale: new Float32Array(n),
+          },
+        }
+      : {}),
   };
-  for (let i = 0; i < n; i++)
-    quantise(data.subarray(i * dims, (i + 1) * dims), m.codes, m.scale, i);
+  for (let i = 0; i < n; i++) {
+    const v = data.subarray(i * dims, (i + 1) * dims);
+    quantise(v, m.codes, m.scale, i);
+    if (m.tuned) quantise(project(m.tuned.projection, v), m.tuned.codes, m.tuned.scale, i);
+  }
   return m;
 }
 
@@ -302,14 +359,29 @@ export function topK(
   rows: readonly number[] | undefined,
   skip: Set<number>,
   ties = false,
+  blend?: Blend,
 ): Array<{ row: number; d: number }> {
   if (k <= 0) return [];
-  const candidates = scan(m, query, k + extraCandidates(k), rows, skip);
+  const tuned = blend && m.tuned ? { ...blend, rows: m.tuned } : undefined;
+  const zq = tuned && project(tuned.rows.projection, query);
+  const candidates = scan(
+    m,
+    query,
+    k + extraCandidates(k),
+    rows,
+    skip,
+    tuned && { ...tuned, zq: zq! },
+  );
   const floats = m.floats(candidates);
   const exact: Array<{ row: number; d: number }> = [];
   for (const row of candidates) {
     const v = floats.get(row);
-    if (v) exact.push({ row, d: dot(query, v) });
+    if (!v) continue;
+    const d = tuned
+      ? (1 - tuned.weight) * dot(query, v) +
+        tuned.weight * dot(zq!, project(tuned.rows.projection, v))
+      : dot(query, v);
+    exact.push({ row, d });
   }
   exact.sort((a, b) => b.d - a.d);
   if (exact.length <= k) return exact;
@@ -319,6 +391,14 @@ export function topK(
     : exact.slice(0, k);
 }
 
+/**
+ * Tuned similarity (contract §20): rank by (1 − weight) · cos(plain) + weight · cos(projected),
+ * when the matrix holds its rows' projections.
+ */
+export interface Blend {
+  weight: number;
+}
+
 /** The int8 scan: the `want` best rows by approximate dot product, and rows tied with the last. */
 function scan(
   m: Matrix,
@@ -326,15 +406,13 @@ function scan(
   want: number,
   rows: readonly number[] | undefined,
   skip: Set<number>,
+  tuned?: Blend & { rows: TunedRows; zq: Float32Array },
 ): number[] {
   const top: Array<{ row: number; d: number }> = [];
   let floor = -Infinity;
   let tied: number[] = [];
-  const { scale } = m;
-  const q = m.codes.load(query);
-  const consider = (row: number, score: number) => {
+  const consider = (row: number, d: number) => {
     if (skip.size && skip.has(row)) return;
-    const d = score * q.scale * scale[row]!;
     if (top.length < want) {
       top.push({ row, d });
       if (top.length === want) {
@@ -358,7 +436,35 @@ function scan(
       if (out.d === floor) tied.push(out.row);
     } else if (d === floor) tied.push(row);
   };
-  if (rows) m.codes.gather(rows, consider);
-  else m.codes.range(0, m.pks.length, consider);
+  approximate(m, query, rows, tuned, consider);
   return [...top.map((t) => t.row), ...tied];
+}
+
+/**
+ * Each row's approximate score from the int8 codes, in row order: the dot product, or with a
+ * projection the blend of both (each part scanned over its own codes, then combined).
+ */
+function approximate(
+  m: Matrix,
+  query: Float32Array,
+  rows: readonly number[] | undefined,
+  tuned: (Blend & { rows: TunedRows; zq: Float32Array }) | undefined,
+  visit: (row: number, d: number) => void,
+): void {
+  const each = (codes: Int8Rows, f: (row: number, score: number) => void) =>
+    rows ? codes.gather(rows, f) : codes.range(0, m.pks.length, f);
+  const q = m.codes.load(query);
+  const { scale } = m;
+  if (!tuned) {
+    each(m.codes, (row, score) => visit(row, score * q.scale * scale[row]!));
+    return;
+  }
+  const plain = new Float64Array(rows ? rows.length : m.pks.length);
+  const w = tuned.weight;
+  let i = 0;
+  each(m.codes, (row, score) => (plain[i++] = (1 - w) * score * q.scale * scale[row]!));
+  const t = tuned.rows;
+  const zq = t.codes.load(tuned.zq);
+  i = 0;
+  each(t.codes, (row, score) => visit(row, plain[i++]! + w * score * zq.scale * t.scale[row]!));
 }

@@ -3,7 +3,7 @@ import type { DatasetView } from '../../services/datasets';
 import { datasetLinks, exploreUrl, type Carry } from '../links';
 import type { StoredItem } from '../../domain/item';
 import { Plan, RequestCredit } from './types/account';
-import { Dataset } from './types/dataset';
+import { Dataset, type TuningState } from './types/dataset';
 import type { DatasetStatus, LimitType, RequestType } from './types/enums';
 import { VisionItem } from './types/vision';
 
@@ -31,6 +31,16 @@ export function toDataset(baseUrl: string, v: DatasetView): Dataset {
     settings: {
       fields: Object.entries(v.settings.fields).map(([name, values]) => ({ name, values })),
       version: v.settings.version,
+      similarity: {
+        learnFrom: v.similarity.learnFrom,
+        weight: v.similarity.weight,
+        state: v.similarity.state as TuningState,
+        reason: v.similarity.reason,
+        fittedAt: v.similarity.fittedAt,
+        labelledItems: v.similarity.labelledItems,
+        classes: v.similarity.classes,
+        cvPrecisionAt10: v.similarity.cv,
+      },
     },
     status: v.status as DatasetStatus,
     createdAt: v.createdAt,

@@ -1,3 +1,4 @@
+import { similarityBody } from '../../domain/tuning/settings';
 import type { ProcessingErrorRecord } from '../../domain/item';
 import { keyed } from '../../domain/keyed';
 import type { DatasetView } from '../../services/datasets';
@@ -14,7 +15,11 @@ export function datasetBody(baseUrl: string, v: DatasetView): Record<string, unk
     browse_token: v.browseToken,
     content_url: links.content,
     processing_errors_url: links.processingErrors,
-    settings: v.settings,
+    // contract §3's shape until tuned similarity is first set (§20)
+    settings:
+      v.similarity.revision > 0
+        ? { ...v.settings, similarity: similarityBody(v.similarity) }
+        : v.settings,
     status: v.status,
     created_at: v.createdAt,
     counts: v.counts,

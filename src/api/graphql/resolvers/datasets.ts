@@ -1,4 +1,4 @@
-import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Resolver, Root } from 'type-graphql';
+import { Arg, Ctx, FieldResolver, Float, ID, Int, Mutation, Resolver, Root } from 'type-graphql';
 import type { GqlContext } from '../context';
 import { toDataset } from '../map';
 import {
@@ -100,6 +100,26 @@ export class DatasetResolver {
     const input = Object.fromEntries(fields.map((f) => [f.name, [...f.values]]));
     const p = await ctx.principal();
     const v = await ctx.services.datasets.setEnabledFields(p, organisation, dataset, input);
+    return toDataset(ctx.baseUrl, v);
+  }
+
+  @Mutation(() => Dataset, {
+    description:
+      'Tune similarity to a metadata field of labels (contract §20; REST PUT settings/similarity). learnFrom null switches tuning off.',
+  })
+  async setSimilarity(
+    @Arg('organisation', () => String) organisation: string,
+    @Arg('dataset', () => String) dataset: string,
+    @Arg('learnFrom', () => String, { nullable: true }) learnFrom: string | null,
+    @Arg('weight', () => Float, { nullable: true, description: '0–1, default 0.75' })
+    weight: number | null,
+    @Ctx() ctx: GqlContext,
+  ): Promise<Dataset> {
+    const p = await ctx.principal();
+    const v = await ctx.services.datasets.setSimilarity(p, organisation, dataset, {
+      learnFrom: learnFrom ?? null,
+      weight,
+    });
     return toDataset(ctx.baseUrl, v);
   }
 

@@ -1,4 +1,4 @@
-import { Field, ID, Int, ObjectType } from 'type-graphql';
+import { Field, Float, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import type { StoredItem } from '../../../domain/item';
 import { DatasetStatus, ItemState } from './enums';
 import { JSONObjectScalar } from './scalars';
@@ -12,6 +12,56 @@ export class EnabledField {
   values!: string[];
 }
 
+export enum TuningState {
+  fitting = 'fitting',
+  active = 'active',
+  inactive = 'inactive',
+  off = 'off',
+}
+registerEnumType(TuningState, {
+  name: 'TuningState',
+  description: 'Where tuned similarity stands (contract §20).',
+});
+
+@ObjectType({ description: 'Precision@10 held out by grouped cross-validation on the dataset.' })
+export class CvPrecision {
+  @Field(() => Float)
+  plain!: number;
+
+  @Field(() => Float)
+  tuned!: number;
+}
+
+@ObjectType({
+  description:
+    "Similarity tuned to the catalogue's own labels (contract §20): while active, similarity ranks by (1 − weight) · cos(plain) + weight · cos(projected).",
+})
+export class SimilaritySetting {
+  @Field(() => String, { nullable: true, description: 'The metadata field holding the labels.' })
+  learnFrom!: string | null;
+
+  @Field(() => Float)
+  weight!: number;
+
+  @Field(() => TuningState)
+  state!: TuningState;
+
+  @Field(() => String, { nullable: true, description: 'Why tuning is inactive.' })
+  reason!: string | null;
+
+  @Field(() => String, { nullable: true })
+  fittedAt!: string | null;
+
+  @Field(() => Int)
+  labelledItems!: number;
+
+  @Field(() => Int)
+  classes!: number;
+
+  @Field(() => CvPrecision, { nullable: true })
+  cvPrecisionAt10!: CvPrecision | null;
+}
+
 @ObjectType()
 export class DatasetSettings {
   @Field(() => [EnabledField])
@@ -19,6 +69,9 @@ export class DatasetSettings {
 
   @Field(() => Int, { description: 'Starts at 1; +1 on each change.' })
   version!: number;
+
+  @Field(() => SimilaritySetting)
+  similarity!: SimilaritySetting;
 }
 
 @ObjectType()

@@ -76,4 +76,14 @@ export const datasetRoutes =
         ),
       ),
     }));
+    serve(app, op.setSimilarity, async ({ params, body }, req) => ({
+      status: 'ok',
+      dataset: datasetBody(
+        req.ctx.baseUrl,
+        await s.datasets.setSimilarity(req.ctx.principal, params.organisation, params.dataset, {
+          learnFrom: body.learn_from,
+          weight: body.weight ?? null,
+        }),
+      ),
+    }));
   };

@@ -219,6 +219,20 @@ export const setEnabledFields = operation({
   errors: ['invalid_request', 'not_found'],
 });
 
+export const setSimilarity = operation({
+  id: 'setSimilarity',
+  method: 'PUT',
+  path: `${DS}/settings/similarity`,
+  summary: "Tune similarity to a field of the catalogue's own labels (contract §20)",
+  tag: 'datasets',
+  access: 'organisation',
+  params: datasetParams,
+  body: body.similaritySettings,
+  status: 200,
+  response: shape.ok.extend({ dataset: shape.dataset }),
+  errors: ['invalid_request', 'not_found'],
+});
+
 export const analytics = operation({
   id: 'analytics',
   method: 'GET',

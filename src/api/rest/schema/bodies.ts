@@ -123,6 +123,17 @@ export const enabledFields = z.object({
   }),
 });
 
+export const similaritySettings = z.strictObject({
+  learn_from: z.string().nullable().meta({
+    description:
+      "A metadata field holding each item's label (a string); null switches tuning off (contract §20)",
+  }),
+  weight: z
+    .number()
+    .optional()
+    .meta({ description: 'Share of the tuned cosine in the ranking, 0–1 (default 0.75)' }),
+});
+
 export const scopedToken = scopePayloadSchema.meta({
   description:
     'The token payload (contract §16), every key optional: q, exp (Unix seconds), types, fields, rate (per minute), uid',

@@ -79,6 +79,20 @@ export const plan = z
   })
   .meta({ id: 'Plan' });
 
+/** Tuned similarity (contract §20). */
+const similaritySetting = z
+  .object({
+    learn_from: z.string().nullable(),
+    weight: z.number().min(0).max(1),
+    state: z.enum(['fitting', 'active', 'inactive', 'off']),
+    reason: z.string().nullable(),
+    fitted_at: isoTime.nullable(),
+    labelled_items: count,
+    classes: count,
+    cv_precision_at_10: z.object({ plain: z.number(), tuned: z.number() }).nullable(),
+  })
+  .meta({ id: 'SimilaritySetting' });
+
 export const dataset = z
   .object({
     name: z.string(),
@@ -88,6 +102,7 @@ export const dataset = z
     settings: z.object({
       fields: z.record(z.string(), z.array(z.string())),
       version: z.number().int(),
+      similarity: similaritySetting.optional(),
     }),
     status: z.enum(['pending', 'published']),
     created_at: isoTime,

@@ -1,0 +1,72 @@
+import type { TuningStore } from '../../ports/tuning-store';
+import { casUpdate, createOnly, getVersioned } from './cas';
+import type { EsIndices } from './indices';
+
+/**
+ * Tuned-similarity projections on Elasticsearch (one shared index, `kind` model or lease): a
+ * projection is written create-only under a new id and never changed, the lease with if_seq_no.
+ */
+interface Doc {
+  kind: 'model' | 'lease';
+  dataset_id?: string;
+  bytes?: string;
+  created_at?: number;
+  owner?: string;
+  claim_until?: number;
+}
+
+const modelId = (ds: string, id: string): string => `m\u0000${ds}\u0000${id}`;
+
+export class EsTuningStore implements TuningStore {
+  constructor(private readonly indices: EsIndices) {}
+
+  private get index(): string {
+    return this.indices.shared('tuning');
+  }
+
+  async putModel(datasetId: string, id: string, bytes: Uint8Array): Promise<void> {
+    const doc: Doc = {
+      kind: 'model',
+      dataset_id: datasetId,
+      bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'),
+      created_at: Date.now(),
+    };
+    if (!(await createOnly(this.indices.client, this.index, modelId(datasetId, id), doc)))
+      throw new Error(`tuning model ${id} exists already`);
+  }
+
+  async getModel(datasetId: string, id: string): Promise<Uint8Array | undefined> {
+    const r = await getVersioned<Doc>(this.indices.client, this.index, modelId(datasetId, id));
+    return r?.doc.bytes === undefined
+      ? undefined
+      : new Uint8Array(Buffer.from(r.doc.bytes, 'base64'));
+  }
+
+  async pruneModels(datasetId: string, keep: readonly string[]): Promise<void> {
+    await this.indices.client.deleteByQuery({
+      index: this.index,
+      refresh: true,
+      conflicts: 'proceed',
+      query: {
+        bool: {
+          filter: [{ term: { kind: 'model' } }, { term: { dataset_id: datasetId } }],
+          must_not: [{ ids: { values: keep.map((id) => modelId(datasetId, id)) } }],
+        },
+      },
+    });
+  }
+
+  async claim(owner: string, now: number, until: number): Promise<boolean> {
+    const r = await casUpdate<Doc>(
+      this.indices.client,
+      this.index,
+      'lease',
+      (cur) =>
+        cur && cur.owner !== owner && (cur.claim_until ?? 0) > now
+          ? undefined
+          : { kind: 'lease', owner, claim_until: until },
+      { what: 'the tuning lease' },
+    );
+    return r.written;
+  }
+}

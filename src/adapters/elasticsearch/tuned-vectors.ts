@@ -1,0 +1,91 @@
+import { errors } from '@elastic/elasticsearch';
+import { project } from '../../domain/tuning/lda';
+import type { TunedQuery } from '../../ports/search-engine';
+import { docFloats, fromDoc, toDoc, tunedFields, vectorField, type ItemDoc } from './document';
+import { ItemIndex, orEmpty } from './item-index';
+import { tunedMapping } from './mapping';
+
+/**
+ * Writes each item's projection into its document (contract §20), for the projection's own
+ * HNSW field: items are rewritten whole with if_seq_no, as every item write here (no scripts),
+ * so a write in between wins and the item is simply found stale again by the next call.
+ */
+export class EsTunedVectors extends ItemIndex {
+  /** Indices (and projection sizes) whose field this process has added. */
+  private readonly mapped = new Set<string>();
+
+  /** Up to `limit` items without this projection brought up to date; how many were found. */
+  async apply(
+    datasetId: string,
+    embedder: string,
+    dims: number,
+    t: Pick<TunedQuery, 'model' | 'projection'>,
+    limit: number,
+  ): Promise<number> {
+    const index = this.index(datasetId);
+    return orEmpty(async () => {
+      await this.addField(index, t.projection.k);
+      const r = await this.client.search<ItemDoc>({
+        index,
+        size: limit,
+        query: {
+          bool: {
+            filter: [
+              { term: { state: 'processed' } },
+              { term: { embedder } },
+              { exists: { field: vectorField(dims) } },
+            ],
+            must_not: [{ term: { tuned_model: t.model } }],
+          },
+        },
+        sort: [{ id: 'asc' }],
+        _source: false,
+        track_total_hits: false,
+      });
+      const ids = r.hits.hits.map((h) => h._id!);
+      if (!ids.length) return 0;
+      const { hits } = await this.mget(datasetId, ids);
+      const ops: object[] = [];
+      for (const h of hits) {
+        const src = h._source!;
+        const v = src.state === 'processed' ? docFloats(src) : undefined;
+        if (!v || v.length !== t.projection.dims || src.tuned_model === t.model) continue;
+        const doc: Record<string, unknown> = {
+          ...toDoc(datasetId, fromDoc(src), src.error ?? null, src),
+        };
+        // one projection field per document: a projection of another size leaves its own
+        for (const key of Object.keys(doc)) if (key.startsWith('vector_tuned_')) delete doc[key];
+        ops.push(
+          {
+            index: {
+              _index: index,
+              _id: h._id,
+              if_seq_no: h._seq_no,
+              if_primary_term: h._primary_term,
+            },
+          },
+          { ...doc, ...tunedFields(t.model, project(t.projection, v)) },
+        );
+      }
+      // a conflict is a write in between: the item is found stale again next time
+      if (ops.length) await this.client.bulk({ operations: ops as never[] });
+      return ids.length;
+    }, 0);
+  }
+
+  private async addField(index: string, k: number): Promise<void> {
+    const key = `${index}\u0000${k}`;
+    if (this.mapped.has(key)) return;
+    try {
+      await this.client.indices.putMapping({ index, properties: tunedMapping(k) as never });
+    } catch (e) {
+      if (e instanceof errors.ResponseError && e.statusCode === 400)
+        throw new Error(
+          `Elasticsearch: cannot add the ${k}-dimension projection field to ${index}: ${e.message}`,
+          { cause: e },
+        );
+      throw e;
+    }
+    this.mapped.add(key);
+  }
+}

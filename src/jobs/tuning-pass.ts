@@ -1,0 +1,278 @@
+import crypto from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Dataset } from '../domain/dataset';
+import { deserialise, type Labelled, type Projection } from '../domain/tuning/lda';
+import { fitInThread } from './tuning-fit';
+import {
+  MIN_CLASSES,
+  MIN_CLASS_ITEMS,
+  MIN_GAIN,
+  NOISE_ERRORS,
+  REFIT_CHANGE,
+  labelChange,
+  usableLabels,
+  type SimilaritySettings,
+} from '../domain/tuning/settings';
+import type { AccountStore } from '../ports/account-store';
+import type { ItemReader } from '../ports/item-reader';
+import type { SearchEngine } from '../ports/search-engine';
+import type { TuningStore } from '../ports/tuning-store';
+
+/** How long the installation-wide fitting lease lasts without renewal. */
+const LEASE_MS = 60_000;
+/** Items read per page while collecting a fit's items. */
+const PAGE = 500;
+/**
+ * Labelled items a fit keeps in memory at most (about 5.7 KB each at 1,420 dimensions): past
+ * it each label keeps its share, chosen by a hash of the id, so a refit of the same items
+ * learns from the same ones.
+ */
+const MAX_FIT_ITEMS = 20_000;
+/** Items brought up to date per call where an engine stores projections (Elasticsearch). */
+const APPLY_PAGE = 500;
+
+export interface TuningPassDeps {
+  store: TuningStore;
+  accounts: Pick<AccountStore, 'updateSimilarity'>;
+  reader: Pick<ItemReader, 'vectorsPage'>;
+  engine: Pick<SearchEngine, 'facets' | 'applyTuning'>;
+  datasets: () => Promise<Dataset[]>;
+  /** Processed items of the dataset still waiting for a vector by `embedder` (re-embedding). */
+  waitingForEmbedder: (datasetId: string, embedder: string) => Promise<number>;
+  now: () => number;
+  log: Logger;
+  /** This process, as the lease names it. */
+  owner: string;
+  maxFitItems?: number;
+}
+
+/** A share of [0, 1) from an id, the same on every host. */
+const share = (id: string): number =>
+  crypto.createHash('sha1').update(id).digest().readUInt32BE(0) / 2 ** 32;
+
+/**
+ * Keeps every dataset's tuned similarity current (contract §20): one process of the
+ * installation holds the lease and fits what was asked for (`fitting`) or whose labelled items
+ * moved by REFIT_CHANGE since the last fit, then keeps stored projections current where the
+ * engine stores them. A fit lands only if the setting is still the one it began under.
+ */
+export class TuningPass {
+  private halting = false;
+
+  constructor(private readonly deps: TuningPassDeps) {}
+
+  /** One look at every dataset; false when another process holds the lease. */
+  async pass(): Promise<boolean> {
+    if (!(await this.renew())) return false;
+    for (const ds of await this.deps.datasets()) {
+      if (this.halting) break;
+      const s = ds.similarity;
+      if (!s?.learnFrom || !ds.embedder) continue;
+      try {
+        await this.dataset(ds, s);
+      } catch (err) {
+        this.deps.log.warn({ err, datasetId: ds.id }, 'similarity fit failed; retried soon');
+      }
+    }
+    return true;
+  }
+
+  halt(): void {
+    this.halting = true;
+  }
+
+  private renew(): Promise<boolean> {
+    const t = this.deps.now();
+    return this.deps.store.claim(this.deps.owner, t, t + LEASE_MS);
+  }
+
+  /** Fits when due; otherwise keeps the active projection's stored copies current. */
+  async dataset(ds: Dataset, s: SimilaritySettings): Promise<void> {
+    const field = s.learnFrom!;
+    const embedder = ds.embedder!.id;
+    // after an embedder change, the fit waits for every item's new vector
+    if ((await this.deps.waitingForEmbedder(ds.id, embedder)) > 0) return;
+    const counts = await this.labelCounts(ds.id, field);
+    const due =
+      s.state === 'fitting' ||
+      (s.embedder !== undefined && s.embedder !== embedder) ||
+      labelChange(s.labelCounts ?? {}, counts) >= REFIT_CHANGE;
+    if (due) await this.fit(ds, s, counts);
+    else if (s.state === 'active' && s.model) await this.apply(ds, s.model);
+  }
+
+  /** Processed items per label of the field, as the engine counts them. */
+  private async labelCounts(datasetId: string, field: string): Promise<Record<string, number>> {
+    const facets = await this.deps.engine.facets(datasetId, [], [field]);
+    return { ...(facets[field] ?? {}) };
+  }
+
+  private async fit(
+    ds: Dataset,
+    s: SimilaritySettings,
+    counts: Record<string, number>,
+  ): Promise<void> {
+    const started = this.deps.now();
+    const items = await this.collect(ds, s.learnFrom!, counts);
+    const labels = usableLabels(tally(items));
+    const base = {
+      embedder: ds.embedder!.id,
+      labelledItems: items.length,
+      classes: labels.length,
+      labelCounts: counts,
+      fittedAt: new Date(this.deps.now()).toISOString(),
+    };
+    if (labels.length < MIN_CLASSES) {
+      await this.land(ds, s, {
+        ...base,
+        state: 'inactive',
+        reason: `needs at least ${MIN_CLASSES} labels of '${s.learnFrom}' with ${MIN_CLASS_ITEMS} processed items each; found ${labels.length}`,
+        cv: null,
+      });
+      return;
+    }
+    const fitted = await fitInThread(items, s.weight);
+    const { cv } = fitted;
+    const figures = { plain: round(cv.plain), tuned: round(cv.tuned) };
+    // a gain within chance of the queries asked is no gain: random labels measure ± noise
+    const bar = Math.max(MIN_GAIN, NOISE_ERRORS * cv.gainError);
+    if (cv.tuned - cv.plain < bar) {
+      await this.land(ds, s, {
+        ...base,
+        state: 'inactive',
+        reason: `held-out precision@10 tuned ${figures.tuned} does not beat plain ${figures.plain} by ${round(bar)} (${MIN_GAIN}, or twice the gain's standard error ${round(cv.gainError)})`,
+        cv: figures,
+      });
+      return;
+    }
+    const model = crypto.randomUUID();
+    const projection = deserialise(fitted.model);
+    await this.deps.store.putModel(ds.id, model, fitted.model);
+    // where the engine stores projections, every item gets this one before it ranks
+    if (!(await this.apply(ds, model, projection))) return;
+    const landed = await this.land(ds, s, {
+      ...base,
+      state: 'active',
+      reason: null,
+      cv: figures,
+      model,
+    });
+    await this.deps.store.pruneModels(ds.id, landed ? [model] : s.model ? [s.model] : []);
+    this.deps.log.info(
+      {
+        datasetId: ds.id,
+        items: items.length,
+        classes: labels.length,
+        ms: this.deps.now() - started,
+        cv: figures,
+        landed,
+      },
+      'similarity fitted',
+    );
+  }
+
+  /**
+   * Brings every stored projection of `model` up to date; false when the lease was lost or the
+   * process is stopping (the next pass goes on).
+   */
+  private async apply(ds: Dataset, model: string, fitted?: Projection): Promise<boolean> {
+    const projection = fitted ?? (await this.projection(ds.id, model));
+    if (!projection) return false;
+    for (;;) {
+      const stale = await this.deps.engine.applyTuning(
+        ds.id,
+        ds.embedder!.id,
+        ds.embedder!.dimensions,
+        { model, projection },
+        APPLY_PAGE,
+      );
+      if (stale === 0) return true;
+      if (this.halting || !(await this.renew())) return false;
+    }
+  }
+
+  private async projection(datasetId: string, model: string): Promise<Projection | undefined> {
+    const bytes = await this.deps.store.getModel(datasetId, model);
+    return bytes && deserialise(bytes);
+  }
+
+  /** Writes what a fit found, unless the setting changed since it began. */
+  private async land(
+    ds: Dataset,
+    s: SimilaritySettings,
+    found: Omit<SimilaritySettings, 'learnFrom' | 'weight' | 'revision'>,
+  ): Promise<boolean> {
+    let landed = false;
+    await this.deps.accounts.updateSimilarity(ds.id, (cur) => {
+      if (cur.revision !== s.revision || cur.learnFrom !== s.learnFrom) return undefined;
+      landed = true;
+      const { model: _replaced, ...rest } = cur;
+      return { ...rest, ...found };
+    });
+    return landed;
+  }
+
+  /** The labelled items a fit learns from, each label kept to its share past MAX_FIT_ITEMS. */
+  private async collect(
+    ds: Dataset,
+    field: string,
+    counts: Record<string, number>,
+  ): Promise<Labelled[]> {
+    const max = this.deps.maxFitItems ?? MAX_FIT_ITEMS;
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    const labels = Math.max(1, Object.keys(counts).length);
+    const keep = (label: string): number =>
+      total <= max
+        ? 1
+        : Math.min(1, Math.max(max / labels, MIN_CLASS_ITEMS) / (counts[label] ?? 1));
+    const out: Labelled[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.deps.reader.vectorsPage(ds.id, ds.embedder!.id, field, after, PAGE);
+      for (const it of page)
+        if (it.label !== undefined && share(it.id) < keep(it.label))
+          out.push({ vector: it.vector, label: it.label, group: it.pixelHash ?? it.id });
+      if (page.length < PAGE) return out;
+      after = page.at(-1)!.id;
+      if (!(await this.renew())) throw new Error('the fitting lease went to another process');
+    }
+  }
+}
+
+const round = (x: number): number => Math.round(x * 1e4) / 1e4;
+
+function tally(items: readonly Labelled[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const it of items) out[it.label] = (out[it.label] ?? 0) + 1;
+  return out;
+}
+
+/** How often a worker asks for the lease and looks for fits that are due. */
+const TICK_MS = 5000;
+
+/** Runs the pass in the background of every worker (one holds the lease at a time). */
+export function startTuningPass(
+  pass: TuningPass,
+  log: Logger,
+  tickMs = TICK_MS,
+): { stop(): Promise<void> } {
+  let running: Promise<void> | undefined;
+  const tick = (): void => {
+    running ??= pass
+      .pass()
+      .then(() => undefined)
+      .catch((err: unknown) => log.warn({ err }, 'similarity pass failed; retried soon'))
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const timer = setInterval(tick, tickMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      pass.halt();
+      await running;
+    },
+  };
+}
