@@ -200,6 +200,16 @@ export class OrgApi {
     this.api
       .request<{ dataset: Dataset }>('POST', `${this.ds(name)}/browse_token`)
       .then((r) => r.dataset);
+  getDataset = (name: string) =>
+    this.api.request<{ dataset: Dataset }>('GET', this.ds(name)).then((r) => r.dataset);
+  /** Tuned similarity (contract §20): learn from a field of labels, or null to switch off. */
+  setSimilarity = (name: string, learnFrom: string | null, weight: number) =>
+    this.api
+      .request<{ dataset: Dataset }>('PUT', `${this.ds(name)}/settings/similarity`, {
+        learn_from: learnFrom,
+        weight,
+      })
+      .then((r) => r.dataset);
   setFields = (name: string, fields: Record<string, string[]>) =>
     this.api
       .request<{ dataset: Dataset }>('PUT', `${this.ds(name)}/settings/fields`, { fields })

@@ -17,13 +17,15 @@ import {
   type RequestType,
   type ScopedPayload,
 } from '../lib/scoped';
+import { SimilaritySettings } from './similarity-settings';
 
 const DAYS = 14;
 
 /**
  * One dataset for its organisation: the browse token (rotate it), a form that shares a scoped
- * link, processing errors with their codes, the array fields enabled for querying, and requests
- * per type per day (analytics report). Its near-duplicate report is a page of its own.
+ * link, processing errors with their codes, the array fields enabled for querying, tuned
+ * similarity, and requests per type per day (analytics report). Its near-duplicate report is a
+ * page of its own.
  */
 export function DatasetAdmin({
   orgApi,
@@ -55,6 +57,7 @@ export function DatasetAdmin({
       <ShareScopedLink orgApi={orgApi} dataset={dataset.name} />
       <ProcessingErrors orgApi={orgApi} dataset={dataset} />
       <FieldSettings orgApi={orgApi} dataset={dataset} onChanged={onChanged} />
+      <SimilaritySettings orgApi={orgApi} dataset={dataset} onChanged={onChanged} />
       <RequestsChart orgApi={orgApi} dataset={dataset.name} />
     </section>
   );
