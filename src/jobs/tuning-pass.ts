@@ -123,9 +123,8 @@ export class TuningPass {
       fittedAt: new Date(this.deps.now()).toISOString(),
     };
     if (labels.length < MIN_CLASSES) {
-      await this.land(ds, s, {
+      await this.inactive(ds, s, {
         ...base,
-        state: 'inactive',
         reason: `needs at least ${MIN_CLASSES} labels of '${s.learnFrom}' with ${MIN_CLASS_ITEMS} processed items each; found ${labels.length}`,
         cv: null,
       });
@@ -137,9 +136,8 @@ export class TuningPass {
     // a gain within chance of the queries asked is no gain: random labels measure ± noise
     const bar = Math.max(MIN_GAIN, NOISE_ERRORS * cv.gainError);
     if (cv.tuned - cv.plain < bar) {
-      await this.land(ds, s, {
+      await this.inactive(ds, s, {
         ...base,
-        state: 'inactive',
         reason: `held-out precision@10 tuned ${figures.tuned} does not beat plain ${figures.plain} by ${round(bar)} (${MIN_GAIN}, or twice the gain's standard error ${round(cv.gainError)})`,
         cv: figures,
       });
@@ -194,6 +192,16 @@ export class TuningPass {
   private async projection(datasetId: string, model: string): Promise<Projection | undefined> {
     const bytes = await this.deps.store.getModel(datasetId, model);
     return bytes && deserialise(bytes);
+  }
+
+  /** A fit that does not turn tuning on: its reason lands, and no stored projection is kept. */
+  private async inactive(
+    ds: Dataset,
+    s: SimilaritySettings,
+    found: Omit<SimilaritySettings, 'learnFrom' | 'weight' | 'revision' | 'state'>,
+  ): Promise<void> {
+    if (await this.land(ds, s, { ...found, state: 'inactive' }))
+      await this.deps.store.pruneModels(ds.id, []);
   }
 
   /** Writes what a fit found, unless the setting changed since it began. */
