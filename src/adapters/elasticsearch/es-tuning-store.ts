@@ -1,6 +1,7 @@
 import type { TuningStore } from '../../ports/tuning-store';
 import { casUpdate, createOnly, getVersioned } from './cas';
 import type { EsIndices } from './indices';
+import { orEmpty } from './item-index';
 
 /**
  * Tuned-similarity projections on Elasticsearch (one shared index, `kind` model or lease): a
@@ -16,6 +17,8 @@ interface Doc {
 }
 
 const modelId = (ds: string, id: string): string => `m\u0000${ds}\u0000${id}`;
+/** A dataset's projections at most at once: the active one and a refit's, and strays. */
+const MAX_MODELS = 1000;
 
 export class EsTuningStore implements TuningStore {
   constructor(private readonly indices: EsIndices) {}
@@ -42,18 +45,26 @@ export class EsTuningStore implements TuningStore {
       : new Uint8Array(Buffer.from(r.doc.bytes, 'base64'));
   }
 
+  /** Searched and deleted by id: the distribution has no delete-by-query (no reindex module). */
   async pruneModels(datasetId: string, keep: readonly string[]): Promise<void> {
-    await this.indices.client.deleteByQuery({
-      index: this.index,
-      refresh: true,
-      conflicts: 'proceed',
-      query: {
-        bool: {
-          filter: [{ term: { kind: 'model' } }, { term: { dataset_id: datasetId } }],
-          must_not: [{ ids: { values: keep.map((id) => modelId(datasetId, id)) } }],
+    const kept = new Set(keep.map((id) => modelId(datasetId, id)));
+    const r = await orEmpty(async () => {
+      // a projection written a moment ago must be seen to be deleted (a rare, small read)
+      await this.indices.client.indices.refresh({ index: this.index });
+      return this.indices.client.search({
+        index: this.index,
+        query: {
+          bool: { filter: [{ term: { kind: 'model' } }, { term: { dataset_id: datasetId } }] },
         },
-      },
-    });
+        size: MAX_MODELS,
+        _source: false,
+      });
+    }, undefined);
+    const gone = (r?.hits.hits ?? []).map((h) => h._id!).filter((id) => !kept.has(id));
+    if (gone.length)
+      await this.indices.client.bulk({
+        operations: gone.map((id) => ({ delete: { _index: this.index, _id: id } })),
+      });
   }
 
   async claim(owner: string, now: number, until: number): Promise<boolean> {
