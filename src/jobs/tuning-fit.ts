@@ -25,6 +25,9 @@ export interface FitOutput {
  */
 export async function fitInThread(items: readonly Labelled[], weight: number): Promise<FitOutput> {
   const dims = items[0]?.vector.length ?? 0;
+  const odd = items.findIndex((it) => it.vector.length !== dims);
+  if (odd >= 0)
+    throw new Error(`item ${odd} has ${items[odd]!.vector.length} dimensions, not ${dims}`);
   const vectors = new Float32Array(items.length * dims);
   items.forEach((it, i) => vectors.set(it.vector, i * dims));
   const workerData: FitInput = {

@@ -30,6 +30,17 @@ const PAGE = 500;
 const MAX_FIT_ITEMS = 20_000;
 /** Items brought up to date per call where an engine stores projections (Elasticsearch). */
 const APPLY_PAGE = 500;
+/**
+ * Labels a fit learns from at most, the largest first: the fit's cost grows with the cube of
+ * the labels (docs/embedders.md), and its projection keeps at most 64 directions anyway.
+ */
+const MAX_LABELS = 64;
+/** Fits that failed (a thread error) before the setting lands `inactive` with the error. */
+const MAX_FAILURES = 3;
+/** The first wait after a failed fit; doubled after each. */
+const FAILURE_BACKOFF_MS = 30_000;
+/** The counts key of every label a fit does not learn from, summed. */
+const OTHER = '\u0000other';
 
 export interface TuningPassDeps {
   store: TuningStore;
@@ -68,13 +79,40 @@ export class TuningPass {
       if (this.halting) break;
       const s = ds.similarity;
       if (!s?.learnFrom || !ds.embedder) continue;
+      if ((this.failures.get(ds.id)?.until ?? 0) > this.deps.now()) continue;
+      // a long fit of the previous dataset may have outlasted the lease
+      if (!(await this.renew())) return true;
       try {
         await this.dataset(ds, s);
+        this.failures.delete(ds.id);
       } catch (err) {
-        this.deps.log.warn({ err, datasetId: ds.id }, 'similarity fit failed; retried soon');
+        await this.failed(ds, s, err);
       }
     }
     return true;
+  }
+
+  /** Per dataset, failed fits in a row and when to try again (this process's own backoff). */
+  private readonly failures = new Map<string, { count: number; until: number }>();
+
+  /** A failed fit is tried again later; after MAX_FAILURES it lands `inactive`, saying why. */
+  private async failed(ds: Dataset, s: SimilaritySettings, err: unknown): Promise<void> {
+    const count = (this.failures.get(ds.id)?.count ?? 0) + 1;
+    this.failures.set(ds.id, {
+      count,
+      until: this.deps.now() + FAILURE_BACKOFF_MS * 2 ** (count - 1),
+    });
+    this.deps.log.warn({ err, datasetId: ds.id, count }, 'similarity fit failed');
+    if (count < MAX_FAILURES || s.state !== 'fitting') return;
+    await this.inactive(ds, s, {
+      embedder: ds.embedder!.id,
+      labelledItems: 0,
+      classes: 0,
+      cv: null,
+      fittedAt: new Date(this.deps.now()).toISOString(),
+      reason: `the fit failed ${count} times: ${(err as Error).message ?? String(err)}`,
+    }).catch(() => undefined);
+    this.failures.delete(ds.id);
   }
 
   halt(): void {
@@ -96,7 +134,7 @@ export class TuningPass {
     const due =
       s.state === 'fitting' ||
       (s.embedder !== undefined && s.embedder !== embedder) ||
-      labelChange(s.labelCounts ?? {}, counts) >= REFIT_CHANGE;
+      labelChange(s.labelCounts ?? {}, summary(counts, learned(counts))) >= REFIT_CHANGE;
     if (due) await this.fit(ds, s, counts);
     else if (s.state === 'active' && s.model) await this.apply(ds, s.model);
   }
@@ -113,60 +151,80 @@ export class TuningPass {
     counts: Record<string, number>,
   ): Promise<void> {
     const started = this.deps.now();
-    const items = await this.collect(ds, s.learnFrom!, counts);
-    const labels = usableLabels(tally(items));
-    const base = {
+    const labels = learned(counts);
+    const { items, labelled } = await this.collect(ds, s.learnFrom!, counts, labels);
+    const classes = usableLabels(tally(items)).length;
+    const base = () => ({
       embedder: ds.embedder!.id,
-      labelledItems: items.length,
-      classes: labels.length,
-      labelCounts: counts,
+      labelledItems: labelled,
+      classes,
+      labelCounts: summary(counts, labels),
       fittedAt: new Date(this.deps.now()).toISOString(),
-    };
-    if (labels.length < MIN_CLASSES) {
+    });
+    if (classes < MIN_CLASSES) {
       await this.inactive(ds, s, {
-        ...base,
-        reason: `needs at least ${MIN_CLASSES} labels of '${s.learnFrom}' with ${MIN_CLASS_ITEMS} processed items each; found ${labels.length}`,
+        ...base(),
+        reason: `needs at least ${MIN_CLASSES} labels of '${s.learnFrom}' with ${MIN_CLASS_ITEMS} processed items each; found ${classes}`,
         cv: null,
       });
       return;
     }
-    const fitted = await fitInThread(items, s.weight);
+    const fitted = await this.holdingLease(() => fitInThread(items, s.weight));
+    if (!fitted) return;
     const { cv } = fitted;
     const figures = { plain: round(cv.plain), tuned: round(cv.tuned) };
     // a gain within chance of the queries asked is no gain: random labels measure ± noise
     const bar = Math.max(MIN_GAIN, NOISE_ERRORS * cv.gainError);
     if (cv.tuned - cv.plain < bar) {
       await this.inactive(ds, s, {
-        ...base,
+        ...base(),
         reason: `held-out precision@10 tuned ${figures.tuned} does not beat plain ${figures.plain} by ${round(bar)} (${MIN_GAIN}, or twice the gain's standard error ${round(cv.gainError)})`,
         cv: figures,
       });
       return;
     }
-    const model = crypto.randomUUID();
+    // the same items fit the same projection: a new weight keeps the stored one and its copies
+    const previous = s.model && (await this.deps.store.getModel(ds.id, s.model));
+    const same = previous && Buffer.compare(Buffer.from(previous), Buffer.from(fitted.model)) === 0;
+    const model = same ? s.model! : crypto.randomUUID();
     const projection = deserialise(fitted.model);
-    await this.deps.store.putModel(ds.id, model, fitted.model);
+    if (!same) await this.deps.store.putModel(ds.id, model, fitted.model);
     // where the engine stores projections, every item gets this one before it ranks
-    if (!(await this.apply(ds, model, projection))) return;
-    const landed = await this.land(ds, s, {
-      ...base,
-      state: 'active',
-      reason: null,
-      cv: figures,
-      model,
-    });
-    await this.deps.store.pruneModels(ds.id, landed ? [model] : s.model ? [s.model] : []);
+    const landed =
+      (await this.apply(ds, model, projection)) &&
+      (await this.renew()) &&
+      (await this.land(ds, s, { ...base(), state: 'active', reason: null, cv: figures, model }));
+    // only a fit that landed cleans up: a process that lost the lease could otherwise delete
+    // the projection of the process that took it over (a landing removes any left behind)
+    if (landed) await this.deps.store.pruneModels(ds.id, [model]);
     this.deps.log.info(
       {
         datasetId: ds.id,
         items: items.length,
-        classes: labels.length,
+        classes,
         ms: this.deps.now() - started,
         cv: figures,
         landed,
       },
       'similarity fitted',
     );
+  }
+
+  /** Runs `work` renewing the lease meanwhile; undefined when the lease was lost on the way. */
+  private async holdingLease<T>(work: () => Promise<T>): Promise<T | undefined> {
+    let lost = false;
+    const timer = setInterval(() => {
+      this.renew().then(
+        (held) => (lost ||= !held),
+        () => undefined,
+      );
+    }, LEASE_MS / 4);
+    try {
+      const out = await work();
+      return lost || !(await this.renew()) ? undefined : out;
+    } finally {
+      clearInterval(timer);
+    }
   }
 
   /**
@@ -220,34 +278,64 @@ export class TuningPass {
     return landed;
   }
 
-  /** The labelled items a fit learns from, each label kept to its share past MAX_FIT_ITEMS. */
+  /**
+   * The items a fit learns from: those of `labels`, each label kept to its share past
+   * MAX_FIT_ITEMS (chosen by a hash of the id, so a refit of the same items learns from the same
+   * ones); and how many items carry any label.
+   */
   private async collect(
     ds: Dataset,
     field: string,
     counts: Record<string, number>,
-  ): Promise<Labelled[]> {
+    labels: ReadonlySet<string>,
+  ): Promise<{ items: Labelled[]; labelled: number }> {
     const max = this.deps.maxFitItems ?? MAX_FIT_ITEMS;
-    const total = Object.values(counts).reduce((a, b) => a + b, 0);
-    const labels = Math.max(1, Object.keys(counts).length);
+    const budget = max / Math.max(1, labels.size);
     const keep = (label: string): number =>
-      total <= max
-        ? 1
-        : Math.min(1, Math.max(max / labels, MIN_CLASS_ITEMS) / (counts[label] ?? 1));
-    const out: Labelled[] = [];
+      labels.has(label) ? Math.min(1, budget / Math.max(1, counts[label] ?? 1)) : 0;
+    const items: Labelled[] = [];
+    let labelled = 0;
     let after: string | undefined;
     for (;;) {
       const page = await this.deps.reader.vectorsPage(ds.id, ds.embedder!.id, field, after, PAGE);
-      for (const it of page)
-        if (it.label !== undefined && share(it.id) < keep(it.label))
-          out.push({ vector: it.vector, label: it.label, group: it.pixelHash ?? it.id });
-      if (page.length < PAGE) return out;
-      after = page.at(-1)!.id;
+      for (const it of page.items) {
+        if (it.label === undefined) continue;
+        labelled++;
+        if (items.length < max && share(it.id) < keep(it.label))
+          items.push({ vector: it.vector, label: it.label, group: it.pixelHash ?? it.id });
+      }
+      if (page.next === undefined) return { items, labelled };
+      after = page.next;
       if (!(await this.renew())) throw new Error('the fitting lease went to another process');
     }
   }
 }
 
 const round = (x: number): number => Math.round(x * 1e4) / 1e4;
+
+/** The labels a fit learns from: the MAX_LABELS with most items of those with enough. */
+function learned(counts: Record<string, number>): Set<string> {
+  return new Set(
+    usableLabels(counts)
+      .sort((a, b) => counts[b]! - counts[a]! || (a < b ? -1 : 1))
+      .slice(0, MAX_LABELS),
+  );
+}
+
+/**
+ * What the setting keeps of the counts to see a refit coming: the learned labels' counts by a
+ * short hash of the label (labels may be long), the rest summed.
+ */
+function summary(counts: Record<string, number>, labels: ReadonlySet<string>) {
+  const out: Record<string, number> = {};
+  for (const [label, n] of Object.entries(counts)) {
+    const key = labels.has(label)
+      ? crypto.createHash('sha1').update(label).digest('base64url').slice(0, 12)
+      : OTHER;
+    out[key] = (out[key] ?? 0) + n;
+  }
+  return out;
+}
 
 function tally(items: readonly Labelled[]): Record<string, number> {
   const out: Record<string, number> = {};

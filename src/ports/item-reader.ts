@@ -62,9 +62,10 @@ export interface ItemReader {
     limit: number,
   ): Promise<Array<{ id: string; processedAt: number }>>;
   /**
-   * Processed items with a vector of `embedder`, as queries see them, in id order after
-   * `after`, at most `limit`: each with its vector, its public `field` value as a label (a
-   * string or a number; absent otherwise) and its pixel hash. What a similarity fit learns from.
+   * Processed items with a vector of `embedder` and a public value of `field`, as queries see
+   * them, in id order after `after`, at most `limit`: each with its vector, that value as a
+   * label (a string or a number; absent otherwise) and its pixel hash; and where the next page
+   * starts (absent after the last). What a similarity fit learns from.
    */
   vectorsPage(
     datasetId: string,
@@ -72,7 +73,7 @@ export interface ItemReader {
     field: string,
     after: string | undefined,
     limit: number,
-  ): Promise<LabelledVector[]>;
+  ): Promise<{ items: LabelledVector[]; next?: string }>;
   /** Resolves when the items can be read (readiness, and a worker's probe after an outage). */
   ping(): Promise<void>;
 }

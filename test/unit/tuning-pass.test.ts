@@ -1,7 +1,8 @@
 /**
  * The tuning pass (contract §20) against in-memory ports: a fit lands only under the setting it
- * began with, an active fit keeps its projection and prunes the others, and after an embedder
- * change nothing is fitted until every item has its new vector.
+ * began with and while holding the lease, a landing keeps only its projection, failures back off
+ * and end `inactive`, the labels learned from are capped, and after an embedder change nothing
+ * is fitted until every item has its new vector.
  */
 import pino from 'pino';
 import type { Dataset } from '../../src/domain/dataset';
@@ -28,8 +29,16 @@ function items(n: number): LabelledVector[] {
   });
 }
 
-function rig(opts: { waiting?: number; onRead?: () => void } = {}) {
-  const all = items(90);
+function rig(
+  opts: {
+    waiting?: number;
+    onRead?: () => void;
+    claim?: () => boolean;
+    all?: LabelledVector[];
+    now?: () => number;
+  } = {},
+) {
+  const all = opts.all ?? items(90);
   let setting: SimilaritySettings = {
     ...TUNING_OFF,
     learnFrom: 'kind',
@@ -55,7 +64,7 @@ function rig(opts: { waiting?: number; onRead?: () => void } = {}) {
         pruned.push([...keep]);
         for (const id of models.keys()) if (!keep.includes(id)) models.delete(id);
       },
-      claim: async () => true,
+      claim: async () => opts.claim?.() ?? true,
     },
     accounts: {
       updateSimilarity: async (_id, change) => {
@@ -67,16 +76,21 @@ function rig(opts: { waiting?: number; onRead?: () => void } = {}) {
     reader: {
       vectorsPage: async (_d, _e, _f, after, limit) => {
         opts.onRead?.();
-        return all.filter((it) => after === undefined || it.id > after).slice(0, limit);
+        const items = all.filter((it) => after === undefined || it.id > after).slice(0, limit);
+        return items.length < limit ? { items } : { items, next: items.at(-1)!.id };
       },
     },
     engine: {
-      facets: async () => ({ kind: { l0: 30, l1: 30, l2: 30 } }),
+      facets: async (_d, _c, fields) => {
+        const counts: Record<string, number> = {};
+        for (const it of all) counts[it.label!] = (counts[it.label!] ?? 0) + 1;
+        return { [fields[0]!]: counts };
+      },
       applyTuning: async () => 0,
     },
     datasets: async () => [{ ...ds, similarity: setting }],
     waitingForEmbedder: async () => opts.waiting ?? 0,
-    now: Date.now,
+    now: opts.now ?? Date.now,
     log: pino({ level: 'silent' }),
     owner: 'me',
   });
@@ -111,7 +125,11 @@ test('a fit begun under another setting does not land', async () => {
   await r.pass.pass();
   expect(r.setting()).toMatchObject({ learnFrom: 'other', state: 'fitting', revision: 2 });
   expect(r.setting().model).toBeUndefined();
-  expect(r.models.size).toBe(0);
+  // its projection stays until a fit lands (the one that lost could delete another's)
+  expect(r.models.size).toBe(1);
+  await r.pass.pass();
+  expect(r.setting()).toMatchObject({ learnFrom: 'other', state: 'active', revision: 2 });
+  expect([...r.models.keys()]).toEqual([r.setting().model]);
 });
 
 test('after an embedder change nothing is fitted until every item has its new vector', async () => {
@@ -119,4 +137,49 @@ test('after an embedder change nothing is fitted until every item has its new ve
   await r.pass.pass();
   expect(r.setting().state).toBe('fitting');
   expect(r.models.size).toBe(0);
+});
+
+test('a fit whose lease is lost on the way lands nothing', async () => {
+  let claims = 0;
+  // the lease holds for the reads, then another process takes it
+  const r = rig({ claim: () => ++claims <= 2 });
+  await r.pass.pass();
+  expect(r.setting()).toMatchObject({ state: 'fitting', revision: 1 });
+  expect(r.setting().model).toBeUndefined();
+});
+
+test('a fit that keeps failing lands inactive with the error, after backing off', async () => {
+  // one vector of another length: the thread's fit throws
+  const all = items(90);
+  all[40] = { ...all[40]!, vector: new Float32Array(DIMS + 1).fill(0.1) };
+  let t = 1_000_000;
+  const r = rig({ all, now: () => t });
+  for (let i = 0; i < 3; i++) {
+    await r.pass.pass();
+    if (i < 2) expect(r.setting().state).toBe('fitting');
+    // the next attempt waits for its backoff: a pass meanwhile tries nothing
+    await r.pass.pass();
+    t += 10 * 60_000;
+  }
+  expect(r.setting().state).toBe('inactive');
+  expect(r.setting().reason).toMatch(/the fit failed 3 times/);
+});
+
+test('past 64 labels, the largest 64 are learned from and the rest summed', async () => {
+  const r0 = seededRandom(9);
+  const all: LabelledVector[] = Array.from({ length: 70 * 6 }, (_, i) => {
+    const v = Float32Array.from({ length: DIMS }, () => r0() - 0.5);
+    const n = Math.hypot(...v);
+    // label k has 5 items, plus one more for the first 64: those are the largest
+    const label = i < 70 * 5 ? `l${i % 70}` : `l${i % 64}`;
+    return { id: `i-${String(i).padStart(4, '0')}`, vector: v.map((x) => x / n), label };
+  }).filter((_, i) => i < 70 * 5 + 64);
+  const r = rig({ all });
+  await r.pass.pass();
+  const s = r.setting();
+  expect(s.state).not.toBe('fitting');
+  expect(s.classes).toBe(64);
+  expect(s.labelledItems).toBe(all.length);
+  expect(Object.keys(s.labelCounts!)).toHaveLength(65);
+  expect(s.labelCounts!['\u0000other']).toBe(30);
 });

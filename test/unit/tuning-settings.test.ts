@@ -28,6 +28,8 @@ test('a new field or weight is fitted again; the same setting changes nothing', 
     weight: 0.5,
     state: 'fitting',
     revision: 4,
+    // kept for the refit to reuse: the same items fit the same projection
+    model: 'm1',
   });
   expect(requested(active, { learnFrom: 'group', weight: 0.75 })).not.toHaveProperty('model');
   expect(requested(active, { learnFrom: null, weight: 0.75 })).toMatchObject({

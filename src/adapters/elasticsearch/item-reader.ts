@@ -242,34 +242,60 @@ export class EsItemReader extends ItemIndex implements ItemReader {
     field: string,
     after: string | undefined,
     limit: number,
-  ): Promise<LabelledVector[]> {
-    return orEmpty(async () => {
-      const r = await this.client.search<ItemDoc>({
-        index: this.index(datasetId),
-        size: limit,
-        query: {
-          bool: { filter: [{ term: { state: 'processed' } }, { term: { embedder } }] },
-        },
-        sort: [{ id: 'asc' }],
-        _source: ['id', 'metadata', 'pixel_hash', EMBEDDING_SOURCE, 'vector_*'],
-        track_total_hits: false,
-        ...(after !== undefined ? { search_after: [after] } : {}),
-      });
-      return r.hits.hits.flatMap((h) => {
-        const d = h._source!;
-        const vector = docFloats(d);
-        if (!vector?.length) return [];
-        const label = labelOf(d.metadata?.[field]);
-        return [
-          {
-            id: d.id,
-            vector,
-            ...(label !== undefined ? { label } : {}),
-            ...(d.pixel_hash ? { pixelHash: d.pixel_hash } : {}),
+  ): Promise<{ items: LabelledVector[]; next?: string }> {
+    return orEmpty(
+      async () => {
+        const r = await this.client.search<ItemDoc>({
+          index: this.index(datasetId),
+          size: limit,
+          query: {
+            bool: {
+              filter: [
+                { term: { state: 'processed' } },
+                { term: { embedder } },
+                // only items with a public value of the field: the others' vectors stay put
+                {
+                  nested: {
+                    path: 'attrs',
+                    query: {
+                      bool: {
+                        filter: [
+                          { term: { 'attrs.f': field } },
+                          { term: { 'attrs.scope': 'pub' } },
+                        ],
+                      },
+                    },
+                  },
+                },
+              ],
+            },
           },
-        ];
-      });
-    }, []);
+          sort: [{ id: 'asc' }],
+          _source: ['id', 'metadata', 'pixel_hash', EMBEDDING_SOURCE, 'vector_*'],
+          track_total_hits: false,
+          ...(after !== undefined ? { search_after: [after] } : {}),
+        });
+        const hits = r.hits.hits;
+        const items = hits.flatMap((h) => {
+          const d = h._source!;
+          const vector = docFloats(d);
+          // an item whose image could not be embedded again keeps its embedder, not a vector
+          if (!vector?.length) return [];
+          const label = labelOf(d.metadata?.[field]);
+          return [
+            {
+              id: d.id,
+              vector,
+              ...(label !== undefined ? { label } : {}),
+              ...(d.pixel_hash ? { pixelHash: d.pixel_hash } : {}),
+            },
+          ];
+        });
+        // pages end by the hits read, not the items kept
+        return hits.length < limit ? { items } : { items, next: hits.at(-1)!._source!.id };
+      },
+      { items: [] },
+    );
   }
 
   async listErrors(

@@ -172,21 +172,24 @@ export class EmbeddedItemReader implements ItemReader {
     field: string,
     after: string | undefined,
     limit: number,
-  ): Promise<LabelledVector[]> {
+  ): Promise<{ items: LabelledVector[]; next?: string }> {
+    // only items with a public value of the field: the vectors of the others are not read
     const rows = stmt(
       this.db,
       `SELECT i.id, i.metadata, i.image_pixel_hash AS hash, v.vec FROM items i
          JOIN item_vectors v ON v.item_pk = i.pk
          WHERE i.dataset_id = ? AND i.state = 'processed' AND i.id > ?
            AND v.embedder = ? AND length(v.vec) > 0
+           AND EXISTS (SELECT 1 FROM item_values x WHERE x.item_pk = i.pk AND x.field = ?
+                         AND x.scope = 'pub')
          ORDER BY i.id LIMIT ?`,
-    ).all(datasetId, after ?? '', embedder, limit) as Array<{
+    ).all(datasetId, after ?? '', embedder, field, limit) as Array<{
       id: string;
       metadata: string;
       hash: string | null;
       vec: Buffer;
     }>;
-    return rows.map((r) => {
+    const items = rows.map((r) => {
       const label = labelOf((JSON.parse(r.metadata) as Record<string, unknown>)[field]);
       return {
         id: r.id,
@@ -195,6 +198,7 @@ export class EmbeddedItemReader implements ItemReader {
         ...(r.hash !== null ? { pixelHash: r.hash } : {}),
       };
     });
+    return rows.length < limit ? { items } : { items, next: rows.at(-1)!.id };
   }
 
   async ping(): Promise<void> {

@@ -104,12 +104,15 @@ export function requested(
   if (current.learnFrom === input.learnFrom && current.weight === input.weight) return undefined;
   const revision = current.revision + 1;
   if (input.learnFrom === null) return { ...TUNING_OFF, weight: input.weight, revision };
+  // a new weight is checked again, but the same items fit the same projection: it is kept
+  const sameField = input.learnFrom === current.learnFrom && current.model !== undefined;
   return {
     ...TUNING_OFF,
     learnFrom: input.learnFrom,
     weight: input.weight,
     state: 'fitting',
     revision,
+    ...(sameField ? { model: current.model } : {}),
   };
 }
 
