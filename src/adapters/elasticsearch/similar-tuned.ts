@@ -53,13 +53,17 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
   const zq = project(t.projection, query);
   const size = Math.min(MAX_KNN, req.limit);
   const from = Math.min(req.offset ?? 0, size);
-  const candidates = req.exact ? MAX_KNN : knnCandidates(req);
-  const ranges = req.exact ? await idRanges(search, req, await rankedCount(search, req)) : [[]];
+  // pages past the candidate list (20 pages) are cut from the exact ranking: a deeper list of
+  // their own would not cut the same ranking as the pages before
+  const exact = req.exact || size > knnCandidates(req);
+  const candidates = exact ? MAX_KNN : knnCandidates(req);
+  const ranges = exact ? await idRanges(search, req, await rankedCount(search, req)) : [[]];
   const found = new Map<string, Candidate>();
   /** The lowest plain score the plain clause returned in a full list: a bound for the rest. */
   let plainFloor = -1;
   for (const extra of ranges) {
-    const hits = ((await search(roundOne(req, t, zq, candidates, extra))) as Hits).hits.hits;
+    const body = roundOne(req, t, zq, candidates, extra);
+    const hits = ((await search(body)) as Hits).hits.hits;
     let plainHits = 0;
     let lowest = 1;
     for (const h of hits) {
@@ -75,8 +79,10 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
       if (src?.tuned_model === t.model && src.tuned_f32) c.z = decodeVector(src.tuned_f32);
       found.set(id, c);
     }
-    // a plain list cut at `candidates` bounds the plain cosine of every item it left out
-    if (plainHits >= candidates) plainFloor = Math.max(plainFloor, lowest);
+    // a plain list cut at `candidates` bounds the plain cosine of every item it left out; an
+    // answer cut at its size may have dropped plain hits, so nothing is bounded then
+    if (hits.length >= body.size) plainFloor = 1;
+    else if (plainHits >= candidates) plainFloor = Math.max(plainFloor, lowest);
   }
   // items written since the projection (no stored projection of it yet) are projected here
   const stale = [...found.values()].filter((c) => !c.z);
@@ -162,7 +168,7 @@ function roundOne(
   zq: Float32Array,
   candidates: number,
   extra: Dsl[],
-): Dsl {
+): Dsl & { size: number } {
   const knn = (field: string, vector: ArrayLike<number>, name: string, more: Dsl[]) => ({
     knn: {
       field,

@@ -67,8 +67,16 @@ export class EsTunedVectors extends ItemIndex {
           { ...doc, ...tunedFields(t.model, project(t.projection, v)) },
         );
       }
-      // a conflict is a write in between: the item is found stale again next time
-      if (ops.length) await this.client.bulk({ operations: ops as never[] });
+      if (ops.length) {
+        const w = await this.client.bulk({ operations: ops as never[] });
+        // a conflict is a write in between: the item is found stale again next time; any
+        // other refusal of every write (a read-only cluster) must not spin the pass
+        const refused = w.items.filter((i) => i.index?.error && i.index.status !== 409);
+        if (refused.length === w.items.length)
+          throw new Error(
+            `Elasticsearch refused every projection written: ${refused[0]?.index?.error?.reason ?? 'unknown'}`,
+          );
+      }
       return ids.length;
     }, 0);
   }
