@@ -205,11 +205,20 @@ export class DatasetService {
     p: Principal,
     org: string,
     name: string,
-    input: { learnFrom: string | null; weight?: number | null },
+    /** `learnFrom` left out (GraphQL) keeps the current field. */
+    input: { learnFrom?: string | null; weight?: number | null },
   ): Promise<DatasetView> {
     const ds = await this.auth.adminDataset(p, org, name);
-    const wanted = checkSimilarityInput(input);
-    const similarity = await this.accounts.updateSimilarity(ds.id, (cur) => requested(cur, wanted));
+    const wanted = checkSimilarityInput({
+      learnFrom: input.learnFrom ?? null,
+      weight: input.weight,
+    });
+    const similarity = await this.accounts.updateSimilarity(ds.id, (cur) =>
+      requested(
+        cur,
+        input.learnFrom === undefined ? { ...wanted, learnFrom: cur.learnFrom } : wanted,
+      ),
+    );
     if (!similarity) throw new AppError('not_found', `dataset '${name}' not found`);
     return this.view({ ...ds, similarity });
   }

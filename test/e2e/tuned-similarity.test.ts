@@ -182,6 +182,18 @@ test('GraphQL shows the setting and sets it', async () => {
     },
   });
   expect(m.body.errors[0].extensions.code).toBe('invalid_request');
+  // learnFrom left out keeps the field: the same setting changes nothing
+  const same = await t.call('POST', '/graphql', {
+    token: ds.orgToken,
+    body: {
+      query: `mutation { setSimilarity(organisation: "tuned", dataset: "photos", weight: 0.75) {
+        settings { similarity { learnFrom state } } } }`,
+    },
+  });
+  expect(same.body.data.setSimilarity.settings.similarity).toEqual({
+    learnFrom: 'kind',
+    state: 'active',
+  });
 });
 
 test('relabelling a quarter of one label refits, and the ranking follows', async () => {

@@ -110,14 +110,18 @@ export class DatasetResolver {
   async setSimilarity(
     @Arg('organisation', () => String) organisation: string,
     @Arg('dataset', () => String) dataset: string,
-    @Arg('learnFrom', () => String, { nullable: true }) learnFrom: string | null,
+    @Arg('learnFrom', () => String, {
+      nullable: true,
+      description: 'null switches tuning off; left out, the current field is kept',
+    })
+    learnFrom: string | null | undefined,
     @Arg('weight', () => Float, { nullable: true, description: '0–1, default 0.75' })
     weight: number | null,
     @Ctx() ctx: GqlContext,
   ): Promise<Dataset> {
     const p = await ctx.principal();
     const v = await ctx.services.datasets.setSimilarity(p, organisation, dataset, {
-      learnFrom: learnFrom ?? null,
+      learnFrom,
       weight,
     });
     return toDataset(ctx.baseUrl, v);
