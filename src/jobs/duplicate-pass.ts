@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { startBackgroundPass } from './background-pass';
 import type { Dataset, DatasetCounts } from '../domain/dataset';
 import { CopyMatcher } from '../domain/copy-signature';
 import { MAX_DISTANCE, NEIGHBOURS_KEPT, nearCopy, samePixels } from '../domain/duplicates';
@@ -238,28 +239,8 @@ const TICK_MS = 5000;
  * Runs the duplicate pass in the background of every worker (one holds the lease at a time).
  * One pass at a time per process; a failed pass is logged and the next tick tries again.
  */
-export function startDuplicatePass(
+export const startDuplicatePass = (
   pass: DuplicatePass,
   log: Logger,
   tickMs = TICK_MS,
-): { stop(): Promise<void> } {
-  let running: Promise<void> | undefined;
-  const tick = (): void => {
-    running ??= pass
-      .pass()
-      .then(() => undefined)
-      .catch((err: unknown) => log.warn({ err }, 'duplicate pass failed; retried soon'))
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  const timer = setInterval(tick, tickMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      pass.halt();
-      await running;
-    },
-  };
-}
+): { stop(): Promise<void> } => startBackgroundPass(pass, log, tickMs, 'duplicate pass');

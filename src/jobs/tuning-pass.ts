@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Dataset } from '../domain/dataset';
 import { deserialise, type Labelled, type Projection } from '../domain/tuning/lda';
+import { startBackgroundPass } from './background-pass';
 import { fitInThread } from './tuning-fit';
 import {
   MIN_CLASSES,
@@ -347,28 +348,8 @@ function tally(items: readonly Labelled[]): Record<string, number> {
 const TICK_MS = 5000;
 
 /** Runs the pass in the background of every worker (one holds the lease at a time). */
-export function startTuningPass(
+export const startTuningPass = (
   pass: TuningPass,
   log: Logger,
   tickMs = TICK_MS,
-): { stop(): Promise<void> } {
-  let running: Promise<void> | undefined;
-  const tick = (): void => {
-    running ??= pass
-      .pass()
-      .then(() => undefined)
-      .catch((err: unknown) => log.warn({ err }, 'similarity pass failed; retried soon'))
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  const timer = setInterval(tick, tickMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
-      pass.halt();
-      await running;
-    },
-  };
-}
+): { stop(): Promise<void> } => startBackgroundPass(pass, log, tickMs, 'similarity pass');
