@@ -6,10 +6,12 @@ export class EmbeddedTuningStore implements TuningStore {
   constructor(private readonly db: Db) {}
 
   async putModel(datasetId: string, id: string, bytes: Uint8Array): Promise<void> {
-    stmt(
+    const r = stmt(
       this.db,
-      'INSERT INTO tuning_models (id, dataset_id, bytes, created_at) VALUES (?, ?, ?, ?)',
+      'INSERT OR IGNORE INTO tuning_models (id, dataset_id, bytes, created_at) VALUES (?, ?, ?, ?)',
     ).run(id, datasetId, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), Date.now());
+    // ids are never reused: a second write under one is a mistake, refused as on Elasticsearch
+    if (r.changes !== 1) throw new Error(`tuning model ${id} exists already`);
   }
 
   async getModel(datasetId: string, id: string): Promise<Uint8Array | undefined> {
