@@ -137,3 +137,29 @@ export async function createOnly(
     throw e;
   }
 }
+
+/**
+ * An installation-wide lease kept in document `id` of `index` (`kind: 'lease'`, `owner`,
+ * `claim_until`): true when `owner` holds it until `until` — it held it, or nobody held it past
+ * `now`. Versioned, so of two processes claiming at once one wins.
+ */
+export async function claimLease(
+  client: Client,
+  index: string,
+  id: string,
+  lease: { owner: string; now: number; until: number },
+  opts: { what: string; attempts?: number },
+): Promise<boolean> {
+  type Lease = { kind: 'lease'; owner?: string; claim_until?: number };
+  const r = await casUpdate<Lease>(
+    client,
+    index,
+    id,
+    (cur) =>
+      cur && cur.owner !== lease.owner && (cur.claim_until ?? 0) > lease.now
+        ? undefined
+        : { kind: 'lease', owner: lease.owner, claim_until: lease.until },
+    opts,
+  );
+  return r.written;
+}

@@ -1,6 +1,6 @@
 import type { DuplicateStore, NeighbourEntry, PassState } from '../../ports/duplicate-store';
 import { dismissalKey } from '../dismissal-key';
-import { casUpdate, createOnly } from './cas';
+import { claimLease, createOnly } from './cas';
 import type { EsIndices } from './indices';
 import { unavailable } from './outage';
 import { Refresher } from './refresher';
@@ -163,18 +163,14 @@ export class EsDuplicateStore implements DuplicateStore {
     });
   }
 
-  async claim(owner: string, now: number, until: number): Promise<boolean> {
-    const r = await casUpdate<Doc>(
+  claim(owner: string, now: number, until: number): Promise<boolean> {
+    return claimLease(
       this.indices.client,
       this.index,
       'lease',
-      (cur) =>
-        cur && cur.owner !== owner && (cur.claim_until ?? 0) > now
-          ? undefined
-          : { kind: 'lease', owner, claim_until: until },
+      { owner, now, until },
       { what: 'the duplicate pass lease', attempts: ATTEMPTS },
     );
-    return r.written;
   }
 
   /** Every document of one kind of a dataset, after a refresh, in item_id order. */

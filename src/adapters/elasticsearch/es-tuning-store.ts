@@ -1,5 +1,5 @@
 import type { TuningStore } from '../../ports/tuning-store';
-import { casUpdate, createOnly, getVersioned } from './cas';
+import { claimLease, createOnly, getVersioned } from './cas';
 import type { EsIndices } from './indices';
 import { orEmpty } from './item-index';
 
@@ -67,17 +67,13 @@ export class EsTuningStore implements TuningStore {
       });
   }
 
-  async claim(owner: string, now: number, until: number): Promise<boolean> {
-    const r = await casUpdate<Doc>(
+  claim(owner: string, now: number, until: number): Promise<boolean> {
+    return claimLease(
       this.indices.client,
       this.index,
       'lease',
-      (cur) =>
-        cur && cur.owner !== owner && (cur.claim_until ?? 0) > now
-          ? undefined
-          : { kind: 'lease', owner, claim_until: until },
+      { owner, now, until },
       { what: 'the tuning lease' },
     );
-    return r.written;
   }
 }

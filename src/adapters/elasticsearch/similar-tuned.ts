@@ -1,4 +1,5 @@
 import { project } from '../../domain/tuning/lda';
+import { dot } from '../../domain/tuning/linalg';
 import type { ScoredItem, SimilarRequest, TunedQuery } from '../../ports/search-engine';
 import {
   EMBEDDING_SOURCE,
@@ -31,12 +32,6 @@ interface Candidate {
 }
 
 const cosOf = (score: number): number => 2 * score - 1;
-
-function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
-  return s;
-}
 
 /**
  * Tuned similarity on Elasticsearch (contract §20). Each item carries its projection in an
