@@ -17,7 +17,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { createEmbedder } from 'visual-search-service/dist/adapters/embedders';
+import {
+  HYBRID_SHARES,
+  createEmbedder,
+  hybridWeights,
+} from 'visual-search-service/dist/adapters/embedders';
+import { DESCRIPTOR_BLOCKS } from 'visual-search-service/dist/adapters/embedders/descriptor';
+import { normalise } from 'visual-search-service/dist/adapters/embedders/unit';
 import { SharpImageAnalyzer } from 'visual-search-service/dist/adapters/images/sharp-analyzer';
 import { rng } from './common';
 import { foodImages } from './food-images';
@@ -43,12 +49,54 @@ const files = (embedder: string) => ({
   labels: path.join(CACHE, `real-vectors-${embedder}.labels`),
 });
 
+/**
+ * The cache of an earlier default (`hybrid-d52.5e47.5-v1`): the same decode and the same two
+ * parts, only mixed by other shares, so its rows give the current mix without embedding again.
+ */
+const EARLIER = 'hybrid-d52.5e47.5-v1';
+
+/**
+ * Each row of `from` made again with the current shares: every block of the row taken back to
+ * unit length and given its share. Written beside, then renamed, so a reader never sees half.
+ */
+function remix(from: string, to: string, dims: number): void {
+  const f = files(from);
+  const t = files(to);
+  const w = hybridWeights(HYBRID_SHARES);
+  const blocks: Array<[number, number, number]> = [
+    ...Object.entries(DESCRIPTOR_BLOCKS).map(([b, [a, z]]): [number, number, number] => [
+      a,
+      z,
+      w.descriptor[b as keyof typeof w.descriptor],
+    ]),
+    [140, dims, w.parts.efficientnet],
+  ];
+  const buf = fs.readFileSync(f.vectors);
+  const rows = Math.floor(buf.length / (4 * dims));
+  const all = new Float32Array(buf.buffer, buf.byteOffset, rows * dims);
+  const out = new Float32Array(rows * dims);
+  for (let r = 0; r < rows; r++) {
+    const row = out.subarray(r * dims, (r + 1) * dims);
+    row.set(all.subarray(r * dims, (r + 1) * dims));
+    // a block's length is the square root of its share once the whole row is unit length
+    for (const [a, z, weight] of blocks) normalise(row, a, z, weight);
+    normalise(row);
+  }
+  fs.writeFileSync(`${t.vectors}.part`, Buffer.from(out.buffer));
+  fs.copyFileSync(f.labels, `${t.labels}.part`);
+  fs.renameSync(`${t.labels}.part`, t.labels);
+  fs.renameSync(`${t.vectors}.part`, t.vectors);
+}
+
 /** The first `n` cached vectors of the default embedder; throws when fewer are cached. */
 export async function loadRealVectors(n: number): Promise<RealVectors> {
   const embedder = await createEmbedder('hybrid');
   const f = files(embedder.id);
   const dims = embedder.dimensions;
-  const have = fs.existsSync(f.vectors) ? fs.statSync(f.vectors).size / (4 * dims) : 0;
+  const rows = (id: string) =>
+    fs.existsSync(files(id).vectors) ? fs.statSync(files(id).vectors).size / (4 * dims) : 0;
+  if (rows(embedder.id) < n && rows(EARLIER) >= n) remix(EARLIER, embedder.id, dims);
+  const have = rows(embedder.id);
   if (have < n)
     throw new Error(
       `${have} real vectors cached, ${n} asked: run node bench/dist/real-vectors.js first`,

@@ -8,6 +8,7 @@
  * half-size copy of a photo are one near group with it; other products of its category are in
  * no group; dismissals hold through a full recomputation; deleted items leave their groups.
  */
+import { hybridId } from '../../src/adapters/embedders';
 import { defaultMaxDistance } from '../../src/domain/duplicates';
 import { DatasetDuplicatesDocument } from '../graphql/generated';
 import { gql } from '../helpers/graphql';
@@ -105,7 +106,7 @@ test('exact and near groups at the default distance; other products in none', as
     { id: 'x3', distance: 0 },
   ]);
   expect(near.items[0]).toEqual({ id: 'p', distance: 0 });
-  const limit = defaultMaxDistance('hybrid-d52.5e47.5-v1');
+  const limit = defaultMaxDistance(hybridId());
   for (const m of near.items.slice(1)) {
     expect(m.distance).toBeGreaterThan(0);
     expect(m.distance).toBeLessThanOrEqual(limit);

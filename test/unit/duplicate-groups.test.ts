@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { HYBRID_SHARES, hybridId } from '../../src/adapters/embedders';
 import {
   decodeCursor,
   defaultMaxDistance,
@@ -196,12 +197,8 @@ test("the 8-bit model's ids take their float model's limits; another model the f
   expect(defaultMaxDistance('efficientnet-lite0-int8-v1')).toBe(
     defaultMaxDistance('efficientnet-lite0-v1'),
   );
-  expect(defaultMaxDistance('hybrid-d52.5e47.5-int8-v1')).toBe(
-    defaultMaxDistance('hybrid-d52.5e47.5-v1'),
-  );
-  expect(defaultMaxDistance('efficientnet-lite0-v1')).not.toBe(
-    defaultMaxDistance('hybrid-d52.5e47.5-v1'),
-  );
+  expect(defaultMaxDistance(hybridId(HYBRID_SHARES, 'int8'))).toBe(defaultMaxDistance(hybridId()));
+  expect(defaultMaxDistance('efficientnet-lite0-v1')).not.toBe(defaultMaxDistance(hybridId()));
   const alone = (embedder: string) => nearCopy({ distance: 0.12 }, 0.2, embedder);
   expect(alone('efficientnet-lite0-int8-v1')).toBe(alone('efficientnet-lite0-v1'));
   expect(alone('efficientnet-lite0-int8-v1')).not.toBe(alone('my-model-v1'));

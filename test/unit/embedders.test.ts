@@ -5,14 +5,19 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { createEmbedder, hybridId, HYBRID_WEIGHTS } from '../../src/adapters/embedders';
+import {
+  createEmbedder,
+  hybridId,
+  hybridWeights,
+  HYBRID_SHARES,
+} from '../../src/adapters/embedders';
 import {
   EFFICIENTNET_MODELS,
   EFFICIENTNET_SHA256,
   EfficientNetEmbedder,
 } from '../../src/adapters/embedders/efficientnet';
 import { areaResize } from '../../src/adapters/embedders/area-resize';
-import { DescriptorEmbedder } from '../../src/adapters/embedders/descriptor';
+import { DESCRIPTOR_BLOCKS, DescriptorEmbedder } from '../../src/adapters/embedders/descriptor';
 import { SharpImageAnalyzer } from '../../src/adapters/images/sharp-analyzer';
 import { loadConfig } from '../../src/config/env';
 import { tempDir } from '../helpers/app';
@@ -178,21 +183,25 @@ test('EfficientNet-Lite0 vectors of fixed images match the golden file', async (
   expect(cosine(got.disc!, got.checks!)).toBeLessThan(0.9);
 }, 30_000);
 
-test('the hybrid default: both parts, unit length, an id that names its weights', async () => {
+test('the hybrid default: every block, unit length, an id that names its shares', async () => {
   expect(loadConfig({}).EMBEDDER).toBe('hybrid');
   const hybrid = await createEmbedder('hybrid', { threads: 1 });
-  expect(hybrid.id).toBe(hybridId(HYBRID_WEIGHTS));
-  expect(hybridId({ descriptor: 1, efficientnet: 3 })).toBe('hybrid-d25e75-v1');
-  expect(hybridId(HYBRID_WEIGHTS, 'int8')).toBe('hybrid-d52.5e47.5-int8-v1');
+  expect(hybrid.id).toBe(hybridId(HYBRID_SHARES));
+  expect(hybrid.id).toBe('hybrid-c22.5l15o0q7.5e55-v1');
+  const quarters = { colour: 1, layout: 1, orientation: 0, cellOrientation: 0, efficientnet: 2 };
+  expect(hybridId(quarters)).toBe('hybrid-c25l25o0q0e50-v1');
+  expect(hybridId(HYBRID_SHARES, 'int8')).toBe('hybrid-c22.5l15o0q7.5e55-int8-v1');
   expect(loadConfig({}).EMBEDDER_PRECISION).toBe('float32');
   const int8 = await createEmbedder('hybrid', { threads: 1, precision: 'int8' });
-  expect(int8.id).toBe('hybrid-d52.5e47.5-int8-v1');
+  expect(int8.id).toBe('hybrid-c22.5l15o0q7.5e55-int8-v1');
   // its descriptor part is made from the decode shrunk by area averaging
   const pixels = {
     data: new Uint8Array(224 * 224 * 3).map((_, i) => (i * 7 + (i >> 9)) & 255),
     size: 224,
   };
-  const fromArea = new DescriptorEmbedder().embedSync(areaResize(pixels, 64));
+  const fromArea = new DescriptorEmbedder(hybridWeights(HYBRID_SHARES).descriptor).embedSync(
+    areaResize(pixels, 64),
+  );
   const part = (await int8.embed(pixels)).slice(0, 140);
   const unit = (v: Float32Array) => Array.from(v, (x) => x / Math.hypot(...v));
   expect(cosine(unit(part), unit(fromArea))).toBeCloseTo(1, 6);
@@ -201,11 +210,14 @@ test('the hybrid default: both parts, unit length, an id that names its weights'
   const f = await new SharpImageAnalyzer(hybrid).analyze((await fixtures()).disc!);
   expect(f.vector).toHaveLength(1420);
   expect(Math.hypot(...f.vector)).toBeCloseTo(1, 5);
-  // each part carries its weight's share of the length
-  const d = Math.hypot(...f.vector.slice(0, 140));
-  const e = Math.hypot(...f.vector.slice(140));
-  const w = HYBRID_WEIGHTS;
-  expect(d / e).toBeCloseTo(w.descriptor / w.efficientnet, 5);
+  // each block's length squared is its share of the cosine
+  const length = (from: number, to: number) => Math.hypot(...f.vector.slice(from, to));
+  for (const [block, [from, to]] of Object.entries(DESCRIPTOR_BLOCKS))
+    expect(length(from, to) ** 2).toBeCloseTo(
+      HYBRID_SHARES[block as keyof typeof HYBRID_SHARES],
+      5,
+    );
+  expect(length(140, 1420) ** 2).toBeCloseTo(HYBRID_SHARES.efficientnet, 5);
 });
 
 test('the descriptor stays selectable for the fastest ingest', async () => {

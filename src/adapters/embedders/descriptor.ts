@@ -17,7 +17,27 @@ const LAYOUT_DIMS = GRID * GRID * 3;
 const ORIENT = 8;
 const SHAPE_DIMS = ORIENT * (1 + 4);
 const GREY_AT = HUE_BINS * 4;
-const WEIGHTS = { colour: 1, layout: 0.6, shape: 0.9 };
+
+/**
+ * Each block's length before the whole vector is normalised: the cosine of two descriptors is
+ * then the blocks' cosines mixed by their weights squared.
+ */
+export interface DescriptorWeights {
+  colour: number;
+  layout: number;
+  /** gradient orientations over the whole image */
+  orientation: number;
+  /** gradient orientations per 2 × 2 cell */
+  cellOrientation: number;
+}
+
+/** The descriptor alone (`descriptor-v1`); the hybrid gives its part its own (index.ts). */
+export const DESCRIPTOR_WEIGHTS: DescriptorWeights = {
+  colour: 1,
+  layout: 0.6,
+  orientation: 0.9,
+  cellOrientation: 0.9 * 0.7,
+};
 
 /** 0 below `lo`, 1 above `hi`, linear between. */
 const ramp = (x: number, lo: number, hi: number): number =>
@@ -45,10 +65,20 @@ function labInto(r: number, g: number, b: number, out: Float64Array): void {
   out[2] = 200 * (y - z);
 }
 
+/** Where each block lies in the vector, [from, to): for benches that mix the blocks anew. */
+export const DESCRIPTOR_BLOCKS: Record<keyof DescriptorWeights, [number, number]> = {
+  colour: [0, COLOUR_DIMS],
+  layout: [COLOUR_DIMS, COLOUR_DIMS + LAYOUT_DIMS],
+  orientation: [COLOUR_DIMS + LAYOUT_DIMS, COLOUR_DIMS + LAYOUT_DIMS + ORIENT],
+  cellOrientation: [COLOUR_DIMS + LAYOUT_DIMS + ORIENT, COLOUR_DIMS + LAYOUT_DIMS + SHAPE_DIMS],
+};
+
 export class DescriptorEmbedder implements Embedder {
   readonly id = 'descriptor-v1';
   readonly dimensions = COLOUR_DIMS + LAYOUT_DIMS + SHAPE_DIMS;
   readonly inputSize = SIZE;
+
+  constructor(private readonly weights: DescriptorWeights = DESCRIPTOR_WEIGHTS) {}
 
   embed(p: Pixels): Promise<Float32Array> {
     return Promise.resolve(this.embedSync(p));
@@ -141,10 +171,11 @@ export class DescriptorEmbedder implements Embedder {
       }
     }
     for (let i = so; i < so + SHAPE_DIMS; i++) v[i] = Math.sqrt(v[i]!);
-    normalise(v, 0, COLOUR_DIMS, WEIGHTS.colour);
-    normalise(v, COLOUR_DIMS, so, WEIGHTS.layout);
-    normalise(v, so, so + ORIENT, WEIGHTS.shape);
-    normalise(v, so + ORIENT, so + SHAPE_DIMS, WEIGHTS.shape * 0.7);
+    const w = this.weights;
+    normalise(v, 0, COLOUR_DIMS, w.colour);
+    normalise(v, COLOUR_DIMS, so, w.layout);
+    normalise(v, so, so + ORIENT, w.orientation);
+    normalise(v, so + ORIENT, so + SHAPE_DIMS, w.cellOrientation);
     normalise(v, 0, this.dimensions, 1);
     return v;
   }
