@@ -1,6 +1,7 @@
 import type { DatasetCounts } from '../domain/dataset';
 import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../domain/item';
 import type { FieldCatalogue } from '../query/resolve';
+import { labelOf } from '../domain/tuning/settings';
 
 export interface StoredEmbedding {
   vector?: number[];
@@ -13,6 +14,21 @@ export interface LabelledVector {
   vector: Float32Array;
   label?: string;
   pixelHash?: string;
+}
+
+/** The same from an item as an engine stores it: the label is its metadata value of `field`. */
+export function labelledVector(
+  item: { id: string; metadata?: Record<string, unknown>; pixelHash?: string | null },
+  vector: Float32Array,
+  field: string,
+): LabelledVector {
+  const label = labelOf(item.metadata?.[field]);
+  return {
+    id: item.id,
+    vector,
+    ...(label !== undefined ? { label } : {}),
+    ...(item.pixelHash ? { pixelHash: item.pixelHash } : {}),
+  };
 }
 
 /** Reads of a dataset's items by id and in id order, their counts, fields and errors. */

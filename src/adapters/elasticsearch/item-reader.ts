@@ -1,8 +1,12 @@
 import type { DatasetCounts } from '../../domain/dataset';
 import { groupRuns } from '../../domain/duplicates';
 import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../../domain/item';
-import { labelOf } from '../../domain/tuning/settings';
-import type { ItemReader, LabelledVector, StoredEmbedding } from '../../ports/item-reader';
+import {
+  labelledVector,
+  type ItemReader,
+  type LabelledVector,
+  type StoredEmbedding,
+} from '../../ports/item-reader';
 import type { FieldCatalogue } from '../../query/resolve';
 import { EMBEDDING_SOURCE, docFloats, docVector, fromDoc, type ItemDoc } from './document';
 import type { FieldCatalogues } from './field-catalogue';
@@ -281,15 +285,7 @@ export class EsItemReader extends ItemIndex implements ItemReader {
           const vector = docFloats(d);
           // an item whose image could not be embedded again keeps its embedder, not a vector
           if (!vector?.length) return [];
-          const label = labelOf(d.metadata?.[field]);
-          return [
-            {
-              id: d.id,
-              vector,
-              ...(label !== undefined ? { label } : {}),
-              ...(d.pixel_hash ? { pixelHash: d.pixel_hash } : {}),
-            },
-          ];
+          return [labelledVector({ ...d, pixelHash: d.pixel_hash }, vector, field)];
         });
         // pages end by the hits read, not the items kept
         return hits.length < limit ? { items } : { items, next: hits.at(-1)!._source!.id };

@@ -3,8 +3,12 @@ import type { ListEntry, ProcessingErrorRecord, StoredItem } from '../../domain/
 import { groupRuns } from '../../domain/duplicates';
 import { GENERATED_FIELDS, SERVICE_TIME_FIELDS } from '../../domain/limits';
 import type { ValueKind } from '../../domain/metadata';
-import { labelOf } from '../../domain/tuning/settings';
-import type { ItemReader, LabelledVector, StoredEmbedding } from '../../ports/item-reader';
+import {
+  labelledVector,
+  type ItemReader,
+  type LabelledVector,
+  type StoredEmbedding,
+} from '../../ports/item-reader';
 import type { FieldCatalogue } from '../../query/resolve';
 import { count } from './bitset';
 import { type Db, stmt } from './db';
@@ -189,15 +193,17 @@ export class EmbeddedItemReader implements ItemReader {
       hash: string | null;
       vec: Buffer;
     }>;
-    const items = rows.map((r) => {
-      const label = labelOf((JSON.parse(r.metadata) as Record<string, unknown>)[field]);
-      return {
-        id: r.id,
-        vector: blobVector(r.vec),
-        ...(label !== undefined ? { label } : {}),
-        ...(r.hash !== null ? { pixelHash: r.hash } : {}),
-      };
-    });
+    const items = rows.map((r) =>
+      labelledVector(
+        {
+          id: r.id,
+          metadata: JSON.parse(r.metadata) as Record<string, unknown>,
+          pixelHash: r.hash,
+        },
+        blobVector(r.vec),
+        field,
+      ),
+    );
     return rows.length < limit ? { items } : { items, next: rows.at(-1)!.id };
   }
 
