@@ -53,12 +53,14 @@ export const NEIGHBOURS_KEPT = 32;
  * were kept count only within the smaller distance the embedding alone can vouch for.
  */
 const DEFAULT_MAX_DISTANCE: Record<string, { verified: number; alone: number }> = {
+  'hybrid-c22.5l15o0q7.5e55-v1': { verified: 0.16, alone: 0.08 },
+  // the previous default's, for installations still re-embedding from it
   'hybrid-d52.5e47.5-v1': { verified: 0.14, alone: 0.08 },
   'efficientnet-lite0-v1': { verified: 0.2, alone: 0.13 },
   // colour and layout alone: a crop moves further than another photo of the same food
   'descriptor-v1': { verified: 0.03, alone: 0.01 },
 };
-/** A model of the operator's own (EMBEDDER=onnx): the hybrid's, having nothing better. */
+/** A model of the operator's own (EMBEDDER=onnx): the first hybrid's, having nothing better. */
 const FALLBACK = { verified: 0.14, alone: 0.08 };
 
 /**
