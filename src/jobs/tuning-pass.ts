@@ -229,21 +229,31 @@ export class TuningPass {
   }
 
   /**
-   * Brings every stored projection of `model` up to date; false when the lease was lost or the
-   * process is stopping (the next pass goes on).
+   * Brings every stored projection of `model` up to date, in sweeps of the items in id order
+   * until one sweep changes nothing (a search may not see the last writes yet, so an item is
+   * counted only when it was written, or written by another meanwhile); false when the lease
+   * was lost or the process is stopping (the next pass goes on).
    */
   private async apply(ds: Dataset, model: string, fitted?: Projection): Promise<boolean> {
     const projection = fitted ?? (await this.projection(ds.id, model));
     if (!projection) return false;
+    let after: string | undefined;
+    let changed = 0;
     for (;;) {
-      const stale = await this.deps.engine.applyTuning(
+      const page = await this.deps.engine.applyTuning(
         ds.id,
         ds.embedder!.id,
         ds.embedder!.dimensions,
         { model, projection },
+        after,
         APPLY_PAGE,
       );
-      if (stale === 0) return true;
+      changed += page.changed;
+      after = page.next;
+      if (after === undefined) {
+        if (changed === 0) return true;
+        changed = 0;
+      }
       if (this.halting || !(await this.renew())) return false;
     }
   }

@@ -87,6 +87,12 @@ export interface GroupedSearchRequest extends SearchRequest {
 export type Facets = Record<string, Record<string, number>>;
 
 /** Queries over processed items. Engines refuse what they cannot do; they never approximate. */
+/** One page of a sweep that writes items' projections (SearchEngine.applyTuning). */
+export interface TuningPage {
+  changed: number;
+  next?: string;
+}
+
 export interface SearchEngine {
   search(datasetId: string, req: SearchRequest): Promise<{ items: StoredItem[]; total: number }>;
   facets(datasetId: string, conditions: Condition[], fields: string[]): Promise<Facets>;
@@ -130,18 +136,20 @@ export interface SearchEngine {
     k: number,
   ): Promise<FoundNeighbours[]>;
   /**
-   * Where an engine keeps items' projections (contract §20): brings up to `limit` items of
-   * the dataset's vectors by `embedder` (of `dims` dimensions) up to date with `tuning`'s
-   * projection, and says how many it found out of date (0: all are, or the engine projects
-   * when it loads vectors).
+   * Where an engine keeps items' projections (contract §20): brings the next `limit` items
+   * after `after` (in id order) of the dataset's vectors by `embedder` (of `dims` dimensions)
+   * up to date with `tuning`'s projection. `changed` counts the items written and those
+   * changed by another write meanwhile (0 for an engine that projects when it loads vectors);
+   * `next` is where the following page starts, absent at the end.
    */
   applyTuning(
     datasetId: string,
     embedder: string,
     dims: number,
     tuning: Pick<TunedQuery, 'model' | 'projection'>,
+    after: string | undefined,
     limit: number,
-  ): Promise<number>;
+  ): Promise<TuningPage>;
   /** A random selection of processed items matching `conditions` (explore without an id). */
   sample(
     datasetId: string,

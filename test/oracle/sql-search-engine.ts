@@ -8,6 +8,7 @@ import type {
   SearchRequest,
   RankedSet,
   SimilarRequest,
+  TuningPage,
 } from '../../src/ports/search-engine';
 import { VectorCache, dot } from '../../src/adapters/embedded/vector-cache';
 import { excludedRows, scoredHits } from '../../src/adapters/embedded/vector-hits';
@@ -133,8 +134,8 @@ export class SqlSearchEngine implements SearchEngine {
     });
   }
 
-  async applyTuning(): Promise<number> {
-    return 0;
+  async applyTuning(): Promise<TuningPage> {
+    return { changed: 0 };
   }
 
   async rankedCount(datasetId: string, set: RankedSet): Promise<number> {

@@ -7,7 +7,7 @@
 import pino from 'pino';
 import type { Dataset } from '../../src/domain/dataset';
 import { TUNING_OFF, type SimilaritySettings } from '../../src/domain/tuning/settings';
-import { TuningPass } from '../../src/jobs/tuning-pass';
+import { TuningPass, type TuningPassDeps } from '../../src/jobs/tuning-pass';
 import type { LabelledVector } from '../../src/ports/item-reader';
 import { seededRandom } from '../../src/lib/seeded-random';
 
@@ -36,6 +36,7 @@ function rig(
     claim?: () => boolean;
     all?: LabelledVector[];
     now?: () => number;
+    applyTuning?: TuningPassDeps['engine']['applyTuning'];
   } = {},
 ) {
   const all = opts.all ?? items(90);
@@ -86,7 +87,7 @@ function rig(
         for (const it of all) counts[it.label!] = (counts[it.label!] ?? 0) + 1;
         return { [fields[0]!]: counts };
       },
-      applyTuning: async () => 0,
+      applyTuning: opts.applyTuning ?? (async () => ({ changed: 0 })),
     },
     datasets: async () => [{ ...ds, similarity: setting }],
     waitingForEmbedder: async () => opts.waiting ?? 0,
@@ -130,6 +131,30 @@ test('a fit begun under another setting does not land', async () => {
   await r.pass.pass();
   expect(r.setting()).toMatchObject({ learnFrom: 'other', state: 'active', revision: 2 });
   expect([...r.models.keys()]).toEqual([r.setting().model]);
+});
+
+test('projections are written in sweeps by id until a sweep changes nothing', async () => {
+  // an index whose searches do not see this sweep's writes yet (no refresh in between)
+  const stored = Array.from({ length: 1200 }, (_, i) => `s-${String(i).padStart(4, '0')}`);
+  const done = new Set<string>();
+  const calls: Array<string | undefined> = [];
+  const r = rig({
+    applyTuning: async (_d, _e, _dims, _t, after, limit) => {
+      calls.push(after);
+      const page = stored.filter((id) => after === undefined || id > after).slice(0, limit);
+      const written = page.filter((id) => !done.has(id));
+      for (const id of written) done.add(id);
+      return page.length < limit
+        ? { changed: written.length }
+        : { changed: written.length, next: page.at(-1)! };
+    },
+  });
+  await r.pass.pass();
+  expect(r.setting().state).toBe('active');
+  expect(done.size).toBe(1200);
+  // pages of 500 follow the ids; the first sweep writes every item, the second changes nothing
+  const sweep = [undefined, 's-0499', 's-0999'];
+  expect(calls).toEqual([...sweep, ...sweep]);
 });
 
 test('after an embedder change nothing is fitted until every item has its new vector', async () => {

@@ -12,6 +12,7 @@ import type {
   SearchRequest,
   SimilarRequest,
   TunedQuery,
+  TuningPage,
 } from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
 import { esFigures } from './figures';
@@ -115,9 +116,10 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
     embedder: string,
     dims: number,
     tuning: Pick<TunedQuery, 'model' | 'projection'>,
+    after: string | undefined,
     limit: number,
-  ): Promise<number> {
-    return this.tunedVectors.apply(datasetId, embedder, dims, tuning, limit);
+  ): Promise<TuningPage> {
+    return this.tunedVectors.apply(datasetId, embedder, dims, tuning, after, limit);
   }
 
   rankedCount(datasetId: string, set: RankedSet): Promise<number> {

@@ -1,6 +1,6 @@
 import { errors } from '@elastic/elasticsearch';
 import { project } from '../../domain/tuning/lda';
-import type { TunedQuery } from '../../ports/search-engine';
+import type { TunedQuery, TuningPage } from '../../ports/search-engine';
 import { docFloats, fromDoc, toDoc, tunedFields, vectorField, type ItemDoc } from './document';
 import { ItemIndex, orEmpty } from './item-index';
 import { tunedMapping } from './mapping';
@@ -8,77 +8,86 @@ import { tunedMapping } from './mapping';
 /**
  * Writes each item's projection into its document (contract §20), for the projection's own
  * HNSW field: items are rewritten whole with if_seq_no, as every item write here (no scripts),
- * so a write in between wins and the item is simply found stale again by the next call.
+ * so a write in between wins and the item is counted changed, for the next sweep to look at.
+ * Pages follow the ids, not what the search still finds stale: a search sees writes only after
+ * the next refresh, so asking again for stale items would return the ones just written.
  */
 export class EsTunedVectors extends ItemIndex {
   /** Indices (and projection sizes) whose field this process has added. */
   private readonly mapped = new Set<string>();
 
-  /** Up to `limit` items without this projection brought up to date; how many were found. */
+  /** The next `limit` items after `after` without this projection brought up to date. */
   async apply(
     datasetId: string,
     embedder: string,
     dims: number,
     t: Pick<TunedQuery, 'model' | 'projection'>,
+    after: string | undefined,
     limit: number,
-  ): Promise<number> {
+  ): Promise<TuningPage> {
     const index = this.index(datasetId);
-    return orEmpty(async () => {
-      await this.addField(index, t.projection.k);
-      const r = await this.client.search<ItemDoc>({
-        index,
-        size: limit,
-        query: {
-          bool: {
-            filter: [
-              { term: { state: 'processed' } },
-              { term: { embedder } },
-              { exists: { field: vectorField(dims) } },
-            ],
-            must_not: [{ term: { tuned_model: t.model } }],
-          },
-        },
-        sort: [{ id: 'asc' }],
-        _source: false,
-        track_total_hits: false,
-      });
-      const ids = r.hits.hits.map((h) => h._id!);
-      if (!ids.length) return 0;
-      const { hits } = await this.mget(datasetId, ids);
-      const ops: object[] = [];
-      for (const h of hits) {
-        const src = h._source!;
-        const v = src.state === 'processed' ? docFloats(src) : undefined;
-        if (!v || v.length !== t.projection.dims || src.tuned_model === t.model) continue;
-        const doc: Record<string, unknown> = {
-          ...toDoc(datasetId, fromDoc(src), src.error ?? null, src),
-        };
-        // one projection field per document: a projection of another size leaves its own
-        for (const key of Object.keys(doc)) if (key.startsWith('vector_tuned_')) delete doc[key];
-        ops.push(
-          {
-            index: {
-              _index: index,
-              _id: h._id,
-              if_seq_no: h._seq_no,
-              if_primary_term: h._primary_term,
+    return orEmpty(
+      async () => {
+        await this.addField(index, t.projection.k);
+        const r = await this.client.search<ItemDoc>({
+          index,
+          size: limit,
+          query: {
+            bool: {
+              filter: [
+                { term: { state: 'processed' } },
+                { term: { embedder } },
+                { exists: { field: vectorField(dims) } },
+              ],
+              must_not: [{ term: { tuned_model: t.model } }],
             },
           },
-          { ...doc, ...tunedFields(t.model, project(t.projection, v)) },
-        );
-      }
-      if (ops.length) {
-        const w = await this.client.bulk({ operations: ops as never[] });
-        // a conflict is a write in between: the item is found stale again next time; any
-        // other refusal of every write (a read-only cluster) must not spin the pass
-        const refused = w.items.filter((i) => i.index?.error && i.index.status !== 409);
-        if (refused.length === w.items.length)
-          throw new Error(
-            `Elasticsearch refused every projection written: ${refused[0]?.index?.error?.reason ?? 'unknown'}`,
+          sort: [{ id: 'asc' }],
+          _source: ['id'],
+          track_total_hits: false,
+          ...(after !== undefined ? { search_after: [after] } : {}),
+        });
+        const found = r.hits.hits;
+        if (!found.length) return { changed: 0 };
+        const ids = found.map((h) => h._id!);
+        const next = found.length < limit ? undefined : found.at(-1)!._source!.id;
+        const { hits } = await this.mget(datasetId, ids);
+        const ops: object[] = [];
+        for (const h of hits) {
+          const src = h._source!;
+          const v = src.state === 'processed' ? docFloats(src) : undefined;
+          if (!v || v.length !== t.projection.dims || src.tuned_model === t.model) continue;
+          const doc: Record<string, unknown> = {
+            ...toDoc(datasetId, fromDoc(src), src.error ?? null, src),
+          };
+          // one projection field per document: a projection of another size leaves its own
+          for (const key of Object.keys(doc)) if (key.startsWith('vector_tuned_')) delete doc[key];
+          ops.push(
+            {
+              index: {
+                _index: index,
+                _id: h._id,
+                if_seq_no: h._seq_no,
+                if_primary_term: h._primary_term,
+              },
+            },
+            { ...doc, ...tunedFields(t.model, project(t.projection, v)) },
           );
-      }
-      return ids.length;
-    }, 0);
+        }
+        if (ops.length) {
+          const w = await this.client.bulk({ operations: ops as never[] });
+          // a conflict is a write in between, counted changed so the next sweep looks again; any
+          // other refusal of every write (a read-only cluster) must not spin the pass
+          const refused = w.items.filter((i) => i.index?.error && i.index.status !== 409);
+          if (refused.length === w.items.length)
+            throw new Error(
+              `Elasticsearch refused every projection written: ${refused[0]?.index?.error?.reason ?? 'unknown'}`,
+            );
+        }
+        return { changed: ops.length / 2, ...(next !== undefined ? { next } : {}) };
+      },
+      { changed: 0 },
+    );
   }
 
   private async addField(index: string, k: number): Promise<void> {

@@ -12,6 +12,7 @@ import type {
   SearchRequest,
   RankedSet,
   SimilarRequest,
+  TuningPage,
 } from '../../ports/search-engine';
 import { count, has, slotsOf } from './bitset';
 import type { Db } from './db';
@@ -228,8 +229,8 @@ export class EmbeddedSearchEngine implements SearchEngine {
   }
 
   /** Projections are made when vectors are loaded (VectorCache): nothing is stored. */
-  async applyTuning(): Promise<number> {
-    return 0;
+  async applyTuning(): Promise<TuningPage> {
+    return { changed: 0 };
   }
 
   async rankedCount(datasetId: string, set: RankedSet): Promise<number> {
