@@ -65,7 +65,7 @@ function labInto(r: number, g: number, b: number, out: Float64Array): void {
   out[2] = 200 * (y - z);
 }
 
-/** Where each block lies in the vector, [from, to): for benches that mix the blocks anew. */
+/** Where each block lies in the vector, [from, to): a mix of the blocks can be made anew. */
 export const DESCRIPTOR_BLOCKS: Record<keyof DescriptorWeights, [number, number]> = {
   colour: [0, COLOUR_DIMS],
   layout: [COLOUR_DIMS, COLOUR_DIMS + LAYOUT_DIMS],

@@ -9,9 +9,8 @@ import type { SessionOptions } from './serial-session';
 /**
  * The default's mix, as each block's share of an item pair's cosine: the descriptor's colour
  * histogram, colour layout and gradient orientations (whole image, per cell), and the CNN's
- * features. Chosen on the shapes, MNIST and food sets together by `npm run bench:similarity`
- * (docs/embedders.md gives the rule and the figures). The id names the shares: changing them
- * re-embeds every dataset.
+ * features. Chosen on the shapes, MNIST and food sets together (docs/embedders.md gives the
+ * rule and the figures). The id names the shares: changing them re-embeds every dataset.
  */
 export interface HybridShares extends DescriptorWeights {
   efficientnet: number;
