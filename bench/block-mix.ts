@@ -6,6 +6,7 @@
  */
 import { DESCRIPTOR_BLOCKS } from 'visual-search-service/dist/adapters/embedders/descriptor';
 import type { HybridShares } from 'visual-search-service/dist/adapters/embedders';
+import { dot } from 'visual-search-service/dist/domain/tuning/linalg';
 
 export const BLOCKS = [
   'colour',
@@ -32,12 +33,6 @@ export function splitBlocks(descriptor: Float32Array, cnn: Float32Array): Blocks
     unit(cnn.slice()),
   ];
 }
-
-const dot = (a: Float32Array, b: Float32Array): number => {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
-  return s;
-};
 
 /** Per block, the rows × cols cosines (row-major). */
 export function cosines(rows: Blocks[], cols: Blocks[]): Float32Array[] {

@@ -22,6 +22,7 @@ import {
   tunedVector,
   type Labelled,
 } from 'visual-search-service/dist/domain/tuning/lda';
+import { dot } from 'visual-search-service/dist/domain/tuning/linalg';
 import { machine, median, rng, writeResult } from './common';
 import { foodImages } from './food-images';
 import { labelledImages } from './labelled-images';
@@ -83,12 +84,6 @@ function masked(items: Food[], share: number, seed: number): Food[] {
   const keep = new Set(order.slice(0, Math.round(share * items.length)));
   return items.map((it, i) => (keep.has(i) ? it : { ...it, label: `unlabelled:${it.id}` }));
 }
-
-const dot = (a: Float32Array, b: Float32Array): number => {
-  let s = 0;
-  for (let j = 0; j < a.length; j++) s += a[j]! * b[j]!;
-  return s;
-};
 
 /**
  * The same folds and fits as the service's check, but every item judged by its true food group:
