@@ -80,7 +80,7 @@ function* labelled(labels: string[] | undefined): Generator<StoredItem> {
 
 /**
  * PUT the setting on `tuned` and poll until it leaves `fitting`. On Elasticsearch the index's
- * count of documents holding a projection (tuned_model) tells when the rewrite began: the fit
+ * count of documents holding a projection (blend_model) tells when the rewrite began: the fit
  * writes nothing before its projection is made and checked.
  */
 async function fit(app: RunningApp, orgToken: string, index?: string) {
@@ -90,7 +90,7 @@ async function fit(app: RunningApp, orgToken: string, index?: string) {
     const r = await fetch(`${ES_URL}/${index}/_count`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ query: { exists: { field: 'tuned_model' } } }),
+      body: JSON.stringify({ query: { exists: { field: 'blend_model' } } }),
     });
     return ((await r.json()) as { count: number }).count;
   };

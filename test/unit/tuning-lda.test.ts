@@ -10,6 +10,8 @@ import {
 } from '../../src/domain/tuning/cross-validation';
 import {
   blend,
+  blendDocVector,
+  blendQueryVector,
   deserialise,
   fitProjection,
   project,
@@ -126,6 +128,37 @@ test('tunedVector dot products are the blend of plain and projected cosines', ()
       const expected = blend(weight, dot(a, b), dot(project(p, a), project(p, b)));
       expect(dot(tunedVector(p, weight, a), tunedVector(p, weight, b))).toBeCloseTo(expected, 5);
     }
+});
+
+test('a cosine between a stored blend vector and a query one, times toBlend, is the blend', () => {
+  const items = synthetic(4);
+  const p = fitProjection(items);
+  const r = seededRandom(7);
+  const cosine = (a: Float32Array, b: Float32Array) => dot(a, b) / Math.sqrt(dot(a, a) * dot(b, b));
+  for (const weight of [0, 0.3, 0.75, 1])
+    for (let n = 0; n < 20; n++) {
+      // embeddings of any norm: the plain cosine is of their directions
+      const a = items[Math.floor(r() * items.length)]!.vector.map((x) => x * 3);
+      const b = items[Math.floor(r() * items.length)]!.vector;
+      const zb = project(p, b);
+      const expected = blend(weight, cosine(a, b), dot(project(p, a), zb));
+      const q = blendQueryVector(weight, b, zb);
+      const stored = blendDocVector(a, project(p, a))!;
+      expect(Math.hypot(...stored)).toBeCloseTo(1, 6);
+      expect(cosine(stored, q.vector) * q.toBlend).toBeCloseTo(expected, 5);
+    }
+});
+
+test('a zero projection has no stored blend vector, and a query whose blend is all zero has one', () => {
+  const x = Float32Array.from([0.6, 0.8]);
+  expect(blendDocVector(x, new Float32Array(3))).toBeUndefined();
+  const q = blendQueryVector(1, x, new Float32Array(3));
+  expect(q.toBlend).toBe(0);
+  expect(Math.hypot(...q.vector)).toBeCloseTo(1, 6);
+  // weight 0: the plain cosine alone, whatever the projection
+  const plain = blendQueryVector(0, x, Float32Array.from([1, 0, 0]));
+  expect(plain.toBlend).toBeCloseTo(Math.SQRT2, 6);
+  expect(Array.from(plain.vector.slice(2))).toEqual([0, 0, 0]);
 });
 
 test('project returns unit vectors of k = classes − 1 dimensions', () => {

@@ -1,4 +1,5 @@
 import type { ItemState, StoredItem } from '../../domain/item';
+import { blendDocVector } from '../../domain/tuning/lda';
 import type { Metadata } from '../../domain/metadata';
 import { NO_COUNTS, countFields, type ItemCounts } from '../../domain/popularity';
 import type { ProcessingFailure } from '../../domain/processing';
@@ -39,11 +40,12 @@ export interface ItemDoc {
   embedding_f32?: string | null;
   /**
    * Tuned similarity (contract §20): the projection of the embedding by the stored projection
-   * `tuned_model`, for its own HNSW field (tunedField) and as float32 bytes in base64.
+   * `blend_model`, as float32 bytes in base64, and the embedding and projection together in one
+   * HNSW field (blendField, blendDocVector) for a single kNN by the blend.
    */
-  tuned_model?: string | null;
+  blend_model?: string | null;
   tuned_f32?: string | null;
-  [tuned: `vector_tuned_${number}`]: Float32Array | number[] | null | undefined;
+  [blend: `vector_blend_${number}`]: Float32Array | number[] | null | undefined;
   /** The rolled-up counts (contract §14); absent on documents written before they existed. */
   counts?: ItemCounts & { at?: number };
   /** image.pixelHash and image.processedAt, searchable (contract §18). */
@@ -62,7 +64,7 @@ export const EMBEDDING_SOURCE = 'embedding_f32';
 const encodeVector = (f: Float32Array): string =>
   Buffer.from(f.buffer, f.byteOffset, f.byteLength).toString('base64');
 
-export const decodeVector = (b64: string): Float32Array => {
+const decodeVector = (b64: string): Float32Array => {
   const bytes = Buffer.from(b64, 'base64');
   // copied: a Buffer's offset in its pool need not be a multiple of 4
   return new Float32Array(Uint8Array.from(bytes).buffer);
@@ -74,20 +76,24 @@ export const decodeVector = (b64: string): Float32Array => {
  */
 export const vectorField = (dims: number): `vector_${number}` => `vector_${dims}`;
 
-/** The HNSW field of projections of `k` dimensions (contract §20). */
-export const tunedField = (k: number): `vector_tuned_${number}` => `vector_tuned_${k}`;
+/** The HNSW field of embeddings and projections of `n` dimensions together (contract §20). */
+export const blendField = (n: number): `vector_blend_${number}` => `vector_blend_${n}`;
 
-/** The fields that carry an item's projection by the stored projection `model`. */
-export function tunedFields(model: string, z: Float32Array): Partial<ItemDoc> {
-  const out: Partial<ItemDoc> = { tuned_model: model, tuned_f32: encodeVector(z) };
-  out[tunedField(z.length)] = z;
+/**
+ * The fields that carry an item's projection `z` of its embedding `x` by the stored projection
+ * `model`. A zero projection gets no blend vector; searches rank such items exactly.
+ */
+export function tunedFields(model: string, x: Float32Array, z: Float32Array): Partial<ItemDoc> {
+  const out: Partial<ItemDoc> = { blend_model: model, tuned_f32: encodeVector(z) };
+  const b = blendDocVector(x, z);
+  if (b) out[blendField(b.length)] = b;
   return out;
 }
 
 /** A previous document's projection, carried over while its embedding is. */
-function keptTuning(d: ItemDoc): Partial<ItemDoc> {
-  if (!d.tuned_model || !d.tuned_f32) return {};
-  return tunedFields(d.tuned_model, decodeVector(d.tuned_f32));
+function keptTuning(d: ItemDoc, x: Float32Array): Partial<ItemDoc> {
+  if (!d.blend_model || !d.tuned_f32) return {};
+  return tunedFields(d.blend_model, x, decodeVector(d.tuned_f32));
 }
 
 /** The document's embedding as float32s, whichever field holds it. */
@@ -178,7 +184,7 @@ export function toDoc(
       ? { [vectorField(vector.length)]: vector, [EMBEDDING_SOURCE]: encodeVector(vector) }
       : {}),
     // the projection stays with the embedding it was made from; a new one waits for the pass
-    ...(vector && embedding && 'dataset' in embedding ? keptTuning(embedding) : {}),
+    ...(vector && embedding && 'dataset' in embedding ? keptTuning(embedding, vector) : {}),
   };
 }
 

@@ -1,4 +1,4 @@
-import { EMBEDDING_SOURCE, tunedField, vectorField } from './document';
+import { EMBEDDING_SOURCE, blendField, vectorField } from './document';
 
 /** Stored only (binary: neither indexed nor in doc values). */
 export const EMBEDDING_SOURCE_MAPPING = { [EMBEDDING_SOURCE]: { type: 'binary' } } as const;
@@ -17,20 +17,21 @@ export const DUPLICATES_MAPPING = {
 
 /**
  * Tuned similarity (contract §20): which stored projection an item's projection is of, and the
- * projection as float32 bytes (stored only); its HNSW field is added per size (tunedMapping).
+ * projection as float32 bytes (stored only); the HNSW field of embedding and projection together
+ * is added per size (tunedMapping).
  */
 export const TUNED_MAPPING = {
-  tuned_model: { type: 'keyword' },
+  blend_model: { type: 'keyword' },
   tuned_f32: { type: 'binary' },
 } as const;
 
-/** The HNSW field for projections of `k` dimensions. */
-export function tunedMapping(k: number): Record<string, unknown> {
+/** The HNSW field for embeddings and projections of `n` dimensions together. */
+export function tunedMapping(n: number): Record<string, unknown> {
   return {
     ...TUNED_MAPPING,
-    [tunedField(k)]: {
+    [blendField(n)]: {
       type: 'dense_vector',
-      dims: k,
+      dims: n,
       index: true,
       similarity: 'cosine',
       index_options: { type: 'hnsw', m: 16, ef_construction: 100 },

@@ -1,12 +1,11 @@
-import { project } from '../../domain/tuning/lda';
+import { blend, blendQueryVector, project } from '../../domain/tuning/lda';
 import { dot } from '../../domain/tuning/linalg';
 import type { ScoredItem, SimilarRequest, TunedQuery } from '../../ports/search-engine';
 import {
   EMBEDDING_SOURCE,
-  decodeVector,
+  blendField,
   docFloats,
   fromDoc,
-  tunedField,
   vectorField,
   type ItemDoc,
 } from './document';
@@ -22,30 +21,22 @@ type Hit = {
 };
 type Hits = { hits: { hits: Hit[] } };
 
-/** A candidate with what is known of its two cosines. */
-interface Candidate {
-  id: string;
-  plain?: number;
-  tuned?: number;
-  /** The stored projection bytes, when of the request's projection. */
-  z?: Float32Array;
-}
-
 const cosOf = (score: number): number => 2 * score - 1;
 
 /**
- * Tuned similarity on Elasticsearch (contract §20). Each item carries its projection in an
- * HNSW field of its own (tunedFields), so one search reads candidates from both fields at
- * once: two named kNN clauses, each hit with the score of each clause that found it. A
- * candidate found by one clause only is completed exactly — its projected cosine from its
- * stored projection, its plain cosine by a kNN restricted to such candidates (exact: the filter
- * leaves no more than k) — unless even its best possible plain cosine (the plain clause's last)
- * cannot lift it onto the page. Exhaustive requests read every ranked item in both clauses.
+ * Tuned similarity on Elasticsearch (contract §20): one kNN by the blend. Each item holds its
+ * embedding and projection together in one HNSW field (blendDocVector) whose cosine with the
+ * query's (blendQueryVector) is the blend over a factor of the query's own, so the blend ranks
+ * in one kNN, as a plain request does. Items without that vector (processed since the pass, or
+ * projecting to zero) come from a second clause over the plain field restricted to them (free
+ * when there are none) and are projected here, so their blend is exact too. Exhaustive requests
+ * read every ranked item in both clauses.
  */
 export async function tunedSimilar(search: Search, req: SimilarRequest): Promise<ScoredItem[]> {
   const t = req.tuning!;
   const query = Float32Array.from(req.vector);
   const zq = project(t.projection, query);
+  const q = blendQueryVector(t.weight, query, zq);
   const size = Math.min(MAX_KNN, req.limit);
   const from = Math.min(req.offset ?? 0, size);
   // pages past the candidate list (20 pages) are cut from the exact ranking: a deeper list of
@@ -53,87 +44,38 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
   const exact = req.exact || size > knnCandidates(req);
   const candidates = exact ? MAX_KNN : knnCandidates(req);
   const ranges = exact ? await idRanges(search, req, await rankedCount(search, req)) : [[]];
-  const found = new Map<string, Candidate>();
-  /** The lowest plain score the plain clause returned in a full list: a bound for the rest. */
-  let plainFloor = -1;
-  for (const extra of ranges) {
-    const body = roundOne(req, t, zq, candidates, extra);
-    const hits = ((await search(body)) as Hits).hits.hits;
-    let plainHits = 0;
-    let lowest = 1;
+  const blends = new Map<string, number>();
+  /** Items without a blend vector of this projection, with their plain cosine. */
+  const stale = new Map<string, number>();
+  const read = (hits: Hit[]) => {
     for (const h of hits) {
       const id = String(h.sort?.[1] ?? h._id);
       const named = (h.matched_queries ?? {}) as Record<string, number>;
-      const c: Candidate = { id };
-      if (named.p !== undefined) {
-        c.plain = cosOf(named.p);
-        plainHits++;
-        lowest = Math.min(lowest, c.plain);
-      }
-      const src = h._source;
-      if (src?.tuned_model === t.model && src.tuned_f32) c.z = decodeVector(src.tuned_f32);
-      found.set(id, c);
+      if (named.b !== undefined) blends.set(id, cosOf(named.b) * q.toBlend);
+      else if (named.s !== undefined) stale.set(id, cosOf(named.s));
     }
-    // a plain list cut at `candidates` bounds the plain cosine of every item it left out; an
-    // answer cut at its size may have dropped plain hits, so nothing is bounded then
-    if (hits.length >= body.size) plainFloor = 1;
-    else if (plainHits >= candidates) plainFloor = Math.max(plainFloor, lowest);
+  };
+  for (const extra of ranges) {
+    const clauses = [blendClause(req, t, q.vector, candidates, extra)];
+    clauses.push(staleClause(req, t, q.vector.length, candidates, extra));
+    const body = knnBody(clauses);
+    const hits = ((await search(body)) as Hits).hits.hits;
+    // the two clauses' scores are on different scales, so an answer cut at its size may have
+    // dropped hits of either: read each in full then (only pages over 250 can be cut; an
+    // exhaustive range holds no more items than the size, and the clauses share none)
+    if (exact || hits.length < body.size) read(hits);
+    else for (const c of clauses) read(((await search(knnBody([c]))) as Hits).hits.hits);
   }
-  // items written since the projection (no stored projection of it yet) are projected here
-  const stale = [...found.values()].filter((c) => !c.z);
-  if (stale.length) {
-    const docs = await byIds(
-      search,
-      stale.map((c) => c.id),
-      ['id', EMBEDDING_SOURCE],
-    );
-    for (const c of stale) {
-      const v = docs.get(c.id) && docFloats(docs.get(c.id)!);
-      if (v?.length === t.projection.dims) c.z = project(t.projection, v);
+  if (stale.size) {
+    const docs = await byIds(search, [...stale.keys()], ['id', EMBEDDING_SOURCE]);
+    for (const [id, plain] of stale) {
+      const v = docs.get(id) && docFloats(docs.get(id)!);
+      if (v?.length === t.projection.dims)
+        blends.set(id, blend(t.weight, plain, dot(zq, project(t.projection, v))));
     }
   }
-  for (const c of found.values()) c.tuned = c.z ? dot(zq, c.z) : undefined;
-  const w = t.weight;
-  const blend = (c: Candidate) => (1 - w) * c.plain! + w * (c.tuned ?? 0);
-  const complete = [...found.values()].filter((c) => c.plain !== undefined);
-  // the page's last blend among complete candidates: an incomplete one that cannot beat it is out
-  const sorted = complete.map(blend).sort((a, b) => b - a);
-  const bar = sorted.length >= size ? sorted[size - 1]! : -Infinity;
-  const missing = [...found.values()].filter(
-    (c) =>
-      c.plain === undefined &&
-      c.tuned !== undefined &&
-      (1 - w) * Math.max(plainFloor, -1) + w * c.tuned >= bar - 1e-9,
-  );
-  if (missing.length) {
-    for (let i = 0; i < missing.length; i += MAX_KNN) {
-      const part = missing.slice(i, i + MAX_KNN);
-      const r = (await search({
-        query: {
-          knn: {
-            field: vectorField(req.vector.length),
-            query_vector: req.vector,
-            k: part.length,
-            num_candidates: part.length,
-            filter: rankedFilter(req, [{ terms: { id: part.map((c) => c.id) } }]),
-          },
-        },
-        size: part.length,
-        _source: false,
-        sort: [{ _score: 'desc' }, { id: 'asc' }],
-        track_scores: true,
-        track_total_hits: false,
-      })) as Hits;
-      const byId = new Map(part.map((c) => [c.id, c]));
-      for (const h of r.hits.hits) {
-        const c = byId.get(String(h.sort?.[1] ?? h._id));
-        if (c) c.plain = cosOf(Number(h.sort?.[0]));
-      }
-    }
-  }
-  const ranked = [...found.values()]
-    .filter((c) => c.plain !== undefined && c.tuned !== undefined)
-    .map((c) => ({ id: c.id, d: blend(c) }))
+  const ranked = [...blends]
+    .map(([id, d]) => ({ id, d }))
     .sort((a, b) => b.d - a.d || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .slice(from, size);
   if (!ranked.length) return [];
@@ -156,39 +98,62 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
   });
 }
 
-/** Both kNN clauses, named so each hit says which found it and with what score. */
-function roundOne(
+/** Items whose blend vector is of this projection (a zero projection has none). */
+const blended = (t: TunedQuery, n: number): Dsl => ({
+  bool: { filter: [{ term: { blend_model: t.model } }, { exists: { field: blendField(n) } }] },
+});
+
+/** The kNN by the blend, over the items with a blend vector of this projection. */
+function blendClause(
   req: SimilarRequest,
   t: TunedQuery,
-  zq: Float32Array,
+  vector: Float32Array,
   candidates: number,
   extra: Dsl[],
-): Dsl & { size: number } {
-  const knn = (field: string, vector: ArrayLike<number>, name: string, more: Dsl[]) => ({
+): Dsl {
+  return {
     knn: {
-      field,
+      field: blendField(vector.length),
       query_vector: Array.from(vector),
       k: candidates,
       num_candidates: candidates,
-      filter: rankedFilter(req, [...extra, ...more]),
-      _name: name,
+      filter: rankedFilter(req, [...extra, { term: { blend_model: t.model } }]),
+      _name: 'b',
     },
-  });
+  };
+}
+
+/** The plain kNN over the items without one. */
+function staleClause(
+  req: SimilarRequest,
+  t: TunedQuery,
+  n: number,
+  candidates: number,
+  extra: Dsl[],
+): Dsl {
   return {
-    query: {
-      bool: {
-        should: [
-          knn(vectorField(req.vector.length), req.vector, 'p', []),
-          knn(tunedField(t.projection.k), zq, 't', [{ term: { tuned_model: t.model } }]),
-        ],
-      },
+    knn: {
+      field: vectorField(req.vector.length),
+      query_vector: req.vector,
+      k: candidates,
+      num_candidates: candidates,
+      filter: rankedFilter(req, [...extra, { bool: { must_not: [blended(t, n)] } }]),
+      _name: 's',
     },
-    size: Math.min(MAX_KNN, 2 * candidates),
+  };
+}
+
+/** The clauses, named so each hit says which found it and with what score. */
+function knnBody(clauses: Dsl[]): Dsl & { size: number } {
+  const k = clauses.reduce((s, c) => s + ((c as { knn: { k: number } }).knn.k ?? 0), 0);
+  return {
+    query: { bool: { should: clauses } },
+    size: Math.min(MAX_KNN, k),
     sort: [{ _score: 'desc' }, { id: 'asc' }],
     track_scores: true,
     track_total_hits: false,
     include_named_queries_score: true,
-    _source: ['id', 'tuned_model', 'tuned_f32'],
+    _source: false,
   };
 }
 

@@ -6,14 +6,14 @@ import { ItemIndex, orEmpty } from './item-index';
 import { tunedMapping } from './mapping';
 
 /**
- * Writes each item's projection into its document (contract §20), for the projection's own
- * HNSW field: items are rewritten whole with if_seq_no, as every item write here (no scripts),
+ * Writes each item's projection into its document (contract §20), with the HNSW field of its
+ * embedding and projection together (blendField): items are rewritten whole with if_seq_no, as every item write here (no scripts),
  * so a write in between wins and the item is counted changed, for the next sweep to look at.
  * Pages follow the ids, not what the search still finds stale: a search sees writes only after
  * the next refresh, so asking again for stale items would return the ones just written.
  */
 export class EsTunedVectors extends ItemIndex {
-  /** Indices (and projection sizes) whose field this process has added. */
+  /** Indices (and blend sizes) whose field this process has added. */
   private readonly mapped = new Set<string>();
 
   /** The next `limit` items after `after` without this projection brought up to date. */
@@ -28,7 +28,7 @@ export class EsTunedVectors extends ItemIndex {
     const index = this.index(datasetId);
     return orEmpty(
       async () => {
-        await this.addField(index, t.projection.k);
+        await this.addField(index, dims + t.projection.k);
         const r = await this.client.search<ItemDoc>({
           index,
           size: limit,
@@ -39,7 +39,7 @@ export class EsTunedVectors extends ItemIndex {
                 { term: { embedder } },
                 { exists: { field: vectorField(dims) } },
               ],
-              must_not: [{ term: { tuned_model: t.model } }],
+              must_not: [{ term: { blend_model: t.model } }],
             },
           },
           sort: [{ id: 'asc' }],
@@ -56,12 +56,12 @@ export class EsTunedVectors extends ItemIndex {
         for (const h of hits) {
           const src = h._source!;
           const v = src.state === 'processed' ? docFloats(src) : undefined;
-          if (!v || v.length !== t.projection.dims || src.tuned_model === t.model) continue;
+          if (!v || v.length !== t.projection.dims || src.blend_model === t.model) continue;
           const doc: Record<string, unknown> = {
             ...toDoc(datasetId, fromDoc(src), src.error ?? null, src),
           };
-          // one projection field per document: a projection of another size leaves its own
-          for (const key of Object.keys(doc)) if (key.startsWith('vector_tuned_')) delete doc[key];
+          // one blend field per document: a projection of another size leaves its own
+          for (const key of Object.keys(doc)) if (key.startsWith('vector_blend_')) delete doc[key];
           ops.push(
             {
               index: {
@@ -71,7 +71,7 @@ export class EsTunedVectors extends ItemIndex {
                 if_primary_term: h._primary_term,
               },
             },
-            { ...doc, ...tunedFields(t.model, project(t.projection, v)) },
+            { ...doc, ...tunedFields(t.model, v, project(t.projection, v)) },
           );
         }
         if (ops.length) {
@@ -90,15 +90,15 @@ export class EsTunedVectors extends ItemIndex {
     );
   }
 
-  private async addField(index: string, k: number): Promise<void> {
-    const key = `${index}\u0000${k}`;
+  private async addField(index: string, n: number): Promise<void> {
+    const key = `${index}\u0000${n}`;
     if (this.mapped.has(key)) return;
     try {
-      await this.client.indices.putMapping({ index, properties: tunedMapping(k) as never });
+      await this.client.indices.putMapping({ index, properties: tunedMapping(n) as never });
     } catch (e) {
       if (e instanceof errors.ResponseError && e.statusCode === 400)
         throw new Error(
-          `Elasticsearch: cannot add the ${k}-dimension projection field to ${index}: ${e.message}`,
+          `Elasticsearch: cannot add the ${n}-dimension blend field to ${index}: ${e.message}`,
           { cause: e },
         );
       throw e;

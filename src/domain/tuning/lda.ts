@@ -376,6 +376,42 @@ export function tunedVector(p: Projection, weight: number, x: Float32Array): Flo
   return out;
 }
 
+/**
+ * tunedVector with the weight moved to the query's side, so a stored vector serves every
+ * weight: documents hold [x̂, project(x)] / √2 and a query [(1 − w)·q̂, w·project(q)]. Their
+ * cosine is the blend divided by √2 times the query's norm, so one kNN by cosine ranks by the
+ * blend and the blend is read back from it (blendFromCosine). A zero projection has no such
+ * document (its cosine would be rescaled): the caller ranks it exactly instead.
+ */
+export function blendDocVector(x: Float32Array, z: Float32Array): Float32Array | undefined {
+  const xn = Math.sqrt(dot(x, x));
+  const zn = Math.sqrt(dot(z, z));
+  if (!(xn > 0 && zn > 0)) return undefined;
+  const out = new Float32Array(x.length + z.length);
+  for (let j = 0; j < x.length; j++) out[j] = x[j]! / xn / Math.SQRT2;
+  for (let c = 0; c < z.length; c++) out[x.length + c] = z[c]! / zn / Math.SQRT2;
+  return out;
+}
+
+/** The query half of blendDocVector, and the factor that turns its cosine into the blend. */
+export function blendQueryVector(
+  weight: number,
+  q: Float32Array,
+  zq: Float32Array,
+): { vector: Float32Array; toBlend: number } {
+  const qn = Math.sqrt(dot(q, q)) || 1;
+  const out = new Float32Array(q.length + zq.length);
+  for (let j = 0; j < q.length; j++) out[j] = ((1 - weight) * q[j]!) / qn;
+  for (let c = 0; c < zq.length; c++) out[q.length + c] = weight * zq[c]!;
+  const norm = Math.sqrt(dot(out, out));
+  // a query whose blend is zero everywhere (weight 1, zero projection) still needs a direction
+  if (!(norm > 0)) {
+    for (let j = 0; j < q.length; j++) out[j] = q[j]! / qn;
+    return { vector: out, toBlend: 0 };
+  }
+  return { vector: out, toBlend: Math.SQRT2 * norm };
+}
+
 /** "LDA1", dims, k (uint32 little-endian), then mean and basis as float32 little-endian. */
 const MAGIC = 0x3141444c;
 const HEADER = 12;
