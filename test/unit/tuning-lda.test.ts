@@ -13,6 +13,7 @@ import {
   blendDocVector,
   blendQueryVector,
   deserialise,
+  MIN_SHRINKAGE,
   fitProjection,
   project,
   serialise,
@@ -197,17 +198,60 @@ test('malformed bytes are refused', () => {
   expect(() => deserialise(tooWide)).toThrow();
 });
 
-test('labels with fewer than 5 items are left out of the fit', () => {
+test('a label of one item is left out of the fit; one of 2–4 takes part but is never asked', () => {
   const items = synthetic(10, 2, 20);
-  const four = synthetic(11, 1, 4).map((it) => ({ ...it, label: 'rare' }));
+  const extra = synthetic(11, 1, 4);
   // interleaved, so that leaving them out is not a matter of order
-  const mixed = items.flatMap((it, i) =>
-    i % 10 === 0 && four[i / 10] ? [four[i / 10]!, it] : [it],
-  );
-  expect(mixed).toHaveLength(44);
-  const p = fitProjection(mixed);
+  const mix = (more: Labelled[]) =>
+    items.flatMap((it, i) => (i % 10 === 0 && more[i / 10] ? [more[i / 10]!, it] : [it]));
+  const singles = mix(extra.map((it, i) => ({ ...it, label: `own-${i}` })));
+  expect(singles).toHaveLength(44);
+  expect(serialise(fitProjection(singles))).toEqual(serialise(fitProjection(items)));
+  const four = mix(extra.map((it) => ({ ...it, label: 'rare' })));
+  expect(fitProjection(four).k).toBe(2);
+  // the check's queries are the items of labels with 5 or more
+  expect(crossValidate(four, { weight: 0.5, folds: 2 }).queries).toBe(40);
+});
+
+test('the scatter is shrunk by MIN_SHRINKAGE at least; projections centre on the class means', () => {
+  const r = seededRandom(21);
+  const gauss = () => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
+  // two labels of unequal size, noise correlated across the two dimensions: with 600 items
+  // Ledoit–Wolf alone would hardly shrink at all
+  const items: Labelled[] = Array.from({ length: 600 }, (_, i) => {
+    const a = i < 400;
+    const e = gauss();
+    const v = [(a ? 0 : 1) + e, (a ? 0 : 0.5) + 0.9 * e + 0.3 * gauss()];
+    return { vector: Float32Array.from(v), label: a ? 'a' : 'b', group: `g${i}` };
+  });
+  const mean = (label: string) => {
+    const of = items.filter((it) => it.label === label);
+    return [0, 1].map((j) => of.reduce((s, it) => s + it.vector[j]!, 0) / of.length);
+  };
+  const mu = { a: mean('a'), b: mean('b') };
+  const s = [0, 0, 0];
+  for (const it of items) {
+    const m = mu[it.label as 'a' | 'b'];
+    const y = [it.vector[0]! - m[0]!, it.vector[1]! - m[1]!];
+    s[0] += (y[0]! * y[0]!) / 600;
+    s[1] += (y[0]! * y[1]!) / 600;
+    s[2] += (y[1]! * y[1]!) / 600;
+  }
+  /** The LDA direction S⁻¹(μ_b − μ_a) with the off-diagonal kept at (1 − shrink). */
+  const direction = (shrink: number) => {
+    const off = (1 - shrink) * s[1]!;
+    const d0 = mu.b[0]! - mu.a[0]!;
+    const d1 = mu.b[1]! - mu.a[1]!;
+    return unit(Float32Array.from([s[2]! * d0 - off * d1, s[0]! * d1 - off * d0]));
+  };
+  const p = fitProjection(items);
   expect(p.k).toBe(1);
-  expect(serialise(p)).toEqual(serialise(fitProjection(items)));
+  const fitted = unit(Float32Array.from(p.basis));
+  expect(Math.abs(dot(fitted, direction(MIN_SHRINKAGE)))).toBeCloseTo(1, 6);
+  // and not what less shrinkage gives
+  expect(Math.abs(dot(fitted, direction(0)))).toBeLessThan(0.99);
+  // the centre is the mean of the two class means, not of the 600 items
+  [0, 1].forEach((j) => expect(p.mean[j]).toBeCloseTo((mu.a[j]! + mu.b[j]!) / 2, 5));
 });
 
 test('fewer than 2 labels of 5 items is an error', () => {

@@ -275,7 +275,10 @@ function validate(
   const scores = new Float64Array(corpus.length);
   for (let f = 0; f < folds; f++) {
     const asked: number[] = [];
-    corpus.forEach((i, r) => foldOf[i] === f && classes.of[i]! >= 0 && asked.push(r));
+    corpus.forEach((i, r) => {
+      const c = classes.of[i]!;
+      if (foldOf[i] === f && c >= 0 && classes.sizes[c]! >= MIN_CLASS_ITEMS) asked.push(r);
+    });
     shuffle(asked, rand);
     asked.length = Math.min(asked.length, opts.maxQueries ?? DEFAULT_MAX_QUERIES);
     asked.sort((a, b) => a - b);

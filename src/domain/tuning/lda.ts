@@ -3,7 +3,9 @@
  * that separates its labels, and the blend of plain and projected cosines it ranks by.
  *
  * The fit is scikit-learn's LinearDiscriminantAnalysis(solver='eigen', shrinkage='auto') with
- * one pooled within-class covariance. Its cost is kept bounded at any size: class means come
+ * one pooled within-class covariance, with three changes that hold up better when only part of
+ * a catalogue is labelled: a floor under the shrinkage, labels of two items taking part, and
+ * projections centred on the mean of the class means. Its cost is kept bounded at any size: class means come
  * from every item, the D × D within-class scatter from a stratified sample of at most
  * `maxCovItems` items, and the generalised eigenproblem is solved through a Cholesky factor and
  * a C × C matrix (C = number of labels) instead of a D × D one.
@@ -39,7 +41,19 @@ export interface Projection {
   basis: Float32Array;
 }
 
+/** A label takes part in activation, in the count of classes and in the check's queries with this many. */
 export const MIN_CLASS_ITEMS = 5;
+/**
+ * A label takes part in a fit with this many: a training fold of a partly labelled set keeps
+ * the labels it has only a few items of, which a fit is better with than without.
+ */
+const FIT_CLASS_ITEMS = 2;
+/**
+ * The least shrinkage of the within-class covariance towards its diagonal. Ledoit–Wolf's own
+ * estimate trusts the few items of a partly labelled fold too much; held-out precision rises
+ * up to about this floor and falls past it (docs/embedders.md).
+ */
+export const MIN_SHRINKAGE = 0.6;
 const MAX_OUTPUT_DIMS = 64;
 /**
  * The scatter's pass costs in proportion to it (D²/2 per row); at 100,000 real items, twice as
@@ -53,11 +67,13 @@ export interface FitOptions {
   seed?: number;
 }
 
-/** The labels that take part in a fit: every label of at least MIN_CLASS_ITEMS items. */
+/** The labels that take part in a fit: every label of at least FIT_CLASS_ITEMS items. */
 export interface Classes {
   /** per item: its class, or −1 when its label is left out */
   of: Int32Array;
   names: string[];
+  /** per class: its items */
+  sizes: number[];
 }
 
 export function classesOf(items: readonly Labelled[]): Classes {
@@ -65,13 +81,17 @@ export function classesOf(items: readonly Labelled[]): Classes {
   for (const it of items) counts.set(it.label, (counts.get(it.label) ?? 0) + 1);
   // sorted, so that class numbers (and the float sums in their order) do not depend on item order
   const names = [...counts]
-    .filter(([, n]) => n >= MIN_CLASS_ITEMS)
+    .filter(([, n]) => n >= FIT_CLASS_ITEMS)
     .map(([name]) => name)
     .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  if (names.length < 2)
+  if (names.filter((name) => counts.get(name)! >= MIN_CLASS_ITEMS).length < 2)
     throw new Error(`tuning needs at least 2 labels with ${MIN_CLASS_ITEMS} items each`);
   const index = new Map(names.map((name, c) => [name, c]));
-  return { of: Int32Array.from(items, (it) => index.get(it.label) ?? -1), names };
+  return {
+    of: Int32Array.from(items, (it) => index.get(it.label) ?? -1),
+    names,
+    sizes: names.map((name) => counts.get(name)!),
+  };
 }
 
 export function checkDims(items: readonly Labelled[]): number {
@@ -192,12 +212,17 @@ export function fitMoments(
 ): Projection {
   const d = m.dims;
   const kept: number[] = [];
-  m.count.forEach((n, c) => n >= MIN_CLASS_ITEMS && kept.push(c));
+  m.count.forEach((n, c) => n >= FIT_CLASS_ITEMS && kept.push(c));
   if (kept.length < 2)
-    throw new Error(`tuning needs at least 2 labels with ${MIN_CLASS_ITEMS} items each`);
+    throw new Error(`tuning needs at least 2 labels with ${FIT_CLASS_ITEMS} items each`);
   const n = kept.reduce((s, c) => s + m.count[c]!, 0);
   const mean = new Float64Array(d);
   for (const c of kept) for (let j = 0; j < d; j++) mean[j] += m.sum[c * d + j]! / n;
+  // projections are compared by cosine, so the centre decides their angles: the mean of the
+  // class means, not of the items, keeps a large label from pulling it (docs/embedders.md)
+  const centre = new Float64Array(d);
+  for (const c of kept)
+    for (let j = 0; j < d; j++) centre[j] += m.sum[c * d + j]! / m.count[c]! / kept.length;
 
   const s = withinScatter(m, items, classes, sample, kept);
   choleskyInPlace(s, d);
@@ -236,12 +261,13 @@ export function fitMoments(
     const sign = v[big]! < 0 ? -1 : 1;
     for (let j = 0; j < d; j++) basis[j * k + e] = sign * v[j]!;
   }
-  return { dims: d, k, mean: Float32Array.from(mean), basis };
+  return { dims: d, k, mean: Float32Array.from(centre), basis };
 }
 
 /**
- * The pooled within-class covariance of the sample, Ledoit–Wolf shrunk towards its diagonal, in
- * place of m.second. Classes below MIN_CLASS_ITEMS in this set (only in a training fold) are
+ * The pooled within-class covariance of the sample, shrunk towards its diagonal by Ledoit–Wolf's
+ * estimate or MIN_SHRINKAGE, whichever is more, in place of m.second. Classes below
+ * FIT_CLASS_ITEMS in this set (only in a training fold) are
  * taken out of it; each kept class is centred on its own sample mean.
  */
 function withinScatter(
@@ -313,7 +339,10 @@ function withinScatter(
   const mu = traceR / d;
   const beta = (fourth / total - frobR) / (d * total);
   const delta = (frobR - d * mu * mu) / d;
-  const shrink = delta > 0 ? Math.min(Math.max(beta, 0), delta) / delta : 1;
+  const shrink = Math.max(
+    MIN_SHRINKAGE,
+    delta > 0 ? Math.min(Math.max(beta, 0), delta) / delta : 1,
+  );
   // the floor keeps the factorisation defined when a feature (or every class) has no spread
   const floor = Math.max((1e-6 * trace) / d, 1e-12);
   for (let i = 0; i < d; i++) {
