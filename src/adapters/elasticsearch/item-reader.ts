@@ -134,6 +134,11 @@ export class EsItemReader extends ItemIndex implements ItemReader {
       async () => {
         const r = await this.client.search({
           index: this.index(datasetId),
+          // copies of a shard refresh on their own clocks, so two reads served by two copies can
+          // count backwards (a ready dataset answering 409); one dataset's counts ask the same
+          // copies while they are up, and a missing shard fails rather than counts short
+          preference: `counts-${datasetId}`,
+          allow_partial_search_results: false,
           size: 0,
           track_total_hits: true,
           aggs: {
