@@ -75,12 +75,12 @@ async function hooked(org: string, events: string[]) {
 }
 
 /** Pushes `n` items (ids `p0` …) through API B, 100 a request; returns the ids. */
-async function push(org: string, token: string, n: number): Promise<string[]> {
-  const ids = Array.from({ length: n }, (_, i) => `p${i}`);
+async function push(org: string, token: string, n: number, from = 0): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `p${from + i}`);
   for (let i = 0; i < n; i += 100) {
     const content = ids
       .slice(i, i + 100)
-      .map((id, k) => ({ id, url: `${img.url}/img/${i + k}.png` }));
+      .map((id, k) => ({ id, url: `${img.url}/img/${from + i + k}.png` }));
     const r = await b.call('POST', `/orgs/${org}/datasets/d/content`, token, { content });
     expect(r.status).toBe(202);
   }
@@ -196,9 +196,16 @@ test('a subscription on API A gets the events of the one worker left, with the f
     );
   });
   await connected;
-  // the subscription is registered on the host once the server has the subscribe message
-  await new Promise((r) => setTimeout(r, 500));
-  const ids = await push('live', token, 200);
+  // the server registers the subscription a moment after the socket opens (later under load),
+  // and events are of what happens from then on: items go one at a time until an event shows
+  // it listening, then the rest, so the dataset is published while it is
+  const ids: string[] = [];
+  while (events.length === 0) {
+    ids.push(...(await push('live', token, 1, ids.length)));
+    await waitFor('an event', async () => events.length > 0, 5_000).catch(() => undefined);
+  }
+  expect(ids.length).toBeLessThan(200);
+  ids.push(...(await push('live', token, 200 - ids.length, ids.length)));
   const dataset = await waitFor(
     'the dataset processed and published',
     async () => {
