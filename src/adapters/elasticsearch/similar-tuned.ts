@@ -1,3 +1,4 @@
+import { errors } from '@elastic/elasticsearch';
 import { blend, blendQueryVector, project } from '../../domain/tuning/lda';
 import { dot } from '../../domain/tuning/linalg';
 import type { ScoredItem, SimilarRequest, TunedQuery } from '../../ports/search-engine';
@@ -56,14 +57,24 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
     }
   };
   for (const extra of ranges) {
-    const clauses = [blendClause(req, t, q.vector, candidates, extra)];
-    clauses.push(staleClause(req, t, q.vector.length, candidates, extra));
+    const rest = staleClause(req, t, q.vector.length, candidates, extra);
+    const clauses = [blendClause(req, t, q.vector, candidates, extra), rest];
     const body = knnBody(clauses);
-    const hits = ((await search(body)) as Hits).hits.hits;
+    let hits: Hit[];
+    // an exhaustive range holds no more items than the size, and the clauses share none
+    let whole = exact;
+    try {
+      hits = ((await search(body)) as Hits).hits.hits;
+    } catch (e) {
+      // an index no pass has given the field yet (a projection of a new size, or an index of
+      // an earlier layout) holds no item with it: every item is ranked from the plain field
+      if (!unmapped(e, blendField(q.vector.length))) throw e;
+      hits = ((await search(knnBody([rest]))) as Hits).hits.hits;
+      whole = true;
+    }
     // the two clauses' scores are on different scales, so an answer cut at its size may have
-    // dropped hits of either: read each in full then (only pages over 250 can be cut; an
-    // exhaustive range holds no more items than the size, and the clauses share none)
-    if (exact || hits.length < body.size) read(hits);
+    // dropped hits of either: read each in full then (only pages over 250 can be cut)
+    if (whole || hits.length < body.size) read(hits);
     else for (const c of clauses) read(((await search(knnBody([c]))) as Hits).hits.hits);
   }
   if (stale.size) {
@@ -97,6 +108,12 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
     ];
   });
 }
+
+/** Elasticsearch's refusal of a kNN over `field` because the index does not map it. */
+const unmapped = (e: unknown, field: string): boolean =>
+  e instanceof errors.ResponseError &&
+  e.statusCode === 400 &&
+  JSON.stringify(e.body ?? '').includes(`[${field}]`);
 
 /** Items whose blend vector is of this projection (a zero projection has none). */
 const blended = (t: TunedQuery, n: number): Dsl => ({
