@@ -28,10 +28,10 @@ const cosOf = (score: number): number => 2 * score - 1;
  * Tuned similarity on Elasticsearch (contract §20): one kNN by the blend. Each item holds its
  * embedding and projection together in one HNSW field (blendDocVector) whose cosine with the
  * query's (blendQueryVector) is the blend over a factor of the query's own, so the blend ranks
- * in one kNN, as a plain request does. Items without that vector (processed since the pass, or
- * projecting to zero) come from a second clause over the plain field restricted to them (free
- * when there are none) and are projected here, so their blend is exact too. Exhaustive requests
- * read every ranked item in both clauses.
+ * in one kNN, as a plain request does, and its first `limit` hits come with their documents.
+ * Items without that vector (processed since the pass, or projecting to zero) are searched at
+ * the same time over the plain field restricted to them (nothing to read when there are none)
+ * and projected here, so their blend is exact too. Exhaustive requests do both per id range.
  */
 export async function tunedSimilar(search: Search, req: SimilarRequest): Promise<ScoredItem[]> {
   const t = req.tuning!;
@@ -45,42 +45,39 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
   const exact = req.exact || size > knnCandidates(req);
   const candidates = exact ? MAX_KNN : knnCandidates(req);
   const ranges = exact ? await idRanges(search, req, await rankedCount(search, req)) : [[]];
+  // one range's hits carry their documents; several ranges' are read once the page is known
+  const source = ranges.length > 1 ? false : req.includeVectors ? true : NO_VECTOR;
   const blends = new Map<string, number>();
+  const docs = new Map<string, ItemDoc>();
   /** Items without a blend vector of this projection, with their plain cosine. */
   const stale = new Map<string, number>();
-  const read = (hits: Hit[]) => {
-    for (const h of hits) {
-      const id = String(h.sort?.[1] ?? h._id);
-      const named = (h.matched_queries ?? {}) as Record<string, number>;
-      if (named.b !== undefined) blends.set(id, cosOf(named.b) * q.toBlend);
-      else if (named.s !== undefined) stale.set(id, cosOf(named.s));
-    }
-  };
+  const field = blendField(q.vector.length);
   for (const extra of ranges) {
-    const rest = staleClause(req, t, q.vector.length, candidates, extra);
-    const clauses = [blendClause(req, t, q.vector, candidates, extra), rest];
-    const body = knnBody(clauses);
-    let hits: Hit[];
-    // an exhaustive range holds no more items than the size, and the clauses share none
-    let whole = exact;
-    try {
-      hits = ((await search(body)) as Hits).hits.hits;
-    } catch (e) {
-      // an index no pass has given the field yet (a projection of a new size, or an index of
-      // an earlier layout) holds no item with it: every item is ranked from the plain field
-      if (!unmapped(e, blendField(q.vector.length))) throw e;
-      hits = ((await search(knnBody([rest]))) as Hits).hits.hits;
-      whole = true;
+    const [blended, rest] = await Promise.all([
+      search(blendBody(req, t, q.vector, candidates, size, source, extra)).then(
+        (r) => (r as Hits).hits.hits,
+        // an index no pass has given the field yet (a projection of a new size, or an index of
+        // an earlier layout) holds no item with it: the other search finds every item
+        (e: unknown) => {
+          if (unmapped(e, field)) return [];
+          throw e;
+        },
+      ),
+      search(staleBody(req, t, q.vector.length, candidates, extra)),
+    ]);
+    // the first `size` by the blend: an item further down cannot reach the page
+    for (const h of blended) {
+      const id = String(h.sort?.[1] ?? h._id);
+      blends.set(id, cosOf(Number(h.sort?.[0])) * q.toBlend);
+      if (h._source) docs.set(id, h._source);
     }
-    // the two clauses' scores are on different scales, so an answer cut at its size may have
-    // dropped hits of either: read each in full then (only pages over 250 can be cut)
-    if (whole || hits.length < body.size) read(hits);
-    else for (const c of clauses) read(((await search(knnBody([c]))) as Hits).hits.hits);
+    for (const h of (rest as Hits).hits.hits)
+      stale.set(String(h.sort?.[1] ?? h._id), cosOf(Number(h.sort?.[0])));
   }
   if (stale.size) {
-    const docs = await byIds(search, [...stale.keys()], ['id', EMBEDDING_SOURCE]);
+    const embeddings = await byIds(search, [...stale.keys()], ['id', EMBEDDING_SOURCE]);
     for (const [id, plain] of stale) {
-      const v = docs.get(id) && docFloats(docs.get(id)!);
+      const v = embeddings.get(id) && docFloats(embeddings.get(id)!);
       if (v?.length === t.projection.dims)
         blends.set(id, blend(t.weight, plain, dot(zq, project(t.projection, v))));
     }
@@ -89,12 +86,10 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
     .map(([id, d]) => ({ id, d }))
     .sort((a, b) => b.d - a.d || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .slice(from, size);
-  if (!ranked.length) return [];
-  const docs = await byIds(
-    search,
-    ranked.map((r) => r.id),
-    req.includeVectors ? undefined : NO_VECTOR,
-  );
+  const unread = ranked.filter((r) => !docs.has(r.id)).map((r) => r.id);
+  if (unread.length)
+    for (const [id, d] of await byIds(search, unread, req.includeVectors ? undefined : NO_VECTOR))
+      docs.set(id, d);
   return ranked.flatMap((r) => {
     const d = docs.get(r.id);
     if (!d) return [];
@@ -120,28 +115,40 @@ const blended = (t: TunedQuery, n: number): Dsl => ({
   bool: { filter: [{ term: { blend_model: t.model } }, { exists: { field: blendField(n) } }] },
 });
 
+const ordered = {
+  sort: [{ _score: 'desc' }, { id: 'asc' }],
+  track_scores: true,
+  track_total_hits: false,
+};
+
 /** The kNN by the blend, over the items with a blend vector of this projection. */
-function blendClause(
+function blendBody(
   req: SimilarRequest,
   t: TunedQuery,
   vector: Float32Array,
   candidates: number,
+  size: number,
+  source: boolean | Dsl,
   extra: Dsl[],
 ): Dsl {
   return {
-    knn: {
-      field: blendField(vector.length),
-      query_vector: Array.from(vector),
-      k: candidates,
-      num_candidates: candidates,
-      filter: rankedFilter(req, [...extra, { term: { blend_model: t.model } }]),
-      _name: 'b',
+    query: {
+      knn: {
+        field: blendField(vector.length),
+        query_vector: Array.from(vector),
+        k: candidates,
+        num_candidates: candidates,
+        filter: rankedFilter(req, [...extra, { term: { blend_model: t.model } }]),
+      },
     },
+    size,
+    ...ordered,
+    ...(source === true ? {} : { _source: source }),
   };
 }
 
 /** The plain kNN over the items without one. */
-function staleClause(
+function staleBody(
   req: SimilarRequest,
   t: TunedQuery,
   n: number,
@@ -149,27 +156,17 @@ function staleClause(
   extra: Dsl[],
 ): Dsl {
   return {
-    knn: {
-      field: vectorField(req.vector.length),
-      query_vector: req.vector,
-      k: candidates,
-      num_candidates: candidates,
-      filter: rankedFilter(req, [...extra, { bool: { must_not: [blended(t, n)] } }]),
-      _name: 's',
+    query: {
+      knn: {
+        field: vectorField(req.vector.length),
+        query_vector: req.vector,
+        k: candidates,
+        num_candidates: candidates,
+        filter: rankedFilter(req, [...extra, { bool: { must_not: [blended(t, n)] } }]),
+      },
     },
-  };
-}
-
-/** The clauses, named so each hit says which found it and with what score. */
-function knnBody(clauses: Dsl[]): Dsl & { size: number } {
-  const k = clauses.reduce((s, c) => s + ((c as { knn: { k: number } }).knn.k ?? 0), 0);
-  return {
-    query: { bool: { should: clauses } },
-    size: Math.min(MAX_KNN, k),
-    sort: [{ _score: 'desc' }, { id: 'asc' }],
-    track_scores: true,
-    track_total_hits: false,
-    include_named_queries_score: true,
+    size: candidates,
+    ...ordered,
     _source: false,
   };
 }
