@@ -18,7 +18,6 @@ type Hit = {
   _id?: string;
   _source?: ItemDoc;
   sort?: unknown[];
-  matched_queries?: Record<string, number> | string[];
 };
 type Hits = { hits: { hits: Hit[] } };
 
