@@ -7,8 +7,9 @@ import { tunedMapping } from './mapping';
 
 /**
  * Writes each item's projection into its document (contract §20), with the HNSW field of its
- * embedding and projection together (blendField): items are rewritten whole with if_seq_no, as every item write here (no scripts),
- * so a write in between wins and the item is counted changed, for the next sweep to look at.
+ * embedding and projection together (blendField): items are rewritten whole with if_seq_no, as
+ * every item write here (no scripts), so a write in between wins and the item is counted
+ * changed, for the next sweep to look at.
  * Pages follow the ids, not what the search still finds stale: a search sees writes only after
  * the next refresh, so asking again for stale items would return the ones just written.
  */
@@ -57,11 +58,11 @@ export class EsTunedVectors extends ItemIndex {
           const src = h._source!;
           const v = src.state === 'processed' ? docFloats(src) : undefined;
           if (!v || v.length !== t.projection.dims || src.blend_model === t.model) continue;
-          const doc: Record<string, unknown> = {
-            ...toDoc(datasetId, fromDoc(src), src.error ?? null, src),
-          };
-          // one blend field per document: a projection of another size leaves its own
-          for (const key of Object.keys(doc)) if (key.startsWith('vector_blend_')) delete doc[key];
+          // the previous projection is not carried over (nor its blend field, of another size)
+          const doc = toDoc(datasetId, fromDoc(src), src.error ?? null, {
+            ...src,
+            blend_model: null,
+          });
           ops.push(
             {
               index: {
