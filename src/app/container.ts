@@ -49,7 +49,7 @@ import { HttpWebhookSender } from '../adapters/webhooks/http-sender';
 import { allSinks } from '../jobs/item-outcomes';
 import { DuplicatePass, startDuplicatePass } from '../jobs/duplicate-pass';
 import { TuningPass, startTuningPass } from '../jobs/tuning-pass';
-import { TunedModels } from '../services/tuned-models';
+import { TunedModels, activeProjections } from '../services/tuned-models';
 import { DuplicateService } from '../services/duplicates';
 import { OutboxBatcher } from '../jobs/outbox-batcher';
 import { WebhookDeliverer } from '../jobs/webhook-deliverer';
@@ -298,6 +298,7 @@ export async function buildContainer(
     readyMemo,
     now,
   );
+  const tunedModels = new TunedModels(tuning);
   const services: Services = {
     auth,
     organisations: new OrganisationService(accounts, auth, clock),
@@ -336,7 +337,7 @@ export async function buildContainer(
     track: new TrackService(vision, events, now),
     report: new ReportService(auth, events, now),
     duplicates: new DuplicateService(auth, content, duplicates),
-    similarity: new SimilarityService(vision, analyzer, embedder.id, new TunedModels(tuning)),
+    similarity: new SimilarityService(vision, analyzer, embedder.id, tunedModels),
     usage: new UsageService(accounts, content, auth, ledger, clock),
     metering,
     readiness: new ReadinessService({ accounts, store: content, queue }),
@@ -385,6 +386,7 @@ export async function buildContainer(
       imageSlots: new Slots(config.WORKER_CONCURRENCY),
       metrics,
       outcomes,
+      tuning: activeProjections(accounts, tunedModels, now),
     }),
     embedder: embedderRef,
     startWebhookWork() {

@@ -13,6 +13,7 @@ import type { ItemProcessing } from '../ports/item-processing';
 import type { ItemReader } from '../ports/item-reader';
 import type { ImageAnalyzer } from '../ports/image-analyzer';
 import type { ImageFetcher } from '../ports/image-fetcher';
+import type { ActiveProjection } from '../ports/search-engine';
 import { Defer, RetryLater, type JobQueue } from '../ports/job-queue';
 import type { ImageKey, UsageLedger } from '../ports/usage-ledger';
 import { settlementFor } from '../domain/retry-rule';
@@ -45,6 +46,8 @@ export interface ImageJobDeps {
   metrics?: Metrics;
   /** Told of each processed or failed item before its job is acknowledged (events out). */
   outcomes?: OutcomeSink;
+  /** The dataset's active projection as this process read it a moment ago, if tuning is on. */
+  tuning?: (datasetId: string) => Promise<ActiveProjection | undefined>;
 }
 
 /**
@@ -253,8 +256,10 @@ export class ProcessImageHandler {
     release: () => Promise<void>,
   ): Promise<void> {
     try {
+      // a projection that cannot be read now is left to the tuning pass
+      const tuning = await this.deps.tuning?.(job.datasetId).catch(() => undefined);
       const at = this.deps.now();
-      if (await this.deps.store.markProcessed(job, features, at)) {
+      if (await this.deps.store.markProcessed(job, features, at, tuning)) {
         // together, so that a store can write both in one request; each is idempotent, and
         // the job is redelivered unless both are durable
         await Promise.all([

@@ -1,5 +1,6 @@
 import type { ProcessingJob } from '../domain/item';
 import type { ImageFeatures, ProcessingFailure } from '../domain/processing';
+import type { ActiveProjection } from './search-engine';
 
 /** One page of items to process, and the cursor of the next page when there may be one. */
 export interface JobPage {
@@ -9,8 +10,17 @@ export interface JobPage {
 
 /** Workers' results on items, and the items the recovery sweeps hand to workers again. */
 export interface ItemProcessing {
-  /** Records features only if the item still has this url; false when the job was stale. */
-  markProcessed(job: ProcessingJob, features: ImageFeatures, now: number): Promise<boolean>;
+  /**
+   * Records features only if the item still has this url; false when the job was stale. With
+   * the dataset's active projection, an engine that stores projections (applyTuning) stores the
+   * item's at once; without it (or when the index cannot take it yet) the tuning pass does.
+   */
+  markProcessed(
+    job: ProcessingJob,
+    features: ImageFeatures,
+    now: number,
+    tuning?: ActiveProjection,
+  ): Promise<boolean>;
   markFailed(job: ProcessingJob, failure: ProcessingFailure, now: number): Promise<boolean>;
   /**
    * Replaces a processed item's embedding (an empty vector records that re-embedding failed)

@@ -62,6 +62,9 @@ export interface TunedQuery {
   weight: number;
 }
 
+/** The stored projection a dataset ranks by while tuning is active, without the weight. */
+export type ActiveProjection = Pick<TunedQuery, 'model' | 'projection'>;
+
 /** The items a similarity request ranks: processed, with a vector of `embedder`, matching. */
 export interface RankedSet {
   embedder: string;
@@ -146,7 +149,7 @@ export interface SearchEngine {
     datasetId: string,
     embedder: string,
     dims: number,
-    tuning: Pick<TunedQuery, 'model' | 'projection'>,
+    tuning: ActiveProjection,
     after: string | undefined,
     limit: number,
   ): Promise<TuningPage>;

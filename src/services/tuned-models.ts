@@ -1,7 +1,12 @@
 import type { Dataset } from '../domain/dataset';
 import { deserialise, type Projection } from '../domain/tuning/lda';
-import type { TunedQuery } from '../ports/search-engine';
+import { RecentReads } from '../lib/recent-reads';
+import type { AccountStore } from '../ports/account-store';
+import type { ActiveProjection, TunedQuery } from '../ports/search-engine';
 import type { TuningStore } from '../ports/tuning-store';
+
+/** How old a dataset record a worker may write projections by (contract §12's 1 s). */
+const DATASET_TTL_MS = 1000;
 
 /** Projections kept per process; an id is never reused, so a kept one is never stale. */
 const KEPT = 16;
@@ -38,4 +43,21 @@ export class TunedModels {
     while (this.kept.size > KEPT) this.kept.delete(this.kept.keys().next().value!);
     return read;
   }
+}
+
+/**
+ * The active projection of a dataset by id, for workers that store it with each processed item:
+ * the record as this process read it in the last DATASET_TTL_MS. An item written under a
+ * projection replaced meanwhile is rewritten by the tuning pass.
+ */
+export function activeProjections(
+  accounts: Pick<AccountStore, 'getDatasetById'>,
+  models: TunedModels,
+  now: () => number,
+): (datasetId: string) => Promise<ActiveProjection | undefined> {
+  const recent = new RecentReads<Dataset>(DATASET_TTL_MS, now);
+  return async (datasetId) => {
+    const ds = await recent.get(datasetId, () => accounts.getDatasetById(datasetId));
+    return ds && models.of(ds);
+  };
 }

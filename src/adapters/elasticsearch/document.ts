@@ -90,6 +90,13 @@ export function tunedFields(model: string, x: Float32Array, z: Float32Array): Pa
   return out;
 }
 
+/** The document without its projection, for an index that has no blend field for it. */
+export function withoutTuning(d: ItemDoc): ItemDoc {
+  const out: ItemDoc = { ...d, blend_model: null, tuned_f32: null };
+  for (const k of Object.keys(out)) if (k.startsWith('vector_blend_')) delete out[k as never];
+  return out;
+}
+
 /** A previous document's projection, carried over while its embedding is. */
 function keptTuning(d: ItemDoc, x: Float32Array): Partial<ItemDoc> {
   if (!d.blend_model || !d.tuned_f32) return {};

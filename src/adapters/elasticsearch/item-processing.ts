@@ -2,7 +2,9 @@ import { errors } from '@elastic/elasticsearch';
 import type { ProcessingJob } from '../../domain/item';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
 import type { ItemProcessing, JobPage } from '../../ports/item-processing';
-import { docVector, fromDoc, toDoc, type ItemDoc } from './document';
+import { project } from '../../domain/tuning/lda';
+import type { ActiveProjection } from '../../ports/search-engine';
+import { docVector, fromDoc, toDoc, tunedFields, withoutTuning, type ItemDoc } from './document';
 import { staleQuery } from './dsl';
 import { CAS_RETRIES, backoff } from './cas';
 import { unavailable } from './outage';
@@ -49,12 +51,23 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
     super(indices);
   }
 
-  async markProcessed(job: ProcessingJob, f: ImageFeatures, now: number): Promise<boolean> {
+  async markProcessed(
+    job: ProcessingJob,
+    f: ImageFeatures,
+    now: number,
+    tuning?: ActiveProjection,
+  ): Promise<boolean> {
     await this.prepareVectorField();
+    const x = Float32Array.from(f.vector);
+    // with the dataset's projection, so that the item ranks in the one kNN by the blend at once
+    const tuned =
+      tuning && x.length === tuning.projection.dims
+        ? tunedFields(tuning.model, x, project(tuning.projection, x))
+        : {};
     return this.casUpdate(job, (d) => {
       if (d.url !== job.url || d.state === 'processed') return undefined;
       const item = fromDoc(d);
-      return toDoc(
+      const doc = toDoc(
         job.datasetId,
         {
           ...item,
@@ -71,6 +84,7 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
         null,
         { vector: f.vector, embedder: f.embedder },
       );
+      return { ...doc, ...tuned };
     });
   }
 
@@ -133,11 +147,14 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
     );
     if (grouped !== 'retry') return grouped === 'written';
     let fieldAdded = false;
+    /** The index has no blend field for the projection: the pass writes it (and maps it). */
+    let untuned = false;
     for (let attempt = 0; attempt < CAS_RETRIES; attempt++) {
       if (attempt) await backoff(attempt);
       const [hit] = (await this.mget(job.datasetId, [job.itemId])).hits;
-      const next = hit?._source && change(hit._source);
-      if (!next) return false;
+      const changed = hit?._source && change(hit._source);
+      if (!changed) return false;
+      const next = untuned ? withoutTuning(changed) : changed;
       try {
         await this.client.index({
           index: this.index(job.datasetId),
@@ -154,6 +171,10 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
         if (isConflict(e)) continue;
         // deleted since the read (item indices are never created by a write): nothing to change
         if (isIndexMissing(e)) return false;
+        if (!untuned && next.blend_model && isUnmappedField(e)) {
+          untuned = true;
+          continue;
+        }
         const dims = docVector(next)?.length;
         if (fieldAdded || !dims || !isUnmappedField(e)) throw e;
         // An index created by a host with another embedder size: give it this size's field.

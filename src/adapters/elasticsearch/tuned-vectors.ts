@@ -1,6 +1,6 @@
 import { errors } from '@elastic/elasticsearch';
 import { project } from '../../domain/tuning/lda';
-import type { TunedQuery, TuningPage } from '../../ports/search-engine';
+import type { ActiveProjection, TuningPage } from '../../ports/search-engine';
 import { docFloats, fromDoc, toDoc, tunedFields, vectorField, type ItemDoc } from './document';
 import { ItemIndex, orEmpty } from './item-index';
 import { tunedMapping } from './mapping';
@@ -22,7 +22,7 @@ export class EsTunedVectors extends ItemIndex {
     datasetId: string,
     embedder: string,
     dims: number,
-    t: Pick<TunedQuery, 'model' | 'projection'>,
+    t: ActiveProjection,
     after: string | undefined,
     limit: number,
   ): Promise<TuningPage> {
