@@ -12,6 +12,7 @@ import type {
   SearchRequest,
   SimilarRequest,
   TunedQuery,
+  ActiveProjection,
   TuningPage,
 } from '../../ports/search-engine';
 import type { Condition } from '../../query/ast';
@@ -20,11 +21,19 @@ import { groupCounts, groupFacets, searchGroups, type Search } from './groups';
 import { fromDoc, type ItemDoc } from './document';
 import { facetsBody, sampleBody, searchBody, type Dsl } from './dsl';
 import { approximate, exact, rankedCount } from './similar';
-import { tunedSimilar } from './similar-tuned';
+import { allBlended, tunedSimilar } from './similar-tuned';
 import { EsTunedVectors } from './tuned-vectors';
 import { nearPairs } from './near-pairs';
 import { ItemIndex, orEmpty } from './item-index';
 import { keyed } from '../../domain/keyed';
+import { RecentReads } from '../../lib/recent-reads';
+
+/**
+ * How long this process trusts that every item of a dataset has its blend vector: an item
+ * written without one (a worker that read the setting before a new fit) ranks within this long
+ * of becoming visible, and the pass gives it the vector within its own tick.
+ */
+const ALL_BLENDED_MS = 1000;
 
 type Bucket = { key: string | number; doc_count: number };
 type FacetAggs = Record<string, { sel: { s: { buckets: Bucket[] }; n: { buckets: Bucket[] } } }>;
@@ -96,17 +105,36 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
     };
   }
 
+  /** Per dataset and projection, whether every item had its blend vector a moment ago. */
+  private readonly blended = new RecentReads<boolean>(ALL_BLENDED_MS, Date.now, () => true);
+
   similar(datasetId: string, req: SimilarRequest): Promise<ScoredItem[]> {
     const search = this.searcher(datasetId);
+    const t = req.tuning;
     return orEmpty(
       () =>
-        req.tuning
-          ? tunedSimilar(search, req)
+        t
+          ? tunedSimilar(search, req, () => this.allBlended(datasetId, search, t, req.embedder))
           : req.exact
             ? exact(search, req)
             : approximate(search, req),
       [],
     );
+  }
+
+  /** Whether every item has its blend vector of `t`, as this process read it a moment ago. */
+  private async allBlended(
+    datasetId: string,
+    search: Search,
+    t: TunedQuery,
+    embedder: string,
+  ): Promise<boolean> {
+    const key = `${datasetId}\u0000${t.model}\u0000${embedder}`;
+    const all = await this.blended
+      .get(key, () => allBlended(search, t, embedder))
+      // unknown is not all: the search for the rest runs
+      .catch(() => false);
+    return all === true;
   }
 
   private readonly tunedVectors = new EsTunedVectors(this.indices);
@@ -115,7 +143,7 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
     datasetId: string,
     embedder: string,
     dims: number,
-    tuning: Pick<TunedQuery, 'model' | 'projection'>,
+    tuning: ActiveProjection,
     after: string | undefined,
     limit: number,
   ): Promise<TuningPage> {

@@ -28,11 +28,16 @@ const cosOf = (score: number): number => 2 * score - 1;
  * embedding and projection together in one HNSW field (blendDocVector) whose cosine with the
  * query's (blendQueryVector) is the blend over a factor of the query's own, so the blend ranks
  * in one kNN, as a plain request does, and its first `limit` hits come with their documents.
- * Items without that vector (processed since the pass, or projecting to zero) are searched at
- * the same time over the plain field restricted to them (nothing to read when there are none)
- * and projected here, so their blend is exact too. Exhaustive requests do both per id range.
+ * Items without that vector (written by a worker that had not yet read this projection, or
+ * projecting to zero) are searched at the same time over the plain field restricted to them, and
+ * projected here, so their blend is exact too; `allBlended` says when there are none, and that
+ * search is left out. Exhaustive requests do both per id range.
  */
-export async function tunedSimilar(search: Search, req: SimilarRequest): Promise<ScoredItem[]> {
+export async function tunedSimilar(
+  search: Search,
+  req: SimilarRequest,
+  allBlended: () => Promise<boolean>,
+): Promise<ScoredItem[]> {
   const t = req.tuning!;
   const query = Float32Array.from(req.vector);
   const zq = project(t.projection, query);
@@ -51,6 +56,7 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
   /** Items without a blend vector of this projection, with their plain cosine. */
   const stale = new Map<string, number>();
   const field = blendField(q.vector.length);
+  const complete = await allBlended();
   for (const extra of ranges) {
     const [blended, rest] = await Promise.all([
       search(blendBody(req, t, q.vector, candidates, size, source, extra)).then(
@@ -62,7 +68,7 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
           throw e;
         },
       ),
-      search(staleBody(req, t, q.vector.length, candidates, extra)),
+      complete ? NONE : search(staleBody(req, t, q.vector.length, candidates, extra)),
     ]);
     // the first `size` by the blend: an item further down cannot reach the page
     for (const h of blended) {
@@ -101,6 +107,36 @@ export async function tunedSimilar(search: Search, req: SimilarRequest): Promise
       },
     ];
   });
+}
+
+const NONE: Hits = { hits: { hits: [] } };
+
+/**
+ * Whether every item a request over `embedder`'s vectors can rank has the blend vector of this
+ * projection: one document is enough to say no.
+ */
+export async function allBlended(
+  search: Search,
+  t: TunedQuery,
+  embedder: string,
+): Promise<boolean> {
+  const n = t.projection.dims + t.projection.k;
+  const r = (await search({
+    size: 0,
+    terminate_after: 1,
+    track_total_hits: true,
+    query: {
+      bool: {
+        filter: [
+          { term: { state: 'processed' } },
+          { term: { embedder } },
+          { exists: { field: vectorField(t.projection.dims) } },
+        ],
+        must_not: [blended(t, n)],
+      },
+    },
+  })) as { hits: { total?: { value: number } } };
+  return (r.hits.total?.value ?? 1) === 0;
 }
 
 /** Elasticsearch's refusal of a kNN over `field` because the index does not map it. */

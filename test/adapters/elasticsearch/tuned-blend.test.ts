@@ -10,6 +10,7 @@ import { esPorts } from '../../../src/adapters/elasticsearch/es-ports';
 import { EsIndices } from '../../../src/adapters/elasticsearch/indices';
 import { blend, project, type Projection } from '../../../src/domain/tuning/lda';
 import { seededRandom } from '../../../src/lib/seeded-random';
+import type { ProcessingJob } from '../../../src/domain/item';
 import type { SimilarRequest, TunedQuery } from '../../../src/ports/search-engine';
 
 const ES_URL = process.env.ELASTICSEARCH_URL ?? 'http://127.0.0.1:9200';
@@ -45,58 +46,118 @@ const tuning = (weight: number): TunedQuery => ({ model, projection, weight });
 
 const refresh = () => client.indices.refresh({ index: indices.items('d') });
 
+/** A dataset's items and the projection it ranks by. */
+interface Case {
+  dataset: string;
+  items: Map<string, Float32Array>;
+  tuning: (weight: number) => TunedQuery;
+}
+const d: Case = { dataset: 'd', items: vectors, tuning };
+
 /** The §20 scores of every other item for a query, best first (ties by id). */
-function bruteForce(query: Float32Array, weight: number, exclude: string) {
-  const zq = project(projection, query);
+function bruteForce(c: Case, query: Float32Array, weight: number, exclude: string) {
+  const { projection: p } = c.tuning(weight);
+  const zq = project(p, query);
   const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, j) => s + x * b[j]!, 0);
-  return [...vectors]
+  return [...c.items]
     .filter(([id]) => id !== exclude)
     .map(([id, v]) => ({
       id,
-      score: (1 + blend(weight, dot(query, v), dot(zq, project(projection, v)))) / 2,
+      score: (1 + blend(weight, dot(query, v), dot(zq, project(p, v)))) / 2,
     }))
     .sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
 }
 
-async function expectBruteForce(target: string, weight: number, limit: number, exact = false) {
-  const query = vectors.get(target)!;
+/** Checks one request against the brute force; how many kNN searches answered it. */
+async function expectBruteForce(
+  target: string,
+  weight: number,
+  limit: number,
+  exact = false,
+  c: Case = d,
+): Promise<number> {
+  const query = c.items.get(target)!;
   const req: SimilarRequest = {
     vector: Array.from(query),
     embedder: EMBEDDER,
     conditions: [],
     limit,
     excludeIds: [target],
-    tuning: tuning(weight),
+    tuning: c.tuning(weight),
     ...(exact ? { exact: true } : {}),
   };
-  const hits = await engine.similar('d', req);
-  const want = bruteForce(query, weight, target).slice(0, limit);
+  const before = knnSearches;
+  const hits = await engine.similar(c.dataset, req);
+  const searched = knnSearches - before;
+  const want = bruteForce(c, query, weight, target).slice(0, limit);
   expect(hits).toHaveLength(want.length);
-  const own = new Map(bruteForce(query, weight, target).map((w) => [w.id, w.score]));
+  const own = new Map(bruteForce(c, query, weight, target).map((w) => [w.id, w.score]));
   hits.forEach((h, i) => {
     // the same scores in the same order; equal scores may trade places
     expect(h.score).toBeCloseTo(want[i]!.score, 5);
     expect(h.score).toBeCloseTo(own.get(h.item.id)!, 5);
   });
+  return searched;
 }
 
-beforeAll(async () => {
-  const jobs = await content.applyWrites(
-    'd',
-    [...vectors.keys()].map((id) => ({ id, url: `https://img.test/${id}.png`, metadata: {} })),
+/** kNN searches the client has sent (counted when sent, so a request's own are all in). */
+let knnSearches = 0;
+client.diagnostic.on('request', (_e, r) => {
+  const body = r?.meta.request.params.body;
+  if (typeof body === 'string' && body.includes('"knn"')) knnSearches++;
+});
+
+const writeItems = (dataset: string, items: Map<string, Float32Array>) =>
+  content.applyWrites(
+    dataset,
+    [...items.keys()].map((id) => ({ id, url: `https://img.test/${id}.png`, metadata: {} })),
     'post',
     T0,
   );
+
+/** Processes the items' jobs as a worker does, with `withTuning` stored at once if given. */
+async function processJobs(
+  jobs: ProcessingJob[],
+  items: Map<string, Float32Array>,
+  withTuning?: TunedQuery,
+) {
   for (const job of jobs) {
     const features = {
       width: 4,
       height: 3,
       format: 'png' as const,
-      vector: Array.from(vectors.get(job.itemId)!),
+      vector: Array.from(items.get(job.itemId)!),
       embedder: EMBEDDER,
     };
-    expect(await content.markProcessed(job, features, T0 + 1)).toBe(true);
+    expect(await content.markProcessed(job, features, T0 + 1, withTuning)).toBe(true);
   }
+}
+
+/** Runs the pass's writes over the whole dataset; how many items it wrote. */
+async function pass(dataset: string, t: TunedQuery): Promise<number> {
+  let after: string | undefined;
+  let written = 0;
+  do {
+    const page = await engine.applyTuning(dataset, EMBEDDER, DIMS, t, after, 64);
+    written += page.changed;
+    after = page.next;
+  } while (after !== undefined);
+  return written;
+}
+
+const blendVectors = async (dataset: string) =>
+  (
+    (
+      await client.search({
+        index: indices.items(dataset),
+        size: 0,
+        query: { exists: { field: `vector_blend_${DIMS + 3}` } },
+      })
+    ).hits.total as { value: number }
+  ).value;
+
+beforeAll(async () => {
+  await processJobs(await writeItems('d', vectors), vectors);
   await refresh();
 }, 120_000);
 
@@ -112,25 +173,76 @@ test('before any pass (no blend field in the index) every item ranks by the blen
 });
 
 test('after the pass, one kNN ranks by the blend at every weight, zero projection included', async () => {
-  let after: string | undefined;
-  let written = 0;
-  do {
-    const page = await engine.applyTuning('d', EMBEDDER, DIMS, tuning(0.75), after, 64);
-    written += page.changed;
-    after = page.next;
-  } while (after !== undefined);
-  expect(written).toBe(300);
+  expect(await pass('d', tuning(0.75))).toBe(300);
   await refresh();
-  const stored = await client.search({
-    index: indices.items('d'),
-    size: 0,
-    query: { exists: { field: `vector_blend_${DIMS + 3}` } },
-  });
   // every item but the one projecting to zero holds a blend vector
-  expect((stored.hits.total as { value: number }).value).toBe(299);
-  // every weight, from the same stored vectors; the exhaustive ranking holds i007 too
+  expect(await blendVectors('d')).toBe(299);
+  // every weight, from the same stored vectors; the exhaustive ranking holds i007 too (which
+  // the search over the plain field finds, so that search runs beside the blend's)
   for (const weight of [0.75, 0.3, 1]) {
-    await expectBruteForce('i001', weight, 20);
+    expect(await expectBruteForce('i001', weight, 20)).toBe(2);
     await expectBruteForce('i002', weight, 299, true);
   }
+});
+
+describe('items a worker stores with the projection', () => {
+  /** Centred at the origin: no item projects to zero. */
+  const p2: Projection = { ...projection, mean: new Float32Array(DIMS) };
+  const e: Case = {
+    dataset: 'e',
+    items: new Map([...vectors].slice(0, 120)),
+    tuning: (weight) => ({ model: 'model-2', projection: p2, weight }),
+  };
+
+  test('rank at once by one kNN; an item written without it ranks within a second, then the pass writes it', async () => {
+    const jobs = await writeItems('e', e.items);
+    // the pass has mapped the field (and found nothing processed) before tuning turned on
+    expect(await pass('e', e.tuning(0.75))).toBe(0);
+    await processJobs(jobs, e.items, e.tuning(0.75));
+    await client.indices.refresh({ index: indices.items('e') });
+    expect(await blendVectors('e')).toBe(120);
+    expect(await expectBruteForce('i010', 0.75, 20, false, e)).toBe(1);
+    expect(await expectBruteForce('i011', 0.75, 20, false, e)).toBe(1);
+
+    // a worker that read the setting before this fit: the new item, i010's near twin, lacks it
+    const twin = unit(Array.from(e.items.get('i010')!, (x) => x + 0.01 * gauss()));
+    e.items.set('i999', twin);
+    const late = new Map([['i999', twin]]);
+    await processJobs(await writeItems('e', late), late);
+    await client.indices.refresh({ index: indices.items('e') });
+    const seen = Date.now();
+    let found = false;
+    while (!found && Date.now() - seen < 3000) {
+      const hits = await engine.similar('e', {
+        vector: Array.from(e.items.get('i010')!),
+        embedder: EMBEDDER,
+        conditions: [],
+        limit: 5,
+        excludeIds: ['i010'],
+        tuning: e.tuning(0.75),
+      });
+      found = hits.some((h) => h.item.id === 'i999');
+    }
+    expect(found).toBe(true);
+    expect(await expectBruteForce('i010', 0.75, 20, false, e)).toBe(2);
+
+    expect(await pass('e', e.tuning(0.75))).toBe(1);
+    await client.indices.refresh({ index: indices.items('e') });
+    expect(await blendVectors('e')).toBe(121);
+    let searches = 2;
+    const written = Date.now();
+    while (searches !== 1 && Date.now() - written < 3000)
+      searches = await expectBruteForce('i010', 0.75, 20, false, e);
+    expect(searches).toBe(1);
+    await expectBruteForce('i012', 0.3, 120, true, e);
+  });
+
+  test('an index without the blend field takes the item without it, for the pass to write', async () => {
+    const f: Case = { ...e, dataset: 'f', items: new Map([...vectors].slice(0, 30)) };
+    await processJobs(await writeItems('f', f.items), f.items, f.tuning(0.75));
+    await client.indices.refresh({ index: indices.items('f') });
+    expect(await blendVectors('f')).toBe(0);
+    await expectBruteForce('i003', 0.75, 10, false, f);
+    expect(await pass('f', f.tuning(0.75))).toBe(30);
+  });
 });
