@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Local Elasticsearch and RabbitMQ for tests, benchmarks and development, without Docker.
-#   scripts/services.sh up|down|status
+#   scripts/services.sh up|up-early|down|status
 #     one Elasticsearch node on 127.0.0.1:9200 (single-node discovery) and RabbitMQ on 5672
+#     (up-early: the same in the background, returning at once)
 #   scripts/services.sh cluster-up|cluster-down|cluster-status|cluster-urls
 #     a three-node Elasticsearch cluster (vss-cluster) for fault tests: HTTP 9201-9203,
 #     transport 9301-9303, all on 127.0.0.1, every node master-eligible and a data node. It runs
@@ -439,7 +440,20 @@ fault_kill() {
 }
 
 case "${1:-status}" in
-  up) start_es && start_rabbitmq ;;
+  up)
+    # One at a time: an `up-early` may still be starting what this one would start again. The
+    # lock is not passed on (-o), or the daemons started under it would hold it for good.
+    mkdir -p "$CACHE"
+    flock -o "$CACHE/.up.lock" bash "$0" up-now
+    ;;
+  up-now) start_es && start_rabbitmq ;;
+  up-early)
+    # `npm test` starts what is missing in the background while it checks and runs the tier
+    # that needs no service; the services tier's own `up` waits for it (its log: up-early.log).
+    es_up && amqp_up && exit 0
+    mkdir -p "$CACHE"
+    nohup bash "$0" up >"$CACHE/up-early.log" 2>&1 </dev/null &
+    ;;
   down)
     stop_es
     if amqp_up; then rabbitmqctl -q stop >/dev/null 2>&1 && log "stopped RabbitMQ"; fi
@@ -477,7 +491,7 @@ case "${1:-status}" in
     fault_ctl "$@"
     ;;
   *)
-    echo "usage: $0 up|down|status|cluster-up|cluster-down|cluster-status|cluster-urls|cluster-kill N|cluster-start N|cluster-wipe|broker-fault-up|broker-fault-start|broker-fault-stop|broker-fault-kill|broker-fault-down|broker-fault-ctl ARGS" >&2
+    echo "usage: $0 up|up-early|down|status|cluster-up|cluster-down|cluster-status|cluster-urls|cluster-kill N|cluster-start N|cluster-wipe|broker-fault-up|broker-fault-start|broker-fault-stop|broker-fault-kill|broker-fault-down|broker-fault-ctl ARGS" >&2
     exit 2
     ;;
 esac

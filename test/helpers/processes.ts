@@ -1,4 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { OPERATOR, V2, freePort, waitFor } from './app';
@@ -12,14 +13,35 @@ const pause = (ms: number): void => {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 };
 
+/** A hash of everything the build reads, so that a dist/ built from the same sources is reused. */
+function sourcesHash(): string {
+  const h = crypto.createHash('sha1');
+  const add = (file: string) => h.update(path.relative(ROOT, file)).update(fs.readFileSync(file));
+  const walk = (dir: string): void => {
+    for (const e of fs
+      .readdirSync(dir, { withFileTypes: true })
+      .sort((a, b) => (a.name < b.name ? -1 : 1)))
+      if (e.isDirectory()) walk(path.join(dir, e.name));
+      else add(path.join(dir, e.name));
+  };
+  walk(path.join(ROOT, 'src'));
+  for (const f of ['tsconfig.json', 'tsconfig.build.json', 'package-lock.json'])
+    add(path.join(ROOT, f));
+  return h.digest('hex');
+}
+
 /**
- * Fault tests run the real entry point (dist/main.js), as an operator would. Built once per
- * Jest run: suites running side by side must not rewrite dist/ while another's server loads it.
+ * Fault tests run the real entry point (dist/main.js), as an operator would. Built at most once
+ * per Jest run: suites running side by side must not rewrite dist/ while another's server loads
+ * it. A dist/ this helper built from the same sources (and not rebuilt since, by its main.js) is
+ * used as it is, so that the second Jest run of `npm test` does not build it again.
  */
 export function buildDist(): void {
   // the Jest process: a worker's parent, or this process when the run is in band
   const run = process.send ? process.ppid : process.pid;
   const marker = path.join(ROOT, 'dist', `.built-for-run-${run}`);
+  const built = path.join(ROOT, 'dist', '.built-from');
+  const main = path.join(ROOT, 'dist', 'main.js');
   const lock = path.join(ROOT, 'dist.build-lock');
   const deadline = Date.now() + 300_000;
   for (;;) {
@@ -39,11 +61,17 @@ export function buildDist(): void {
   }
   try {
     if (fs.existsSync(marker)) return;
-    execFileSync(process.execPath, [
-      path.join(ROOT, 'node_modules/typescript/bin/tsc'),
-      '-p',
-      path.join(ROOT, 'tsconfig.build.json'),
-    ]);
+    const sources = sourcesHash();
+    const stamp = () => `${sources} ${fs.statSync(main, { throwIfNoEntry: false })?.mtimeMs}`;
+    const had = fs.existsSync(built) ? fs.readFileSync(built, 'utf8') : '';
+    if (had !== stamp()) {
+      execFileSync(process.execPath, [
+        path.join(ROOT, 'node_modules/typescript/bin/tsc'),
+        '-p',
+        path.join(ROOT, 'tsconfig.build.json'),
+      ]);
+      fs.writeFileSync(built, stamp());
+    }
     fs.writeFileSync(marker, '');
   } finally {
     fs.rmSync(lock, { recursive: true, force: true });
