@@ -146,6 +146,13 @@ export function rankedFilter(set: RankedSet, extra: Dsl[] = []): Dsl {
   return { bool: { filter, ...(mustNot.length ? { must_not: mustNot } : {}) } };
 }
 
+/** Processed items with an embedding by `embedder` of `dims` dimensions. */
+export const embeddedBy = (embedder: string, dims: number): Dsl[] => [
+  { term: { state: 'processed' } },
+  { term: { embedder } },
+  { exists: { field: vectorField(dims) } },
+];
+
 /**
  * The HNSW candidates one approximate ranking reads. Wider than Elasticsearch's usual 1.5 × k:
  * recall matters more than the few ms it costs (docs/engines.md). Paged requests derive it from

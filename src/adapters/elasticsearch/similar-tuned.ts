@@ -10,7 +10,7 @@ import {
   vectorField,
   type ItemDoc,
 } from './document';
-import { MAX_KNN, NO_VECTOR, knnCandidates, rankedFilter, type Dsl } from './dsl';
+import { MAX_KNN, NO_VECTOR, embeddedBy, knnCandidates, rankedFilter, type Dsl } from './dsl';
 import type { Search } from './groups';
 import { idRanges, rankedCount } from './similar';
 
@@ -127,11 +127,7 @@ export async function allBlended(
     track_total_hits: true,
     query: {
       bool: {
-        filter: [
-          { term: { state: 'processed' } },
-          { term: { embedder } },
-          { exists: { field: vectorField(t.projection.dims) } },
-        ],
+        filter: embeddedBy(embedder, t.projection.dims),
         must_not: [blended(t, n)],
       },
     },

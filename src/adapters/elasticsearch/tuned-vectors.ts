@@ -1,7 +1,8 @@
 import { errors } from '@elastic/elasticsearch';
 import { project } from '../../domain/tuning/lda';
 import type { ActiveProjection, TuningPage } from '../../ports/search-engine';
-import { docFloats, fromDoc, toDoc, tunedFields, vectorField, type ItemDoc } from './document';
+import { docFloats, fromDoc, toDoc, tunedFields, type ItemDoc } from './document';
+import { embeddedBy } from './dsl';
 import { ItemIndex, orEmpty } from './item-index';
 import { tunedMapping } from './mapping';
 
@@ -35,11 +36,7 @@ export class EsTunedVectors extends ItemIndex {
           size: limit,
           query: {
             bool: {
-              filter: [
-                { term: { state: 'processed' } },
-                { term: { embedder } },
-                { exists: { field: vectorField(dims) } },
-              ],
+              filter: embeddedBy(embedder, dims),
               must_not: [{ term: { blend_model: t.model } }],
             },
           },
