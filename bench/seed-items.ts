@@ -82,6 +82,8 @@ export async function seedElasticsearch(
   items: number,
   vectors: BenchVectors,
   source: Iterable<StoredItem> = catalogue(items),
+  /** Merged to one segment (the default), or left as bulk loading left it. */
+  merge = true,
 ): Promise<void> {
   const es = indices.client;
   const { content: store } = esPorts(indices, { vectorDims: vectors.dimensions });
@@ -105,6 +107,7 @@ export async function seedElasticsearch(
   }
   if (ops.length) await flush();
   await es.indices.refresh({ index });
+  if (!merge) return;
   // Merging HNSW graphs of 1,420-d vectors takes many minutes: run it as a task and wait for
   // it (a request that waits timed out, and the merge then ran under the measurements).
   const { task } = await es.indices.forcemerge({

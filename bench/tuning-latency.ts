@@ -13,7 +13,8 @@
  * the empty data directory startService made for it in the temp directory.) On Elasticsearch the
  * rewrite leaves the tuned index in many segments with deleted documents while the seeded plain
  * one is merged: two more rounds follow with the tuned index merged too (BENCH_MERGE_TUNED=0
- * skips them).
+ * skips them). BENCH_SEED_MERGED=0 leaves both unmerged at seeding instead, so the first rounds
+ * compare two unmerged indices, and then merges both; its figures are kept beside the others.
  *
  *   npm run bench:tuning-latency   (BENCH_ITEMS, BENCH_REQUESTS, BENCH_ENGINES to change)
  */
@@ -60,6 +61,11 @@ const FIELD = 'label';
 const FIT_TIMEOUT_MS = 3_600_000;
 /** On Elasticsearch, merge the tuned index after the rounds and measure two rounds more. */
 const MERGE_TUNED = process.env.BENCH_MERGE_TUNED !== '0';
+/**
+ * On Elasticsearch, seed both indices merged to one segment (the default), or leave them as bulk
+ * loading left them, so that the first rounds compare two unmerged indices (then both are merged).
+ */
+const SEED_MERGED = process.env.BENCH_SEED_MERGED !== '0';
 const NAMES = ['plain', 'tuned'] as const;
 type Name = (typeof NAMES)[number];
 
@@ -284,6 +290,7 @@ async function benchEngine(
           ITEMS,
           vectors,
           labelled(labels),
+          SEED_MERGED,
         );
       else seedEmbedded(app.container.config.dataDir, ids[n], labelled(labels), vectors);
       seedS[n] = (Date.now() - t) / 1000;
@@ -324,6 +331,7 @@ async function benchEngine(
       cold_first_request_ms: Object.fromEntries(NAMES.map((n) => [n, r2(cold[n]!)])),
       ...measured,
       goal_p95_within_1_2: active && measured.within_1_2,
+      ...(es ? { seed_merged: SEED_MERGED } : {}),
     };
     if (es) {
       out.index_after_fit = {
@@ -334,10 +342,12 @@ async function benchEngine(
       // merged to one segment: merged too, the two differ by the tuned query alone.
       if (MERGE_TUNED) {
         const t = Date.now();
+        if (!SEED_MERGED) await forceMerge(writer!, indexOf('plain'));
         await forceMerge(writer!, indexOf('tuned'));
         out.after_merging_tuned = {
           merge_s: (Date.now() - t) / 1000,
           index: await indexShape(indexOf('tuned')),
+          ...(SEED_MERGED ? {} : { plain_index: await indexShape(indexOf('plain')) }),
           ...(await measure(ask, labels, 2, 2028, `${engine}, tuned merged`)),
         };
       }
@@ -368,8 +378,10 @@ async function main(): Promise<void> {
       items: number;
       engines: typeof engines;
     };
-    if (old.items === ITEMS)
-      for (const e of old.engines) if (!ENGINES.includes(e.engine as Engine)) engines.push(e);
+    // an unmerged-seed run is kept beside the merged one
+    const variant = (e: Record<string, unknown>) => `${e.engine}/${e.seed_merged !== false}`;
+    const ran = new Set(engines.map(variant));
+    if (old.items === ITEMS) for (const e of old.engines) if (!ran.has(variant(e))) engines.push(e);
   }
   const file = writeResult('tuning-latency', {
     benchmark: 'tuning-latency',
