@@ -1,5 +1,6 @@
 import type { ItemState, StoredItem } from '../../domain/item';
-import { blendDocVector } from '../../domain/tuning/lda';
+import { blendDocVector, project } from '../../domain/tuning/lda';
+import type { ActiveProjection } from '../../ports/search-engine';
 import type { Metadata } from '../../domain/metadata';
 import { NO_COUNTS, countFields, type ItemCounts } from '../../domain/popularity';
 import type { ProcessingFailure } from '../../domain/processing';
@@ -83,12 +84,20 @@ export const blendField = (n: number): `vector_blend_${number}` => `vector_blend
  * The fields that carry an item's projection `z` of its embedding `x` by the stored projection
  * `model`. A zero projection gets no blend vector; searches rank such items exactly.
  */
-export function tunedFields(model: string, x: Float32Array, z: Float32Array): Partial<ItemDoc> {
+function tunedFields(model: string, x: Float32Array, z: Float32Array): Partial<ItemDoc> {
   const out: Partial<ItemDoc> = { blend_model: model, tuned_f32: encodeVector(z) };
   const b = blendDocVector(x, z);
   if (b) out[blendField(b.length)] = b;
   return out;
 }
+
+/** The fields that carry the projection of embedding `x` by the active projection `t`. */
+export const projectedFields = (t: ActiveProjection, x: Float32Array): Partial<ItemDoc> =>
+  tunedFields(t.model, x, project(t.projection, x));
+
+/** The strict mapping's refusal names a blend field the index lacks. */
+export const refusesBlendField = (body: unknown): boolean =>
+  JSON.stringify(body ?? '').includes('[vector_blend_');
 
 /** The document without its projection, for an index that has no blend field for it. */
 export function withoutTuning(d: ItemDoc): ItemDoc {

@@ -2,9 +2,16 @@ import { errors } from '@elastic/elasticsearch';
 import type { ProcessingJob } from '../../domain/item';
 import type { ImageFeatures, ProcessingFailure } from '../../domain/processing';
 import type { ItemProcessing, JobPage } from '../../ports/item-processing';
-import { project } from '../../domain/tuning/lda';
 import type { ActiveProjection } from '../../ports/search-engine';
-import { docVector, fromDoc, toDoc, tunedFields, withoutTuning, type ItemDoc } from './document';
+import {
+  docVector,
+  fromDoc,
+  projectedFields,
+  refusesBlendField,
+  toDoc,
+  withoutTuning,
+  type ItemDoc,
+} from './document';
 import { staleQuery } from './dsl';
 import { CAS_RETRIES, backoff } from './cas';
 import { unavailable } from './outage';
@@ -58,11 +65,10 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
     tuning?: ActiveProjection,
   ): Promise<boolean> {
     await this.prepareVectorField();
-    const x = Float32Array.from(f.vector);
     // with the dataset's projection, so that the item ranks in the one kNN by the blend at once
     const tuned =
-      tuning && x.length === tuning.projection.dims
-        ? tunedFields(tuning.model, x, project(tuning.projection, x))
+      tuning && f.vector.length === tuning.projection.dims
+        ? projectedFields(tuning, Float32Array.from(f.vector))
         : {};
     return this.casUpdate(job, (d) => {
       if (d.url !== job.url || d.state === 'processed') return undefined;
@@ -171,7 +177,7 @@ export class EsItemProcessing extends ItemIndex implements ItemProcessing {
         if (isConflict(e)) continue;
         // deleted since the read (item indices are never created by a write): nothing to change
         if (isIndexMissing(e)) return false;
-        if (!untuned && next.blend_model && isUnmappedField(e)) {
+        if (!untuned && isUnmappedField(e) && refusesBlendField((e as errors.ResponseError).body)) {
           untuned = true;
           continue;
         }

@@ -1,7 +1,6 @@
 import { errors } from '@elastic/elasticsearch';
-import { project } from '../../domain/tuning/lda';
 import type { ActiveProjection, TuningPage } from '../../ports/search-engine';
-import { docFloats, fromDoc, toDoc, tunedFields, type ItemDoc } from './document';
+import { docFloats, fromDoc, projectedFields, toDoc, type ItemDoc } from './document';
 import { embeddedBy } from './dsl';
 import { ItemIndex, orEmpty } from './item-index';
 import { tunedMapping } from './mapping';
@@ -69,7 +68,7 @@ export class EsTunedVectors extends ItemIndex {
                 if_primary_term: h._primary_term,
               },
             },
-            { ...doc, ...tunedFields(t.model, v, project(t.projection, v)) },
+            { ...doc, ...projectedFields(t, v) },
           );
         }
         if (ops.length) {
