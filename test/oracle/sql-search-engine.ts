@@ -138,6 +138,10 @@ export class SqlSearchEngine implements SearchEngine {
     return { changed: 0 };
   }
 
+  async compact(): Promise<boolean> {
+    return true;
+  }
+
   async rankedCount(datasetId: string, set: RankedSet): Promise<number> {
     const m = this.vectors.get(datasetId, set.embedder);
     const skip = excludedRows(this.db, datasetId, m, set.excludeIds);

@@ -37,6 +37,7 @@ function rig(
     all?: LabelledVector[];
     now?: () => number;
     applyTuning?: TuningPassDeps['engine']['applyTuning'];
+    compact?: TuningPassDeps['engine']['compact'];
   } = {},
 ) {
   const all = opts.all ?? items(90);
@@ -88,6 +89,7 @@ function rig(
         return { [fields[0]!]: counts };
       },
       applyTuning: opts.applyTuning ?? (async () => ({ changed: 0 })),
+      compact: opts.compact ?? (async () => true),
     },
     datasets: async () => [{ ...ds, similarity: setting }],
     waitingForEmbedder: async () => opts.waiting ?? 0,
@@ -207,4 +209,94 @@ test('past 64 labels, the largest 64 are learned from and the rest summed', asyn
   expect(s.labelledItems).toBe(all.length);
   expect(Object.keys(s.labelCounts!)).toHaveLength(65);
   expect(s.labelCounts!['\u0000other']).toBe(30);
+});
+
+/** An engine that stores projections: the first sweep writes all 40 items, the next none. */
+function storing() {
+  const done = new Set<string>();
+  const applyTuning: TuningPassDeps['engine']['applyTuning'] = async () => {
+    const written = Array.from({ length: 40 }, (_, i) => `s-${i}`).filter((id) => !done.has(id));
+    for (const id of written) done.add(id);
+    return { changed: written.length };
+  };
+  return { applyTuning, done };
+}
+
+describe('merging the index after a fit rewrote its items', () => {
+  test('is asked for once, before the fit lands; a pass that writes nothing asks for none', async () => {
+    const events: string[] = [];
+    const { applyTuning } = storing();
+    const r = rig({
+      applyTuning: async (...a) => {
+        const page = await applyTuning(...a);
+        events.push(`apply ${page.changed}`);
+        return page;
+      },
+      compact: async (_d, keepWaiting) => {
+        events.push(`compact while ${r.setting().state}`);
+        expect(await keepWaiting()).toBe(true);
+        return true;
+      },
+    });
+    await r.pass.pass();
+    expect(r.setting().state).toBe('active');
+    expect(events).toEqual(['apply 40', 'apply 0', 'compact while fitting']);
+    // the next pass keeps the stored projections current and finds nothing to write
+    await r.pass.pass();
+    expect(events.slice(3)).toEqual(['apply 0']);
+  });
+
+  test('a fit whose projections were already written asks for no merge', async () => {
+    let merges = 0;
+    const r = rig({ compact: async () => (merges++, true) });
+    await r.pass.pass();
+    expect(r.setting().state).toBe('active');
+    expect(merges).toBe(0);
+  });
+
+  test('waits while it holds the lease, and lands nothing when the lease is lost meanwhile', async () => {
+    let lost = false;
+    let asked = 0;
+    const r = rig({
+      applyTuning: storing().applyTuning,
+      claim: () => !lost,
+      compact: async (_d, keepWaiting) => {
+        asked++;
+        lost = true;
+        return keepWaiting();
+      },
+    });
+    await r.pass.pass();
+    expect(asked).toBe(1);
+    expect(r.setting()).toMatchObject({ state: 'fitting', revision: 1 });
+    expect(r.setting().model).toBeUndefined();
+  });
+
+  test('stops waiting after ten minutes and lands; a merge that fails lands too', async () => {
+    let now = 1_000_000;
+    let waits = 0;
+    const r = rig({
+      applyTuning: storing().applyTuning,
+      now: () => now,
+      compact: async (_d, keepWaiting) => {
+        while (await keepWaiting()) {
+          waits++;
+          now += 60_000;
+        }
+        return false;
+      },
+    });
+    await r.pass.pass();
+    expect(waits).toBe(10);
+    expect(r.setting().state).toBe('active');
+
+    const failing = rig({
+      applyTuning: storing().applyTuning,
+      compact: async () => {
+        throw new Error('forcemerge refused');
+      },
+    });
+    await failing.pass.pass();
+    expect(failing.setting().state).toBe('active');
+  });
 });

@@ -23,6 +23,7 @@ import { facetsBody, sampleBody, searchBody, type Dsl } from './dsl';
 import { approximate, exact, rankedCount } from './similar';
 import { allBlended, tunedSimilar } from './similar-tuned';
 import { EsTunedVectors } from './tuned-vectors';
+import { mergeSegments } from './compaction';
 import { nearPairs } from './near-pairs';
 import { ItemIndex, orEmpty } from './item-index';
 import { keyed } from '../../domain/keyed';
@@ -148,6 +149,10 @@ export class EsSearchEngine extends ItemIndex implements SearchEngine {
     limit: number,
   ): Promise<TuningPage> {
     return this.tunedVectors.apply(datasetId, embedder, dims, tuning, after, limit);
+  }
+
+  compact(datasetId: string, keepWaiting: () => Promise<boolean>): Promise<boolean> {
+    return orEmpty(() => mergeSegments(this.client, this.index(datasetId), keepWaiting), true);
   }
 
   rankedCount(datasetId: string, set: RankedSet): Promise<number> {

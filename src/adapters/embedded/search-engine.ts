@@ -233,6 +233,11 @@ export class EmbeddedSearchEngine implements SearchEngine {
     return { changed: 0 };
   }
 
+  /** Vectors live in memory, rebuilt when loaded: nothing is left to merge. */
+  async compact(): Promise<boolean> {
+    return true;
+  }
+
   async rankedCount(datasetId: string, set: RankedSet): Promise<number> {
     const m = await this.vectors.ready(datasetId, set.embedder);
     return this.withIndex(datasetId, (ix) => this.rankedRows(ix, datasetId, set, m).rows.length);

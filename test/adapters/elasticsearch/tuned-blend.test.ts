@@ -2,8 +2,9 @@
  * Tuned similarity on Elasticsearch in the cases only it has (contract §20): the blend is read
  * back from one kNN over the blend field, whose stored vectors serve every weight; items the
  * pass has not written (or whose projection is zero) and an index that has no blend field yet
- * are ranked from the plain field. Every answer must be the brute-force §20 ranking. What every
- * engine shares is in test/e2e/tuned-similarity.test.ts.
+ * are ranked from the plain field. Every answer must be the brute-force §20 ranking. A merge
+ * after the pass's rewrite leaves one segment. What every engine shares is in
+ * test/e2e/tuned-similarity.test.ts.
  */
 import { esClient } from '../../../src/adapters/elasticsearch/client';
 import { esPorts } from '../../../src/adapters/elasticsearch/es-ports';
@@ -244,5 +245,42 @@ describe('items a worker stores with the projection', () => {
     expect(await blendVectors('f')).toBe(0);
     await expectBruteForce('i003', 0.75, 10, false, f);
     expect(await pass('f', f.tuning(0.75))).toBe(30);
+  });
+});
+
+describe('the merge after a rewrite', () => {
+  const g: Case = { ...d, dataset: 'g', items: new Map([...vectors].slice(0, 90)) };
+  const shape = async () => {
+    const p = (
+      await client.indices.stats({ index: indices.items('g'), metric: ['docs', 'segments'] })
+    )._all.primaries!;
+    return { segments: p.segments!.count, deleted: p.docs!.deleted };
+  };
+
+  test('leaves one segment, and the blend ranking as it was', async () => {
+    // three refreshed batches are three segments; the pass's rewrite deletes what they hold
+    const batches = [0, 30, 60].map((at) => new Map([...g.items].slice(at, at + 30)));
+    for (const b of batches) {
+      await processJobs(await writeItems('g', b), b);
+      await client.indices.refresh({ index: indices.items('g') });
+    }
+    expect(await pass('g', g.tuning(0.75))).toBe(90);
+    await client.indices.refresh({ index: indices.items('g') });
+    const before = await shape();
+    expect(before.segments).toBeGreaterThan(1);
+    expect(before.deleted).toBeGreaterThan(0);
+
+    let asked = 0;
+    expect(await engine.compact('g', async () => (asked++, true))).toBe(true);
+    expect(asked).toBeGreaterThan(0);
+    // deleted documents may stay a while: Elasticsearch keeps recent ones for shard recovery
+    expect((await shape()).segments).toBe(1);
+    await expectBruteForce('i004', 0.75, 20, false, g);
+    await expectBruteForce('i005', 0.3, 89, true, g);
+  });
+
+  test('stops waiting when asked to, and answers for an index that does not exist', async () => {
+    expect(await engine.compact('g', async () => false)).toBe(false);
+    expect(await engine.compact('never-written', async () => true)).toBe(true);
   });
 });
