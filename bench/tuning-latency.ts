@@ -11,10 +11,11 @@
  * API-only service started afterwards on the same data, as bench/search-latency.ts times them,
  * so the worker's background passes do not run under the measurement. (That second start leaves
  * the empty data directory startService made for it in the temp directory.) On Elasticsearch the
- * rewrite leaves the tuned index in many segments with deleted documents while the seeded plain
- * one is merged: two more rounds follow with the tuned index merged too (BENCH_MERGE_TUNED=0
- * skips them). BENCH_SEED_MERGED=0 leaves both unmerged at seeding instead, so the first rounds
- * compare two unmerged indices, and then merges both; its figures are kept beside the others.
+ * service merges the tuned index after its rewrite, before the fit lands (timed as merge_s, from
+ * the first force-merge task seen); the seeded plain one is merged to one segment too, or with
+ * BENCH_SEED_MERGED=0 left as bulk loading left it, as an untuned catalogue's index is, and then
+ * merged for two more rounds (BENCH_MERGE_TUNED=0 skips them). The figures of each seeding are
+ * kept beside the other's.
  *
  *   npm run bench:tuning-latency   (BENCH_ITEMS, BENCH_REQUESTS, BENCH_ENGINES to change)
  */
@@ -59,7 +60,7 @@ const WEIGHT = 0.75;
 /** The metadata field the fit learns from. */
 const FIELD = 'label';
 const FIT_TIMEOUT_MS = 3_600_000;
-/** On Elasticsearch, merge the tuned index after the rounds and measure two rounds more. */
+/** On Elasticsearch with an unmerged seed, merge both indices and measure two rounds more. */
 const MERGE_TUNED = process.env.BENCH_MERGE_TUNED !== '0';
 /**
  * On Elasticsearch, seed both indices merged to one segment (the default), or leave them as bulk
@@ -100,6 +101,10 @@ async function fit(app: RunningApp, orgToken: string, index?: string) {
     });
     return ((await r.json()) as { count: number }).count;
   };
+  const merging = async (): Promise<boolean> => {
+    const r = await fetch(`${ES_URL}/_tasks?actions=indices:admin/forcemerge*&detailed=true`);
+    return JSON.stringify(await r.json()).includes(index!);
+  };
   const t0 = performance.now();
   const put = await call(base, 'PUT', `${ds}/settings/similarity`, orgToken, {
     learn_from: FIELD,
@@ -107,17 +112,21 @@ async function fit(app: RunningApp, orgToken: string, index?: string) {
   });
   if (put.status !== 200) throw new Error(`setSimilarity: ${JSON.stringify(put.body)}`);
   let firstRewrittenS: number | undefined;
+  let mergeSeenS: number | undefined;
   for (;;) {
     await sleep(250);
     const s = (await call(base, 'GET', ds, orgToken)).body.dataset.settings.similarity;
     const at = (performance.now() - t0) / 1000;
     if (index && firstRewrittenS === undefined && (await rewritten()) > 0) firstRewrittenS = at;
+    if (index && mergeSeenS === undefined && (await merging())) mergeSeenS = at;
     if (s.state !== 'fitting') {
       const out: Record<string, unknown> = { put_to_state_s: r2(at), setting: s };
       if (index) {
         // the count is refreshed each second: the split is good to about a second
         out.fit_before_rewrite_s = firstRewrittenS === undefined ? null : r2(firstRewrittenS);
-        out.rewrite_s = firstRewrittenS === undefined ? null : r2(at - firstRewrittenS);
+        const rewriteEnd = mergeSeenS ?? at;
+        out.rewrite_s = firstRewrittenS === undefined ? null : r2(rewriteEnd - firstRewrittenS);
+        out.merge_s = mergeSeenS === undefined ? null : r2(at - mergeSeenS);
         await fetch(`${ES_URL}/${index}/_refresh`, { method: 'POST' });
         out.documents_with_projection = await rewritten();
       }
@@ -300,6 +309,9 @@ async function benchEngine(
     await sleep(500);
     const tuning = await fit(app, plain.orgToken, es ? indexOf('tuned') : undefined);
     process.stderr.write(`[${engine}] ${JSON.stringify(tuning)}\n`);
+    const indexAfterFit = es
+      ? { plain: await indexShape(indexOf('plain')), tuned: await indexShape(indexOf('tuned')) }
+      : undefined;
 
     // the requests are timed in an API-only service on the same data (see the header)
     const dataDir = app.container.config.dataDir;
@@ -331,24 +343,22 @@ async function benchEngine(
       cold_first_request_ms: Object.fromEntries(NAMES.map((n) => [n, r2(cold[n]!)])),
       ...measured,
       goal_p95_within_1_2: active && measured.within_1_2,
-      ...(es ? { seed_merged: SEED_MERGED } : {}),
+      ...(es ? { seed_merged: SEED_MERGED, service_merges_after_rewrite: true } : {}),
     };
     if (es) {
-      out.index_after_fit = {
-        plain: await indexShape(indexOf('plain')),
-        tuned: await indexShape(indexOf('tuned')),
-      };
-      // The rewrite leaves the tuned index in segments with deleted documents, the plain one is
-      // merged to one segment: merged too, the two differ by the tuned query alone.
-      if (MERGE_TUNED) {
+      out.index_after_fit = indexAfterFit;
+      // The service merged the tuned index after its rewrite: with the plain one merged too, the
+      // two differ by the tuned query alone (the tuned one again, in case the service's wait ran
+      // out before its merge ended).
+      if (MERGE_TUNED && !SEED_MERGED) {
         const t = Date.now();
-        if (!SEED_MERGED) await forceMerge(writer!, indexOf('plain'));
+        await forceMerge(writer!, indexOf('plain'));
         await forceMerge(writer!, indexOf('tuned'));
-        out.after_merging_tuned = {
+        out.after_merging_both = {
           merge_s: (Date.now() - t) / 1000,
+          plain_index: await indexShape(indexOf('plain')),
           index: await indexShape(indexOf('tuned')),
-          ...(SEED_MERGED ? {} : { plain_index: await indexShape(indexOf('plain')) }),
-          ...(await measure(ask, labels, 2, 2028, `${engine}, tuned merged`)),
+          ...(await measure(ask, labels, 2, 2028, `${engine}, both merged`)),
         };
       }
     }
@@ -402,7 +412,8 @@ async function main(): Promise<void> {
       'GET similar?id=…&limit=11, sequential, one kept-alive client on the same machine; the ' +
       'same random ids on both datasets; rounds alternate which dataset goes first. ' +
       'put_to_state_s: PUT settings/similarity until the state leaves fitting (polled every ' +
-      '250 ms); rewrite_s: from the first document with a projection to active.',
+      '250 ms); rewrite_s: from the first document with a projection to the service asking ' +
+      'Elasticsearch to merge the index (merge_s: from then to active).',
     engines,
   });
   process.stdout.write(`${JSON.stringify(engines, null, 2)}\nwritten to ${file}\n`);

@@ -38,7 +38,7 @@ const APPLY_PAGE = 500;
 const MAX_LABELS = 64;
 /**
  * How long a fit waits for the engine to merge what its rewrite left before it lands anyway
- * (the merge goes on): about 4 minutes at 100,000 items on 2 cores, and it grows with them.
+ * (the merge goes on): minutes at 100,000 items, growing with them (docs/engines.md).
  */
 const COMPACT_WAIT_MS = 10 * 60_000;
 /** Fits that failed (a thread error) before the setting lands `inactive` with the error. */
