@@ -127,6 +127,9 @@ async function fit(app: RunningApp, orgToken: string, index?: string) {
         const rewriteEnd = mergeSeenS ?? at;
         out.rewrite_s = firstRewrittenS === undefined ? null : r2(rewriteEnd - firstRewrittenS);
         out.merge_s = mergeSeenS === undefined ? null : r2(at - mergeSeenS);
+        // the service lands after waiting a bounded time: the rounds begin once the merge ended
+        while (await merging()) await sleep(1000);
+        out.merge_went_on_after_active_s = r2((performance.now() - t0) / 1000 - at);
         await fetch(`${ES_URL}/${index}/_refresh`, { method: 'POST' });
         out.documents_with_projection = await rewritten();
       }

@@ -275,8 +275,8 @@ export class TuningPass {
 
   /**
    * Asks the engine to merge the dataset's index after a rewrite, holding the lease for at most
-   * COMPACT_WAIT_MS; false when the lease was lost or the process is stopping. A merge that
-   * fails is only slower searches: the fit lands all the same.
+   * COMPACT_WAIT_MS; false when the lease was lost. A process that is stopping stops waiting
+   * and lands its rewrite, and a merge that fails is only slower searches: both land the same.
    */
   private async compact(ds: Dataset): Promise<boolean> {
     const until = this.deps.now() + COMPACT_WAIT_MS;
@@ -288,7 +288,7 @@ export class TuningPass {
     } catch (err) {
       this.deps.log.warn({ err, datasetId: ds.id }, 'merging the index after a rewrite failed');
     }
-    return held && !this.halting;
+    return held;
   }
 
   private async projection(datasetId: string, model: string): Promise<Projection | undefined> {

@@ -226,6 +226,7 @@ describe('merging the index after a fit rewrote its items', () => {
   test('is asked for once, before the fit lands; a pass that writes nothing asks for none', async () => {
     const events: string[] = [];
     const { applyTuning } = storing();
+    let waiting: boolean | undefined;
     const r = rig({
       applyTuning: async (...a) => {
         const page = await applyTuning(...a);
@@ -234,13 +235,14 @@ describe('merging the index after a fit rewrote its items', () => {
       },
       compact: async (_d, keepWaiting) => {
         events.push(`compact while ${r.setting().state}`);
-        expect(await keepWaiting()).toBe(true);
+        waiting = await keepWaiting();
         return true;
       },
     });
     await r.pass.pass();
     expect(r.setting().state).toBe('active');
     expect(events).toEqual(['apply 40', 'apply 0', 'compact while fitting']);
+    expect(waiting).toBe(true);
     // the next pass keeps the stored projections current and finds nothing to write
     await r.pass.pass();
     expect(events.slice(3)).toEqual(['apply 0']);
@@ -254,22 +256,47 @@ describe('merging the index after a fit rewrote its items', () => {
     expect(merges).toBe(0);
   });
 
-  test('waits while it holds the lease, and lands nothing when the lease is lost meanwhile', async () => {
+  test('renews the lease while it waits, and lands nothing when the lease is lost meanwhile', async () => {
+    // the lease is lost during the wait only: it is held again by the time the fit would land
+    let merging = false;
     let lost = false;
-    let asked = 0;
+    let claims = 0;
+    const answers: boolean[] = [];
     const r = rig({
       applyTuning: storing().applyTuning,
-      claim: () => !lost,
+      claim: () => {
+        if (merging) claims++;
+        return !(merging && lost);
+      },
       compact: async (_d, keepWaiting) => {
-        asked++;
+        merging = true;
+        answers.push(await keepWaiting());
         lost = true;
-        return keepWaiting();
+        answers.push(await keepWaiting());
+        merging = false;
+        return false;
       },
     });
     await r.pass.pass();
-    expect(asked).toBe(1);
+    expect(answers).toEqual([true, false]);
+    expect(claims).toBe(2);
     expect(r.setting()).toMatchObject({ state: 'fitting', revision: 1 });
     expect(r.setting().model).toBeUndefined();
+  });
+
+  test('a process that stops meanwhile stops waiting and lands its rewrite', async () => {
+    let answer: boolean | undefined;
+    const r = rig({
+      applyTuning: storing().applyTuning,
+      compact: async (_d, keepWaiting) => {
+        r.pass.halt();
+        answer = await keepWaiting();
+        return false;
+      },
+    });
+    await r.pass.pass();
+    expect(answer).toBe(false);
+    expect(r.setting().state).toBe('active');
   });
 
   test('stops waiting after ten minutes and lands; a merge that fails lands too', async () => {
