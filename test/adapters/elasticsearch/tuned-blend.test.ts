@@ -258,7 +258,7 @@ describe('the merge after a rewrite', () => {
   };
 
   test('leaves one segment, and the blend ranking as it was', async () => {
-    // three refreshed batches are three segments; the pass's rewrite deletes what they hold
+    // three refreshed batches leave three segments or more; the rewrite deletes what they hold
     const batches = [0, 30, 60].map((at) => new Map([...g.items].slice(at, at + 30)));
     for (const b of batches) {
       await processJobs(await writeItems('g', b), b);
