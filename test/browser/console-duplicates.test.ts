@@ -108,17 +108,22 @@ const shownGroups = (page: Page): Promise<Group[]> =>
     })),
   );
 
-/** Waits until the page, done loading, lists these groups (by id, in order). */
+/**
+ * Waits until the page, done loading, lists these groups with these members (in order): a
+ * group keeps its id when one of its items is dismissed, so the ids alone match the page
+ * from before.
+ */
 async function shows(page: Page, groups: Group[]): Promise<void> {
   await page.waitForFunction(
-    (ids: string[]) =>
+    (want: string) =>
       document.querySelector('.duplicates section[aria-busy="false"]') &&
       JSON.stringify(
-        [...document.querySelectorAll('li.dup-group')].map((g: any) =>
+        [...document.querySelectorAll('li.dup-group')].map((g: any) => [
           g.getAttribute('data-group'),
-        ),
-      ) === JSON.stringify(ids),
-    groups.map((g) => g.id),
+          [...g.querySelectorAll('li.dup-item')].map((i: any) => i.getAttribute('data-id')),
+        ]),
+      ) === want,
+    JSON.stringify(groups.map((g) => [g.id, g.items.map((i) => i.id)])),
   );
   expect(await shownGroups(page)).toEqual(groups);
 }
