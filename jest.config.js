@@ -2,7 +2,8 @@
 const base = {
   testEnvironment: 'node',
   // Type errors are caught by `npm run typecheck`; tests only transpile, which keeps them fast.
-  transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
+  // test/setup/transform.js is ts-jest with the intrinsics bound per module (see there).
+  transform: { '^.+\\.ts$': ['<rootDir>/test/setup/transform.js', { diagnostics: false }] },
 };
 
 /**
