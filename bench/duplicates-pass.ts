@@ -419,6 +419,7 @@ async function passRun(
             searchMs += performance.now() - t;
           }
         },
+        compact: (ds, keepWaiting) => search.compact(ds, keepWaiting),
       },
       datasets: () => accounts.liveDatasets(),
       counts: (id) => content.counts(id),

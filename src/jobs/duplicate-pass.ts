@@ -35,7 +35,7 @@ const BUSY_PASS_EVERY_MS = 5 * 60_000;
 export interface DuplicatePassDeps {
   store: DuplicateStore;
   reader: Pick<ItemReader, 'processedSince' | 'getItems'>;
-  engine: Pick<SearchEngine, 'neighbours'>;
+  engine: Pick<SearchEngine, 'neighbours' | 'compact'>;
   datasets: () => Promise<Dataset[]>;
   counts: (datasetId: string) => Promise<DatasetCounts>;
   /** Processed items of the dataset still waiting for a vector by `embedder` (re-embedding). */
@@ -121,6 +121,7 @@ export class DuplicatePass {
       return false;
     if (other) {
       if (!(await this.renew())) return 'lost';
+      await this.merge(datasetId);
       await store.clear(datasetId);
     }
     // what the report shows until this pass finishes
@@ -186,6 +187,19 @@ export class DuplicatePass {
     });
     this.deps.log.debug({ datasetId, searched, since: start }, 'duplicate pass');
     return true;
+  }
+
+  /**
+   * Starts the merge a re-embedding calls for (it wrote every item anew), without waiting: the
+   * searches of this pass go on meanwhile, and the other datasets' reports are due. A merge that
+   * cannot start leaves searches slower, nothing else.
+   */
+  private async merge(datasetId: string): Promise<void> {
+    try {
+      await this.deps.engine.compact(datasetId, async () => false);
+    } catch (err) {
+      this.deps.log.warn({ err, datasetId }, 'merging the index after a re-embedding failed');
+    }
   }
 
   /**

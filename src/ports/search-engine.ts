@@ -154,9 +154,10 @@ export interface SearchEngine {
     limit: number,
   ): Promise<TuningPage>;
   /**
-   * After a rewrite of a dataset's items (a fit's projections): merges what the rewrite left
-   * behind that slows searches, waiting while `keepWaiting` answers true; false when it stopped
-   * waiting first (the merge goes on). Engines with nothing to merge answer true at once.
+   * After a rewrite of a dataset's items (a fit's projections, a re-embedding): merges what the
+   * rewrite left behind that slows searches, waiting while `keepWaiting` answers true; false when
+   * it stopped waiting first (the merge goes on). Engines with nothing to merge answer true at
+   * once.
    */
   compact(datasetId: string, keepWaiting: () => Promise<boolean>): Promise<boolean>;
   /** A random selection of processed items matching `conditions` (explore without an id). */

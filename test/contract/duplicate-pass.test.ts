@@ -86,11 +86,14 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
     await rig.ready;
     now = T0;
     searched = [];
+    merges = [];
   });
   afterEach(async () => rig.close());
 
   /** The ids each neighbour search asked for, per dataset, in order (the real engine answers). */
   let searched: Array<[string, string[]]> = [];
+  /** The datasets whose merge the pass started, and whether it waited (the real engine merges). */
+  let merges: Array<[string, boolean]> = [];
   const pass = (owner = 'host-a', options: { pageSize?: number; sliceMs?: number } = {}) =>
     new DuplicatePass({
       store: rig.ports.duplicates,
@@ -99,6 +102,10 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
         neighbours: (dataset, embedder, ids, maxDistance, k) => {
           searched.push([dataset, [...ids]]);
           return rig.ports.engine.neighbours(dataset, embedder, ids, maxDistance, k);
+        },
+        compact: async (dataset, keepWaiting) => {
+          merges.push([dataset, await keepWaiting()]);
+          return rig.ports.engine.compact(dataset, keepWaiting);
         },
       },
       datasets: async () =>
@@ -196,7 +203,7 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
     expect((await neighboursOf('p3')).sort()).toEqual(['p1', 'p2']);
   });
 
-  test('an embedder change waits for the re-embedding, then starts over', async () => {
+  test('an embedder change waits for the re-embedding, then merges the index and starts over', async () => {
     const jobs = await processed(
       [
         { id: 'a', v: [1, 0.1, 0, 0, 0, 0, 0, 0], pic: 1 },
@@ -221,9 +228,16 @@ describe.each(rigs)('DuplicatePass on %s', (_name, make) => {
     while ((await rig.ports.content.staleEmbeddingCount(ds, 'e2')) > 0)
       if (Date.now() > deadline) throw new Error('still stale');
       else await new Promise((r) => setTimeout(r, 100));
+    // no merge for a first pass, nor while items wait for their new vectors
+    expect(merges).toEqual([]);
     expect(await pass().dataset(ds, 'e2')).toBe(true);
+    // one, started without holding up the pass (other datasets' reports are due)
+    expect(merges).toEqual([[ds, false]]);
     expect((await rig.ports.duplicates.state(ds)).embedder).toBe('e2');
     expect(await neighboursOf('a')).toEqual(['b']);
+    now = T0 + 180_000;
+    expect(await pass().dataset(ds, 'e2')).toBe(false);
+    expect(merges).toHaveLength(1);
   });
 
   /** Twelve items in six copy pairs, a04/a05 across the first page boundary of five. */
