@@ -71,7 +71,12 @@ export class OutboxBatcher {
     }
     const deliveries: Delivery[] = [];
     const done = new Set<string>();
-    /** Per dataset with processed facts in this pass: how many. */
+    /**
+     * Per dataset with processed facts ready in this pass: how many processed facts were read,
+     * ready or not. Facts are recorded only while a webhook wants them, so they count the items
+     * processed since one existed; the ones not yet settled count too, or a fast ingest (more
+     * than 200 items in the settling second) would look published before its webhook.
+     */
     const published = new Map<string, { told: number }>();
     const datasets = new Map<string, ReturnType<BatcherDeps['dataset']>>();
     const dataset = (id: string) => {
@@ -90,10 +95,7 @@ export class OutboxBatcher {
       const ds = await dataset(first.datasetId);
       for (const f of ready) done.add(f.id);
       if (!ds) continue;
-      if (first.kind === 'processed')
-        published.set(first.datasetId, {
-          told: (published.get(first.datasetId)?.told ?? 0) + ready.length,
-        });
+      if (first.kind === 'processed') published.set(first.datasetId, { told: group.length });
       const type = first.kind === 'processed' ? 'items.processed' : 'items.failed';
       const hooks = await this.deps.directory.wanting(first.org, type, first.datasetId);
       for (let i = 0; i < ready.length; i += WEBHOOK_BATCH) {
@@ -134,8 +136,8 @@ export class OutboxBatcher {
    * moving it from pending to published (a compare-and-set) follows the deliveries, whose ids
    * name the publication (the stored epoch), so a pass done twice sends it once. A fall back to
    * pending makes no facts: PublicationWatch stores it when items are deleted or changed. A
-   * dataset first seen already published is announced only if this pass's items published it,
-   * so one published before its webhook stays silent.
+   * dataset first seen already published is announced only if the items whose facts this pass
+   * read published it, so one published before its webhook stays silent.
    */
   private async publication(
     ds: Awaited<ReturnType<BatcherDeps['dataset']>>,

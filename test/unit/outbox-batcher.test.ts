@@ -1,0 +1,94 @@
+/**
+ * The batcher's judgement of dataset.published (contract §17) on the embedded outbox: announced
+ * once when the items a webhook heard of published the dataset, however many of them were
+ * still settling when the batcher first looked; silent for a dataset published before.
+ */
+import path from 'node:path';
+import pino from 'pino';
+import { openDb } from '../../src/adapters/embedded/db';
+import { SqliteEventOutbox } from '../../src/adapters/embedded/event-outbox';
+import type { DatasetCounts } from '../../src/domain/dataset';
+import type { ItemFact, Webhook } from '../../src/domain/webhook';
+import { OutboxBatcher } from '../../src/jobs/outbox-batcher';
+import type { WebhookStore } from '../../src/ports/webhook-store';
+import { WebhookDirectory } from '../../src/services/webhook-directory';
+import { tempDir } from '../helpers/app';
+
+const T0 = Date.UTC(2026, 10, 28, 12);
+const HOOK: Webhook = {
+  id: 'wh_aaaaaaaaaaaaaaaaaaaa',
+  org: 'o',
+  url: 'https://receiver.test/hook',
+  events: ['items.processed', 'dataset.published'],
+  state: 'active',
+  salt: 's',
+  createdAt: T0 - 60_000,
+};
+
+function rig(counts: DatasetCounts) {
+  const db = openDb(path.join(tempDir('vss-batcher-'), 'outbox.db'));
+  const outbox = new SqliteEventOutbox(db);
+  let now = T0;
+  const batcher = new OutboxBatcher({
+    outbox,
+    directory: new WebhookDirectory(
+      { all: async () => [HOOK] } as unknown as WebhookStore,
+      () => now,
+    ),
+    dataset: async () => ({ org: 'o', name: 'cat', counts: async () => counts }),
+    now: () => now,
+    log: pino({ level: 'silent' }),
+    owner: 'host-a',
+    made: () => undefined,
+  });
+  /** `n` processed facts, the i-th at `at(i)`. */
+  const facts = (from: number, n: number, at: (i: number) => number): ItemFact[] =>
+    Array.from({ length: n }, (_, k) => ({
+      id: `f${from + k}`,
+      org: 'o',
+      datasetId: 'ds',
+      kind: 'processed',
+      itemId: `i${from + k}`,
+      at: at(k),
+    }));
+  const published = async () =>
+    (await outbox.list(HOOK.id, 100)).filter((d) => d.type === 'dataset.published');
+  return {
+    outbox,
+    batcher,
+    facts,
+    published,
+    at: (t: number) => (now = t),
+    close: () => db.close(),
+  };
+}
+
+test('a fast ingest: facts still settling at the first look count, and it is announced', async () => {
+  // 450 processed since the webhook existed: 150 settled, 300 in the last second
+  const r = rig({ items: 450, processed: 450, pending: 0, errors: 0 });
+  await r.outbox.recordFacts([
+    ...r.facts(0, 150, () => T0),
+    ...r.facts(150, 300, (k) => T0 + 2000 + k),
+  ]);
+  r.at(T0 + 2500);
+  expect(await r.batcher.pass()).toBe(true);
+  const made = await r.published();
+  expect(made).toHaveLength(1);
+  expect(JSON.parse(made[0]!.body).data).toMatchObject({ dataset: 'cat' });
+  // once per publication
+  r.at(T0 + 5000);
+  await r.batcher.pass();
+  expect(await r.published()).toHaveLength(1);
+  r.close();
+});
+
+test('a dataset published before its webhook existed is not announced', async () => {
+  // 600 processed, of which the webhook heard of 150
+  const r = rig({ items: 600, processed: 600, pending: 0, errors: 0 });
+  await r.outbox.recordFacts(r.facts(0, 150, () => T0));
+  r.at(T0 + 2500);
+  expect(await r.batcher.pass()).toBe(true);
+  expect(await r.published()).toEqual([]);
+  expect((await r.outbox.seenStatus('ds'))?.status).toBe('published');
+  r.close();
+});
