@@ -1,11 +1,24 @@
 const fs = require('node:fs');
+const path = require('node:path');
 
 // The suites' data directories (os.tmpdir()) go to tmpfs when the machine has room there and
 // TMPDIR is not set: the embedded stores commit with synchronous = FULL, and on a disk each
 // fsync blocks a suite. A SIGKILL, the crash the tests make, keeps what tmpfs holds just as it
 // keeps a disk's page cache; only a power cut would differ, and no test makes one.
+// tmpfs is memory, so what earlier runs' suites left there (vss-*) goes once it is two hours
+// old: no run takes that long.
 const SHM = '/dev/shm';
+const LEFT_OVER_MS = 2 * 3600_000;
 if (!process.env.TMPDIR && fs.existsSync(SHM)) {
+  for (const name of fs.readdirSync(SHM)) {
+    const dir = path.join(SHM, name);
+    try {
+      if (name.startsWith('vss-') && Date.now() - fs.statSync(dir).mtimeMs > LEFT_OVER_MS)
+        fs.rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // another run's, or gone meanwhile
+    }
+  }
   const { bavail, bsize } = fs.statfsSync(SHM);
   if (bavail * bsize >= 2 ** 31) process.env.TMPDIR = SHM;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `npm run check`: the typecheck, ESLint, and the other checks (Prettier, knip, codegen, the
-# wasm build) as three lanes at once. Each is single-threaded, so on two cores or more this
-# takes the time of the longest lane rather than of all. Every lane's output is printed, in
-# order; the check fails when any lane does.
+# wasm build) as three lanes at once. Each is single-threaded: on two cores this takes about
+# half the time of running them in a row. Every lane's output is printed, in order, once all
+# have ended; the check fails when any lane does.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="$(mktemp -d)"
