@@ -397,7 +397,13 @@ export async function buildContainer(
           directory,
           async dataset(id) {
             const ds = await accounts.getDatasetById(id);
-            return ds && { org: ds.org, name: ds.name, counts: () => content.counts(id) };
+            return (
+              ds && {
+                org: ds.org,
+                name: ds.name,
+                counts: (fresh) => content.counts(id, { fresh }),
+              }
+            );
           },
           now,
           log: webhookLog,

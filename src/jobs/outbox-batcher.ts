@@ -18,7 +18,8 @@ const READ_LIMIT = 5 * WEBHOOK_BATCH;
 /**
  * A fact is batched once it is this old (or its group fills a delivery): by then the engine's
  * counts include its item (Elasticsearch shows writes within its 1 s refresh), so the counts
- * a publication is judged on are never behind the facts that made it.
+ * a publication is judged on are never behind the facts that made it. The first judgement of a
+ * dataset also compares with facts still settling, and counts afresh for it.
  */
 const FACT_SETTLE_MS = 1100;
 /**
@@ -34,9 +35,15 @@ export interface BatcherDeps {
   outbox: EventOutbox;
   directory: WebhookDirectory;
   /** A dataset's name and current counts, or undefined once it is deleted. */
-  dataset(
-    id: string,
-  ): Promise<{ org: string; name: string; counts: () => Promise<DatasetCounts> } | undefined>;
+  dataset(id: string): Promise<
+    | {
+        org: string;
+        name: string;
+        /** `fresh`: with every item written before the call counted (ItemReader.counts). */
+        counts: (fresh?: boolean) => Promise<DatasetCounts>;
+      }
+    | undefined
+  >;
   now: () => number;
   log: Logger;
   /** This process, as the lease names it. */
@@ -73,9 +80,10 @@ export class OutboxBatcher {
     const done = new Set<string>();
     /**
      * Per dataset with processed facts ready in this pass: how many processed facts were read,
-     * ready or not. Facts are recorded only while a webhook wants them, so they count the items
-     * processed since one existed; the ones not yet settled count too, or a fast ingest (more
-     * than 200 items in the settling second) would look published before its webhook.
+     * ready or not. Facts are recorded only while a webhook wants them, so they count the
+     * processings since one existed (an item processed again counts again); the ones not yet
+     * settled count too, or a fast ingest (more than 200 items in the settling second) would
+     * look published before its webhook.
      */
     const published = new Map<string, { told: number }>();
     const datasets = new Map<string, ReturnType<BatcherDeps['dataset']>>();
@@ -150,7 +158,9 @@ export class OutboxBatcher {
     // processed items only raise the counts: a published dataset stays so (a fall is stored
     // by PublicationWatch), and counting it again would cost a search every pass
     if (seen?.status === 'published') return;
-    const counts = await ds.counts();
+    // first seen: the facts read include unsettled ones, whose items must be counted too, or a
+    // dataset published before its webhook would look published by them
+    const counts = await ds.counts(seen === undefined);
     const status = statusOf(counts);
     if (seen?.status === status) return;
     const epoch = (seen?.epoch ?? 0) + 1;

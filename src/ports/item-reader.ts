@@ -42,7 +42,12 @@ export interface ItemReader {
    * what its own job did), which an engine with a refresh delay may answer differently.
    */
   getItems(datasetId: string, ids: string[], opts?: { latest?: boolean }): Promise<StoredItem[]>;
-  counts(datasetId: string): Promise<DatasetCounts>;
+  /**
+   * The dataset's counts as queries see them; `fresh` first makes every write made before the
+   * call visible (an engine with a refresh delay refreshes), for a judgement that compares the
+   * counts with records of those writes.
+   */
+  counts(datasetId: string, opts?: { fresh?: boolean }): Promise<DatasetCounts>;
   catalogue(datasetId: string): Promise<FieldCatalogue>;
   /** Public and generated field names, for content/fields `*`. */
   publicFields(datasetId: string): Promise<string[]>;

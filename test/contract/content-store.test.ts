@@ -219,6 +219,20 @@ describe.each(adapters)('ContentStore + SearchEngine contract: %s', (_name, make
     expect(await e.store.counts(ds)).toMatchObject({ processed: 1, pending: 0 });
   });
 
+  test('fresh counts include every item processed before the call', async () => {
+    const jobs = await write([
+      { id: 'a', url: url('a') },
+      { id: 'b', url: url('b') },
+    ]);
+    for (const j of jobs) expect(await e.store.markProcessed(j, features, T0)).toBe(true);
+    expect(await e.store.counts(ds, { fresh: true })).toEqual({
+      items: 2,
+      processed: 2,
+      pending: 0,
+      errors: 0,
+    });
+  });
+
   test('concurrent results for the same job: exactly one wins', async () => {
     const [job] = await write([{ id: 'a', url: url('a') }]);
     const results = await Promise.all(

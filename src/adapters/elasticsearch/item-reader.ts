@@ -129,9 +129,10 @@ export class EsItemReader extends ItemIndex implements ItemReader {
     return page(undefined, limit, after);
   }
 
-  async counts(datasetId: string): Promise<DatasetCounts> {
+  async counts(datasetId: string, opts?: { fresh?: boolean }): Promise<DatasetCounts> {
     return orEmpty(
       async () => {
+        if (opts?.fresh) await this.client.indices.refresh({ index: this.index(datasetId) });
         const r = await this.client.search({
           index: this.index(datasetId),
           // copies of a shard refresh on their own clocks, so two reads served by two copies can
