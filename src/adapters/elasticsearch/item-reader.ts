@@ -14,6 +14,7 @@ import { KeyedGroupCommit } from '../group-commit';
 import type { EsIndices } from './indices';
 import type { KnownVersions } from './known-versions';
 import { ItemIndex, orEmpty, type Hit } from './item-index';
+import { Refresher } from './refresher';
 
 /** GET content pages past this window walk the index with search_after. */
 const WINDOW = 10_000;
@@ -35,6 +36,9 @@ export class EsItemReader extends ItemIndex implements ItemReader {
   ) {
     super(indices);
   }
+
+  /** For fresh counts: judgements asked together share one refresh of their index. */
+  private readonly refresher = new Refresher(() => this.client);
 
   /**
    * Workers read their item, realtime, as each job starts; jobs start together when a grouped
@@ -132,7 +136,7 @@ export class EsItemReader extends ItemIndex implements ItemReader {
   async counts(datasetId: string, opts?: { fresh?: boolean }): Promise<DatasetCounts> {
     return orEmpty(
       async () => {
-        if (opts?.fresh) await this.client.indices.refresh({ index: this.index(datasetId) });
+        if (opts?.fresh) await this.refresher.visible(this.index(datasetId));
         const r = await this.client.search({
           index: this.index(datasetId),
           // copies of a shard refresh on their own clocks, so two reads served by two copies can
