@@ -155,4 +155,33 @@ describe('embedded index keeps in step with the store', () => {
     expect(after.ids).not.toContain('i00001');
     expect(after.ids).not.toContain('i00003');
   });
+  it('keeps every holder of a value whose 65th arrives by an older item changing', async () => {
+    // The 65th holder turns a value's list into a bitset; an older item has a lower slot than
+    // the others, and the bitset must still cover the highest.
+    const db = openDb(path.join(tempDir('vss-index-'), 'store.db'));
+    dbs.push(db);
+    const store = embeddedContent(db);
+    const engine = new EmbeddedSearchEngine(db);
+    const tagOf = (n: number) => (n >= 100 && n < 164 ? 'red' : 'plain');
+    for (let n = 0; n < 200; n++) {
+      const id = `i${String(n).padStart(5, '0')}`;
+      const url = `https://img.example.com/${id}.jpg`;
+      await store.applyWrites('d', [{ id, url, metadata: { n, tag: tagOf(n) } }], 'post', T0 + n);
+      await store.markProcessed(
+        { datasetId: 'd', itemId: id, url, attempt: 1 },
+        { width: 10, height: 10, format: 'png', vector: [1, 0], embedder: 'e' },
+        T0 + n,
+      );
+    }
+    const red: Condition[] = [{ kind: 'match', field: 'tag', values: ['red'] }];
+    expect((await ids(engine, 'd', red)).total).toBe(64);
+    await store.applyWrites('d', [{ id: 'i00005', metadata: { n: 5, tag: 'red' } }], 'put', T0);
+    const after = await ids(engine, 'd', red);
+    expect(after.total).toBe(65);
+    expect(after.ids).toEqual(
+      (
+        await new SqlSearchEngine(db).search('d', { conditions: red, sort, offset: 0, limit: 1000 })
+      ).items.map((i) => i.id),
+    );
+  });
 });

@@ -10,6 +10,8 @@ import { type Bits, clear, countAnd, grown, has, orInPlace, set, wordsFor } from
 export class Posting {
   private list: Int32Array | null = new Int32Array(4);
   private bits: Bits | null = null;
+  /** The highest slot the list has held: the bitset it becomes must cover it. */
+  private top = -1;
   size = 0;
 
   add(slot: number): void {
@@ -22,9 +24,11 @@ export class Posting {
       return;
     }
     let list = this.list!;
-    // A bitset over the slots seen so far is smaller than the list: switch.
-    if (this.size >= 64 && this.size >= wordsFor(slot + 1)) {
-      const bits = new Uint32Array(wordsFor(slot + 1) * 2);
+    if (slot > this.top) this.top = slot;
+    // A bitset over the slots seen so far is smaller than the list: switch. The slot added
+    // need not be the highest (an item changed later keeps its slot), so size it by `top`.
+    if (this.size >= 64 && this.size >= wordsFor(this.top + 1)) {
+      const bits = new Uint32Array(wordsFor(this.top + 1) * 2);
       for (let i = 0; i < this.size; i++) set(bits, list[i]!);
       set(bits, slot);
       this.bits = bits;
