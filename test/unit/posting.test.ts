@@ -1,6 +1,6 @@
 /**
- * Posting, the set of slots holding one value, against a plain set under random changes: it
- * starts as a list and becomes a bitset once that is smaller.
+ * Posting, the set of slots holding one value, against a plain set under random changes: a
+ * lone slot is kept without a list, then a list, then a bitset once that is smaller.
  */
 import fc from 'fast-check';
 import { wordsFor } from '../../src/adapters/embedded/bitset';
@@ -68,5 +68,19 @@ describe('Posting', () => {
     p.add(5);
     model.add(5);
     expect(agrees(p, model, 200)).toBe(true);
+  });
+
+  it('keeps a lone slot without a list', () => {
+    const p = new Posting();
+    const empty = p.bytes();
+    p.add(7);
+    expect(p.bytes()).toBe(empty);
+    p.remove(8);
+    expect(p.size).toBe(1);
+    p.remove(7);
+    expect(p.size).toBe(0);
+    p.add(9);
+    p.add(11);
+    expect(p.bytes()).toBeGreaterThan(empty);
   });
 });

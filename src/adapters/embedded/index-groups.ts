@@ -38,13 +38,8 @@ export function groupsOf(ix: DatasetIndex, name: string): Groups {
     });
     groupOfValue.forEach((g, id) => members[g]!.push(id));
     for (let s = 0; s < ix.size; s++) {
-      const e = ix.entries[s];
-      if (!e) continue;
-      for (let i = 0; i < e.length; i += 2)
-        if (e[i] === f.no && !(e[i + 1]! & 1)) {
-          of[s] = groupOfValue[e[i + 1]! >> 1]!;
-          break;
-        }
+      const id = ix.scalarValueId(s, f);
+      if (id >= 0) of[s] = groupOfValue[id]!;
     }
     return { field: f, of, members };
   });

@@ -1,5 +1,6 @@
 import { type Bits, clear, grown, set, wordsFor } from './bitset';
 import { Posting } from './posting';
+import { SlotLists } from './slot-lists';
 
 /** One distinct value of a field, as item_values holds it (vtype, sval, nval). */
 export interface FieldValue {
@@ -125,8 +126,9 @@ export class DatasetIndex {
   pending: Bits = new Uint32Array(0);
   alive: Bits = new Uint32Array(0);
   /** Per slot: pairs [field no, value id << 1 | is_array], to undo the item on change. */
-  entries: Array<Int32Array | undefined> = [];
-  private terms: Array<Int32Array | undefined> = [];
+  private readonly entries = new SlotLists();
+  /** Per slot: the ids of its words. */
+  private readonly terms = new SlotLists();
   readonly slotOfPk = new Map<number, number>();
   private readonly free: number[] = [];
 
@@ -196,12 +198,17 @@ export class DatasetIndex {
     return slot;
   }
 
-  /** Takes the item's values and words out of every set (the slot itself stays). */
+  /**
+   * Takes the item's values and words out of every set (the slot and its lists stay, for
+   * `put` to overwrite or `remove` to clear).
+   */
   private unindex(slot: number): void {
-    const e = this.entries[slot];
-    if (e) {
+    const n = this.entries.length(slot);
+    if (n) {
+      const at = this.entries.start(slot);
+      const e = this.entries.data;
       let last = -1;
-      for (let i = 0; i < e.length; i += 2) {
+      for (let i = at; i < at + n; i += 2) {
         const f = this.fieldList[e[i]!]!;
         f.values[e[i + 1]! >> 1]!.posting.remove(slot);
         if (e[i] !== last) {
@@ -210,11 +217,11 @@ export class DatasetIndex {
           last = e[i]!;
         }
       }
-      this.entries[slot] = undefined;
     }
-    const t = this.terms[slot];
-    if (t) for (const id of t) this.termPostings[id]!.remove(slot);
-    this.terms[slot] = undefined;
+    const k = this.terms.length(slot);
+    const at = this.terms.start(slot);
+    const t = this.terms.data;
+    for (let i = at; i < at + k; i++) this.termPostings[t[i]!]!.remove(slot);
   }
 
   /** Sets (or replaces) the item stored under `pk`. */
@@ -247,33 +254,28 @@ export class DatasetIndex {
       const code = (id << 1) | (r.isArray ? 1 : 0);
       if (!list.some((c) => c >> 1 === id)) list.push(code);
     }
-    if (byField.size) {
-      const e: number[] = [];
-      for (const [f, codes] of byField) {
-        f.holders.add(slot);
-        f.version++;
-        for (const c of codes) {
-          f.values[c >> 1]!.posting.add(slot);
-          e.push(f.no, c);
-        }
+    const e: number[] = [];
+    for (const [f, codes] of byField) {
+      f.holders.add(slot);
+      f.version++;
+      for (const c of codes) {
+        f.values[c >> 1]!.posting.add(slot);
+        e.push(f.no, c);
       }
-      this.entries[slot] = Int32Array.from(e);
     }
-    if (terms.length) {
-      const ids = new Int32Array(terms.length);
-      let n = 0;
-      for (const t of new Set(terms)) {
-        let id = this.termIds.get(t);
-        if (id === undefined) {
-          id = this.termPostings.length;
-          this.termIds.set(t, id);
-          this.termPostings.push(new Posting());
-        }
-        this.termPostings[id]!.add(slot);
-        ids[n++] = id;
+    this.entries.set(slot, e);
+    const ids: number[] = [];
+    for (const t of new Set(terms)) {
+      let id = this.termIds.get(t);
+      if (id === undefined) {
+        id = this.termPostings.length;
+        this.termIds.set(t, id);
+        this.termPostings.push(new Posting());
       }
-      this.terms[slot] = ids.subarray(0, n);
+      this.termPostings[id]!.add(slot);
+      ids.push(id);
     }
+    this.terms.set(slot, ids);
     this.version++;
   }
 
@@ -282,6 +284,8 @@ export class DatasetIndex {
     const slot = this.slotOfPk.get(pk);
     if (slot === undefined) return;
     this.unindex(slot);
+    this.entries.clear(slot);
+    this.terms.clear(slot);
     this.slotOfPk.delete(pk);
     clear(this.processed, slot);
     clear(this.pending, slot);
@@ -292,16 +296,22 @@ export class DatasetIndex {
     this.version++;
   }
 
+  /** The id of the item's scalar value of `field` (not an array element), or -1. */
+  scalarValueId(slot: number, field: FieldIndex): number {
+    const n = this.entries.length(slot);
+    const at = this.entries.start(slot);
+    const e = this.entries.data;
+    for (let i = at; i < at + n; i += 2)
+      if (e[i] === field.no && !(e[i + 1]! & 1)) return e[i + 1]! >> 1;
+    return -1;
+  }
+
   /** The value of `field` an item sorts by: a scalar number or string (booleans, arrays: none). */
   sortValue(slot: number, field: FieldIndex): FieldValue | undefined {
-    const e = this.entries[slot];
-    if (!e) return undefined;
-    for (let i = 0; i < e.length; i += 2)
-      if (e[i] === field.no && !(e[i + 1]! & 1)) {
-        const v = field.values[e[i + 1]! >> 1]!;
-        return v.vtype === 'b' ? undefined : v;
-      }
-    return undefined;
+    const id = this.scalarValueId(slot, field);
+    if (id < 0) return undefined;
+    const v = field.values[id]!;
+    return v.vtype === 'b' ? undefined : v;
   }
 
   /** A cached value computed from the index as it is now. */
@@ -316,11 +326,8 @@ export class DatasetIndex {
   /** Approximate heap bytes (measurements and the report). */
   bytes(): number {
     let n = this.capacity * 8 * 3 + (this.processed.byteLength + this.alive.byteLength);
-    for (let s = 0; s < this.size; s++) {
-      n += (this.ids[s]?.length ?? 0) * 2 + 16;
-      n += (this.entries[s]?.byteLength ?? 0) + 64;
-      n += (this.terms[s]?.byteLength ?? 0) + 64;
-    }
+    for (let s = 0; s < this.size; s++) n += (this.ids[s]?.length ?? 0) * 2 + 16;
+    n += this.entries.bytes() + this.terms.bytes();
     n += this.slotOfPk.size * 40;
     for (const f of this.fieldList) {
       n += f.holders.bytes();

@@ -6,10 +6,14 @@ import { type Bits, clear, countAnd, grown, has, orInPlace, set, wordsFor } from
  * larger than a bitset over all slots, it becomes that bitset (1 bit a slot). Order never
  * matters: postings are only ever ORed into, or counted against, a dense filter set.
  * Callers add a slot at most once (memory-index.ts removes an item's slots before re-adding).
+ * A value only one item holds (an image URL, a title) keeps its slot in `one`, without a list:
+ * such values can number one per item.
  */
 export class Posting {
-  private list: Int32Array | null = new Int32Array(4);
+  private list: Int32Array | null = null;
   private bits: Bits | null = null;
+  /** The slot, while the posting holds at most one and has no list yet. */
+  private one = 0;
   /** The highest slot the list has held: the bitset it becomes must cover it. */
   private top = -1;
   size = 0;
@@ -23,8 +27,17 @@ export class Posting {
       }
       return;
     }
-    let list = this.list!;
     if (slot > this.top) this.top = slot;
+    if (!this.list) {
+      if (this.size === 0) {
+        this.one = slot;
+        this.size = 1;
+        return;
+      }
+      this.list = new Int32Array(4);
+      this.list[0] = this.one;
+    }
+    let list = this.list;
     // A bitset over the slots seen so far is smaller than the list: switch. The slot added
     // need not be the highest (an item changed later keeps its slot), so size it by `top`.
     if (this.size >= 64 && this.size >= wordsFor(this.top + 1)) {
@@ -52,7 +65,11 @@ export class Posting {
       }
       return;
     }
-    const list = this.list!;
+    const list = this.list;
+    if (!list) {
+      if (this.size && this.one === slot) this.size = 0;
+      return;
+    }
     for (let i = 0; i < this.size; i++)
       if (list[i] === slot) {
         list[i] = list[--this.size]!;
@@ -66,14 +83,19 @@ export class Posting {
       orInPlace(target, this.bits);
       return;
     }
-    const list = this.list!;
+    const list = this.list;
+    if (!list) {
+      if (this.size) set(target, this.one);
+      return;
+    }
     for (let i = 0; i < this.size; i++) set(target, list[i]!);
   }
 
   /** |this ∩ filter| */
   countIn(filter: Bits): number {
     if (this.bits) return countAnd(this.bits, filter);
-    const list = this.list!;
+    const list = this.list;
+    if (!list) return this.size && has(filter, this.one) ? 1 : 0;
     let n = 0;
     for (let i = 0; i < this.size; i++) if (has(filter, list[i]!)) n++;
     return n;
@@ -93,7 +115,11 @@ export class Posting {
       }
       return;
     }
-    const list = this.list!;
+    const list = this.list;
+    if (!list) {
+      if (this.size) fn(this.one);
+      return;
+    }
     for (let i = 0; i < this.size; i++) fn(list[i]!);
   }
 
@@ -112,11 +138,15 @@ export class Posting {
       }
       return;
     }
-    const list = this.list!;
+    const list = this.list;
+    if (!list) {
+      if (this.size && has(filter, this.one)) fn(this.one);
+      return;
+    }
     for (let i = 0; i < this.size; i++) if (has(filter, list[i]!)) fn(list[i]!);
   }
 
   bytes(): number {
-    return (this.bits ?? this.list!).byteLength + 48;
+    return ((this.bits ?? this.list)?.byteLength ?? 0) + 48;
   }
 }
