@@ -13,7 +13,12 @@
  * requests: the listing search of bench/search-latency.ts, similar by id unfiltered and with a
  * q filter. VmRSS after each phase and the kernel's high-water mark (VmHWM) at the end.
  *
- *   npm run bench:embedded-scale   (BENCH_ITEMS (1000000), BENCH_REQUESTS (300))
+ * To compare builds of the service, BENCH_DISTS names their `dist` directories (comma-separated)
+ * and BENCH_ROUNDS how many times each is started on the one seeded directory, in alternating
+ * order (A B, B A, …); the runs and each build's medians go to embedded-scale-compare.json.
+ *
+ *   npm run bench:embedded-scale   (BENCH_ITEMS (1000000), BENCH_REQUESTS (300),
+ *                                   BENCH_DISTS (the installed build), BENCH_ROUNDS (1))
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -35,6 +40,8 @@ import { HYBRID_VECTORS, seedEmbedded, withRealVectors } from './seed-items';
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 1_000_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
 const WARMUP = 20;
+const DISTS = (process.env.BENCH_DISTS ?? '').split(',').filter(Boolean);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 
 const freePort = (): Promise<number> =>
   new Promise((done, fail) => {
@@ -60,19 +67,97 @@ async function main(): Promise<void> {
   const dataDir = app.container.config.dataDir;
   const { dsToken, datasetId } = await createDataset(app, 'shoes');
   await app.stop();
-  const vectors = await withRealVectors(HYBRID_VECTORS, ITEMS);
-  const s0 = Date.now();
-  seedEmbedded(dataDir, datasetId, catalogue(ITEMS), vectors);
-  const seedS = (Date.now() - s0) / 1000;
-  const dbBytes = fs
-    .readdirSync(dataDir)
-    .filter((f) => f.startsWith('store.db'))
-    .reduce((n, f) => n + fs.statSync(path.join(dataDir, f)).size, 0);
-  process.stderr.write(`seeded ${ITEMS} items in ${seedS.toFixed(1)} s\n`);
+  try {
+    const vectors = await withRealVectors(HYBRID_VECTORS, ITEMS);
+    const s0 = Date.now();
+    seedEmbedded(dataDir, datasetId, catalogue(ITEMS), vectors);
+    const seedS = (Date.now() - s0) / 1000;
+    const dbBytes = fs
+      .readdirSync(dataDir)
+      .filter((f) => f.startsWith('store.db'))
+      .reduce((n, f) => n + fs.statSync(path.join(dataDir, f)).size, 0);
+    process.stderr.write(`seeded ${ITEMS} items in ${seedS.toFixed(1)} s\n`);
+    const seeded = {
+      date: new Date().toISOString(),
+      machine: machine(),
+      items: ITEMS,
+      embedder: vectors.id,
+      dimensions: vectors.dimensions,
+      vectors: vectors.real
+        ? `real (bench/real-vectors.ts) for the cached rows, random unit vectors for the rest`
+        : 'random unit vectors',
+      seed_seconds: seedS,
+      store_bytes: dbBytes,
+      notes:
+        'search: the listing query of bench/search-latency.ts (q filter + sort + page); similar: GET similar?id=…&limit=10, filtered adds q=category:boots,instock:true; start-up from the spawn of node dist/main.js',
+      goals: GOALS,
+    };
+    if (!DISTS.length) {
+      const run = await serve(require.resolve('visual-search-service/dist/main'), dataDir, dsToken);
+      const out = { ...seeded, ...run, met: metOf(run) };
+      console.log(JSON.stringify(out));
+      console.log(`written to ${writeResult('embedded-scale', out)}`);
+      return;
+    }
+    const runs: Array<{ dist: string; round: number } & Run> = [];
+    for (let round = 0; round < ROUNDS; round++)
+      for (const dist of round % 2 ? [...DISTS].reverse() : DISTS) {
+        process.stderr.write(`round ${round + 1}: ${dist}\n`);
+        runs.push({
+          dist,
+          round,
+          ...(await serve(path.join(path.resolve(dist), 'main.js'), dataDir, dsToken)),
+        });
+      }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    const medians = Object.fromEntries(
+      DISTS.map((dist) => {
+        const of = runs.filter((r) => r.dist === dist);
+        return [
+          dist,
+          {
+            first_search_s: median(of.map((r) => r.start_up_seconds.first_search)),
+            first_similar_s: median(of.map((r) => r.start_up_seconds.first_similar)),
+            rss_index_mib: median(of.map((r) => r.rss_mib.index)),
+            rss_vectors_mib: median(of.map((r) => r.rss_mib.vectors)),
+            rss_end_mib: median(of.map((r) => r.rss_mib.end)),
+            rss_peak_mib: median(of.map((r) => r.rss_mib.peak)),
+            search_p95_ms: median(of.map((r) => r.search_ms.p95)),
+            similar_p95_ms: median(of.map((r) => r.similar_ms.p95)),
+            similar_filtered_p95_ms: median(of.map((r) => r.similar_filtered_ms.p95)),
+          },
+        ];
+      }),
+    );
+    const out = { ...seeded, rounds: ROUNDS, medians, runs };
+    console.log(JSON.stringify(medians, null, 2));
+    console.log(`written to ${writeResult('embedded-scale-compare', out)}`);
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
 
+const GOALS = {
+  rss_max_mib: 3 * 1024,
+  search_p95_ms: 50,
+  similar_filtered_p95_ms: 300,
+  start_up_s: 60,
+};
+
+const metOf = (run: Run) => ({
+  rss: run.rss_mib.peak <= GOALS.rss_max_mib,
+  search: run.search_ms.p95 <= GOALS.search_p95_ms,
+  similar_filtered: run.similar_filtered_ms.p95 <= GOALS.similar_filtered_p95_ms,
+  start_up: run.start_up_seconds.first_similar <= GOALS.start_up_s,
+});
+
+type Run = Awaited<ReturnType<typeof serve>>;
+
+/** Starts `entry` (a build's dist/main.js) on the seeded directory and measures it. */
+async function serve(entry: string, dataDir: string, dsToken: string) {
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [require.resolve('visual-search-service/dist/main')], {
+  const child = spawn(process.execPath, [entry], {
     env: {
       ...process.env,
       MALLOC_TRIM_THRESHOLD_: '131072',
@@ -150,23 +235,7 @@ async function main(): Promise<void> {
     const rssEnd = statusMib(pid, 'VmRSS');
     const hwm = statusMib(pid, 'VmHWM');
     await client.close();
-    const goals = {
-      rss_max_mib: 3 * 1024,
-      search_p95_ms: 50,
-      similar_filtered_p95_ms: 300,
-      start_up_s: 60,
-    };
-    const out = {
-      date: new Date().toISOString(),
-      machine: machine(),
-      items: ITEMS,
-      embedder: vectors.id,
-      dimensions: vectors.dimensions,
-      vectors: vectors.real
-        ? `real (bench/real-vectors.ts) for the cached rows, random unit vectors for the rest`
-        : 'random unit vectors',
-      seed_seconds: seedS,
-      store_bytes: dbBytes,
+    return {
       start_up_seconds: {
         ready: readyS,
         first_search: firstSearchS,
@@ -177,21 +246,10 @@ async function main(): Promise<void> {
       search_ms: summarize(searchMs),
       similar_ms: summarize(similarMs),
       similar_filtered_ms: summarize(filteredMs),
-      notes:
-        'search: the listing query of bench/search-latency.ts (q filter + sort + page); similar: GET similar?id=…&limit=10, filtered adds q=category:boots,instock:true; start-up from the spawn of node dist/main.js',
-      goals,
-      met: {
-        rss: hwm <= goals.rss_max_mib,
-        search: summarize(searchMs).p95 <= goals.search_p95_ms,
-        similar_filtered: summarize(filteredMs).p95 <= goals.similar_filtered_p95_ms,
-        start_up: firstSimilarS <= goals.start_up_s,
-      },
     };
-    console.log(JSON.stringify(out));
-    console.log(`written to ${writeResult('embedded-scale', out)}`);
   } finally {
     child.kill();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r(undefined)));
   }
 }
 
