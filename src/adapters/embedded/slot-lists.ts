@@ -1,10 +1,10 @@
 /**
- * A short list of int32s per slot (an item's field values, its words), all kept in one arena.
- * A typed array per item costs two or three heap objects and about 250 bytes beside its data,
- * which was most of an item's index memory and of the garbage a build leaves. A list that
- * changes is rewritten in place when it fits and appended otherwise; the space left behind is
- * counted and the arena is compacted once that is half of it, so it stays within twice the
- * live data.
+ * A short list of int32s per slot (an item's field values, its words), all kept in one arena:
+ * a typed array per item would be two or three heap objects beside a few values each. A list
+ * that changes is rewritten in place when it fits and appended otherwise. The space left
+ * behind is counted and reclaimed once it outweighs both the live values and the slot count
+ * (a compaction visits every slot), so the arena stays within a small multiple of the live
+ * values plus the slot count, however the lists change or shrink.
  */
 export class SlotLists {
   /** The arena. Replaced when it grows or compacts: read it after `start`, before any `set`. */
@@ -23,7 +23,7 @@ export class SlotLists {
     return slot < this.starts.length ? this.starts[slot]! : 0;
   }
 
-  /** Makes the slot's list the first `n` values of `src` (n = 0 empties it). */
+  /** Makes the slot's list the first `n` values of `src` (n = 0 empties it); `src` is not a view of `data`. */
   set(slot: number, src: ArrayLike<number>, n = src.length): void {
     if (slot >= this.lengths.length) this.growSlots(slot + 1);
     const old = this.lengths[slot]!;
@@ -37,6 +37,7 @@ export class SlotLists {
     const at = this.starts[slot]!;
     for (let i = 0; i < n; i++) this.data[at + i] = src[i]!;
     this.lengths[slot] = n;
+    if (this.wasteful()) this.compact(0);
   }
 
   clear(slot: number): void {
@@ -57,16 +58,22 @@ export class SlotLists {
     this.lengths = lengths;
   }
 
-  /** Room for `n` more values at the end: compacts when half the arena is garbage, else grows. */
+  private wasteful(): boolean {
+    return this.garbage >= Math.max(256, this.lengths.length, this.end - this.garbage);
+  }
+
+  /** Room for `n` more values at the end: compacts when that reclaims enough, else grows. */
   private reserve(n: number): void {
     if (this.end + n <= this.data.length) return;
+    if (this.wasteful()) return this.compact(n);
+    const data = new Int32Array(Math.max(this.data.length * 2, this.end + n));
+    data.set(this.data.subarray(0, this.end));
+    this.data = data;
+  }
+
+  /** Copies the live lists in slot order into an arena with room for twice them plus `n`. */
+  private compact(n: number): void {
     const live = this.end - this.garbage;
-    if (this.garbage * 2 < this.end) {
-      const data = new Int32Array(Math.max(this.data.length * 2, this.end + n));
-      data.set(this.data.subarray(0, this.end));
-      this.data = data;
-      return;
-    }
     const data = new Int32Array(Math.max(256, (live + n) * 2));
     let end = 0;
     for (let s = 0; s < this.lengths.length; s++) {
