@@ -78,7 +78,7 @@ async function main(): Promise<void> {
       .reduce((n, f) => n + fs.statSync(path.join(dataDir, f)).size, 0);
     process.stderr.write(`seeded ${ITEMS} items in ${seedS.toFixed(1)} s\n`);
     const seeded = {
-      date: new Date().toISOString(),
+      seeded_at: new Date().toISOString(),
       machine: machine(),
       items: ITEMS,
       embedder: vectors.id,
@@ -94,7 +94,7 @@ async function main(): Promise<void> {
     };
     if (!DISTS.length) {
       const run = await serve(require.resolve('visual-search-service/dist/main'), dataDir, dsToken);
-      const out = { ...seeded, ...run, met: metOf(run) };
+      const out = { date: new Date().toISOString(), ...seeded, ...run, met: metOf(run) };
       console.log(JSON.stringify(out));
       console.log(`written to ${writeResult('embedded-scale', out)}`);
       return;
@@ -129,7 +129,7 @@ async function main(): Promise<void> {
         ];
       }),
     );
-    const out = { ...seeded, rounds: ROUNDS, medians, runs };
+    const out = { date: new Date().toISOString(), ...seeded, rounds: ROUNDS, medians, runs };
     console.log(JSON.stringify(medians, null, 2));
     console.log(`written to ${writeResult('embedded-scale-compare', out)}`);
   } finally {
@@ -181,7 +181,8 @@ async function serve(entry: string, dataDir: string, dsToken: string) {
         () => false,
       );
       if (ok) break;
-      if (child.exitCode !== null) throw new Error(`service exited ${child.exitCode}`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`service exited ${child.exitCode ?? child.signalCode}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     const readyS = (performance.now() - t0) / 1000;
@@ -249,7 +250,9 @@ async function serve(entry: string, dataDir: string, dsToken: string) {
     };
   } finally {
     child.kill();
-    await new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r(undefined)));
+    await new Promise((r) =>
+      child.exitCode === null && child.signalCode === null ? child.once('exit', r) : r(undefined),
+    );
   }
 }
 
