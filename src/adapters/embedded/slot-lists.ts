@@ -23,7 +23,10 @@ export class SlotLists {
     return slot < this.starts.length ? this.starts[slot]! : 0;
   }
 
-  /** Makes the slot's list the first `n` values of `src` (n = 0 empties it); `src` is not a view of `data`. */
+  /**
+   * Makes the slot's list the first `n` values of `src` (n = 0 empties it). `src` must not be
+   * a view of `data`: a list rewritten in place would read what it has just written.
+   */
   set(slot: number, src: ArrayLike<number>, n = src.length): void {
     if (slot >= this.lengths.length) this.growSlots(slot + 1);
     const old = this.lengths[slot]!;
