@@ -16,6 +16,8 @@
  * To compare builds of the service, BENCH_DISTS names their `dist` directories (comma-separated)
  * and BENCH_ROUNDS how many times each is started on the one seeded directory, in alternating
  * order (A B, B A, …); the runs and each build's medians go to embedded-scale-compare.json.
+ * A build's parent directory must hold the project's package.json and models/ (links will do),
+ * with node_modules reachable above it, as inside a directory of this checkout.
  *
  *   npm run bench:embedded-scale   (BENCH_ITEMS (1000000), BENCH_REQUESTS (300),
  *                                   BENCH_DISTS (the installed build), BENCH_ROUNDS (1))
