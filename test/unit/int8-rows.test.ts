@@ -119,3 +119,55 @@ test('the largest products stay exact: full rows against a constant query, at an
     expect(qmax).toBeGreaterThan(8000 * (1424 / Math.max(dims, 1424)));
   }
 });
+
+/** fround(max / 127), or the next float32 up while the largest code would pass 127.5. */
+function scaleOf(max: number): number {
+  const f = new Float32Array(1);
+  const bits = new Int32Array(f.buffer);
+  f[0] = max / 127;
+  while (max / f[0]! > 127.5) bits[0]!++;
+  return f[0] || 1;
+}
+
+test('quantise: the scale maps the largest magnitude to 127, every code within half a step', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 70 }).chain((dims) =>
+        fc.tuple(
+          fc.constant(dims),
+          fc.array(
+            fc.oneof(
+              vector(dims),
+              fc.constant(Array<number>(dims).fill(0)),
+              // large and tiny magnitudes, where the float32 scale rounds most
+              vector(dims).map((v) => v.map((x) => x * 1e6)),
+              vector(dims).map((v) => v.map((x) => x * 1e-30)),
+            ),
+            { minLength: 1, maxLength: 5 },
+          ),
+        ),
+      ),
+      ([dims, vectors]) => {
+        const rows = new Int8Rows(vectors.length + 2, dims);
+        // the rows around the written ones are filled first: quantise must leave them alone
+        rows.codes.fill(99);
+        const scales = vectors.map((v, r) => rows.quantise(r + 1, Float32Array.from(v)));
+        return (
+          vectors.every((v, r) => {
+            const max = Math.max(...v.map((x) => Math.abs(Math.fround(x))));
+            const s = scales[r]!;
+            if (s !== scaleOf(max)) return false;
+            const at = (r + 1) * rows.padded;
+            const codes = rows.codes.subarray(at, at + rows.padded);
+            return (
+              v.every((x, j) => Math.abs(Math.fround(x) / s - codes[j]!) <= 0.5) &&
+              codes.subarray(dims).every((c) => c === 0)
+            );
+          }) &&
+          rows.codes.subarray(0, rows.padded).every((c) => c === 99) &&
+          rows.codes.subarray((vectors.length + 1) * rows.padded).every((c) => c === 99)
+        );
+      },
+    ),
+  );
+});

@@ -3,8 +3,12 @@ import { INT8_DOT_WASM } from './int8-dot-wasm';
 /** The WebAssembly calls used here (the Node 20 type definitions declare none). */
 interface Wasm {
   Module: new (bytes: Uint8Array) => object;
-  Memory: new (d: { initial: number }) => { buffer: ArrayBuffer };
+  Memory: new (d: { initial: number; maximum: number; shared: true }) => RowsMemory;
   Instance: new (m: object, imports: object) => { exports: unknown };
+}
+/** A WebAssembly memory shared between threads (its buffer a SharedArrayBuffer). */
+export interface RowsMemory {
+  buffer: ArrayBufferLike;
 }
 const { Module, Memory, Instance } = (globalThis as unknown as { WebAssembly: Wasm }).WebAssembly;
 const wasm = ((): object => {
@@ -26,6 +30,7 @@ const CHUNK = 4096;
 interface Kernel {
   range(q: number, codes: number, first: number, count: number, dp: number, out: number): void;
   gather(q: number, codes: number, rows: number, count: number, dp: number, out: number): void;
+  quantise(src: number, n: number, dst: number): number;
 }
 
 /**
@@ -39,35 +44,59 @@ export class Int8Rows {
   readonly padded: number;
   /** Row r's codes are codes[r·padded … r·padded + dims). */
   readonly codes: Int8Array;
+  /** The memory the rows live in, shared: a thread may write rows while no one reads them. */
+  readonly memory: RowsMemory;
   private readonly kernel: Kernel;
   private readonly query: Int16Array;
   private readonly list: Int32Array;
   private readonly out: Int32Array;
-  private readonly at: { list: number; out: number; codes: number };
+  /** A row to quantise, as float32; past dims it stays zero, so padding codes are zeros. */
+  private readonly src: Float32Array;
+  private readonly at: { list: number; out: number; src: number; codes: number };
   /** The largest query code: |code| · 127 · padded stays below 2³¹. */
   private readonly qmax: number;
 
+  /**
+   * With `memory` (another Int8Rows' of the same count and dims, sent to a thread), the rows
+   * are that one's: a loading thread quantises into a matrix in place.
+   */
   constructor(
     count: number,
     readonly dims: number,
+    memory?: RowsMemory,
   ) {
     this.padded = Math.max(16, Math.ceil(dims / 16) * 16);
     const list = this.padded * 2;
     const out = list + CHUNK * 4;
-    const codes = out + CHUNK * 4;
+    const src = out + CHUNK * 4;
+    const codes = src + this.padded * 4;
     const pages = Math.ceil((codes + count * this.padded) / PAGE) || 1;
     if (pages > MAX_PAGES)
       throw new RangeError(
         `${count} vectors of ${dims} dimensions exceed one matrix's 4 GiB of int8 codes`,
       );
-    const memory = new Memory({ initial: pages });
-    this.kernel = new Instance(wasm, { env: { memory } }).exports as unknown as Kernel;
-    this.at = { list, out, codes };
-    this.query = new Int16Array(memory.buffer, 0, this.padded);
-    this.list = new Int32Array(memory.buffer, list, CHUNK);
-    this.out = new Int32Array(memory.buffer, out, CHUNK);
-    this.codes = new Int8Array(memory.buffer, codes, count * this.padded);
+    this.memory = memory ?? new Memory({ initial: pages, maximum: pages, shared: true });
+    if (this.memory.buffer.byteLength < pages * PAGE)
+      throw new RangeError(
+        `a memory of ${this.memory.buffer.byteLength} bytes cannot hold the rows`,
+      );
+    this.kernel = new Instance(wasm, { env: { memory: this.memory } }).exports as unknown as Kernel;
+    this.at = { list, out, src, codes };
+    this.query = new Int16Array(this.memory.buffer, 0, this.padded);
+    this.list = new Int32Array(this.memory.buffer, list, CHUNK);
+    this.out = new Int32Array(this.memory.buffer, out, CHUNK);
+    this.src = new Float32Array(this.memory.buffer, src, this.padded);
+    this.codes = new Int8Array(this.memory.buffer, codes, count * this.padded);
     this.qmax = Math.min(32_767, Math.floor((2 ** 31 - 1) / (127 * this.padded)));
+  }
+
+  /**
+   * Quantises `v` (dims values) into row `row` and returns the row's scale: its vector is
+   * about codes × scale, each code within half a step (int8-dot.wat, `quantise`).
+   */
+  quantise(row: number, v: Float32Array): number {
+    this.src.set(v.subarray(0, this.dims));
+    return this.kernel.quantise(this.at.src, this.padded, this.at.codes + row * this.padded);
   }
 
   /** Copies one row's codes in (`from` holds dims codes at `at`). */
