@@ -98,6 +98,8 @@ export class MemoryIndexes {
   private readonly building = new Map<string, Promise<unknown>>();
   /** The last full build, for measurements and logs. */
   lastBuild: BuildReport | undefined;
+  /** Told of each background build as it starts (the engine loads the vectors meanwhile). */
+  private readonly buildStarts: Array<(datasetId: string) => void> = [];
 
   private static readonly byDb = new WeakMap<Db, MemoryIndexes>();
 
@@ -109,6 +111,11 @@ export class MemoryIndexes {
   }
 
   private constructor(private readonly db: Db) {}
+
+  /** Calls `listener` with the dataset of each background build as it starts. */
+  onBuildStart(listener: (datasetId: string) => void): void {
+    this.buildStarts.push(listener);
+  }
 
   /** The dataset's index caught up, if it is in memory already (never builds one). */
   peek(datasetId: string): DatasetIndex | undefined {
@@ -234,6 +241,7 @@ export class MemoryIndexes {
       )
       .finally(() => this.building.delete(datasetId));
     this.building.set(datasetId, done);
+    for (const listener of this.buildStarts) listener(datasetId);
   }
 
   /** Resolves when the dataset's background build (if any) has finished (tests). */

@@ -2,6 +2,7 @@ import type { FiguresSpec, Figures } from '../../domain/figures';
 import type { GroupedPage } from '../../domain/group';
 import type { Scalar } from '../../domain/metadata';
 import type { StoredItem } from '../../domain/item';
+import type { SimilaritySettings } from '../../domain/tuning/settings';
 import type { Condition } from '../../query/ast';
 import type {
   Facets,
@@ -15,7 +16,7 @@ import type {
   TuningPage,
 } from '../../ports/search-engine';
 import { count, has, slotsOf } from './bitset';
-import type { Db } from './db';
+import { stmt, type Db } from './db';
 import { indexFigures, indexFacets } from './index-figures';
 import { groupCountsOf, groupPage } from './index-groups';
 import { matching } from './index-conditions';
@@ -65,6 +66,22 @@ export class EmbeddedSearchEngine implements SearchEngine {
   constructor(private readonly db: Db) {
     this.indexes = MemoryIndexes.of(db);
     this.vectors = new VectorCache(db);
+    this.indexes.onBuildStart((datasetId) => this.prefetchVectors(datasetId));
+  }
+
+  /**
+   * A large dataset's first query builds its index; its vectors are loaded on a thread
+   * meanwhile, so the first `similar` need not wait for both in turn. Not for a dataset
+   * ranking by a tuned projection (contract §20): its requests need the projected rows too,
+   * loaded with the projection they ask for.
+   */
+  private prefetchVectors(datasetId: string): void {
+    const d = stmt(this.db, 'SELECT embedder, similarity FROM datasets WHERE id = ?').get(
+      datasetId,
+    ) as { embedder: string | null; similarity: string | null } | undefined;
+    if (!d?.embedder) return;
+    if (d.similarity && (JSON.parse(d.similarity) as SimilaritySettings).state === 'active') return;
+    this.vectors.prefetch(datasetId, d.embedder);
   }
 
   /** The index of a dataset as of now (its size and build time, for tests and measurements). */

@@ -1,7 +1,7 @@
 import { project, type Projection } from '../../domain/tuning/lda';
 import { stmt, type Db } from './db';
 import { Int8Rows } from './int8-rows';
-import { slicer } from './slicer';
+import { loadInThread } from './vector-load';
 import { blobVector } from './vectors';
 
 /**
@@ -40,19 +40,17 @@ export interface TunedRows extends Tuning {
 const MAX_DATASETS = 4;
 /** Rows read back per statement when rescoring. */
 const FLOAT_CHUNK = 500;
-/** Up to this many vectors are loaded at once when asked for; more are loaded in slices. */
+/** Up to this many vectors are loaded at once when asked for; more are loaded on a thread. */
 const LOAD_NOW_ROWS = 5000;
-/** Rows read per statement of a sliced load. */
-const LOAD_CHUNK = 500;
+/** Rows read per statement of a load on a thread. */
+const LOAD_CHUNK = 1000;
 
 /** Only vectors that can be compared: an empty one records an image not embedded again. */
 const WHERE = 'dataset_id = ? AND embedder = ? AND length(vec) > 0';
 
 export interface VectorCacheOptions {
-  /** Larger datasets are loaded in slices (default LOAD_NOW_ROWS). */
+  /** Larger datasets are loaded on a thread (default LOAD_NOW_ROWS). */
   loadNowRows?: number;
-  /** Longest stretch of a sliced load without yielding (slicer's default when left out). */
-  sliceMs?: number;
 }
 
 /**
@@ -62,7 +60,7 @@ export interface VectorCacheOptions {
  */
 export class VectorCache {
   private readonly matrices = new Map<string, Matrix>();
-  /** Sliced loads under way, shared by every request that waits for one. */
+  /** Loads on threads under way, shared by every request that waits for one. */
   private readonly loading = new Map<string, Promise<Matrix>>();
 
   constructor(
@@ -94,9 +92,9 @@ export class VectorCache {
   }
 
   /**
-   * The matrix with every vector written before the call. A large one is loaded in slices (a
-   * million vectors take a minute, and better-sqlite3 is synchronous: loaded at once, the
-   * process would answer nothing meanwhile), and requests arriving during a load wait for it.
+   * The matrix with every vector written before the call. A large one is loaded on a thread
+   * (better-sqlite3 is synchronous: a million vectors loaded at once would hold the process for
+   * many seconds), and requests arriving during a load wait for it.
    * A load that began before a caller's version is not enough for that caller: it waits for
    * the next one.
    */
@@ -115,13 +113,40 @@ export class VectorCache {
         if (m.version >= version) this.matrices.delete(key);
         continue;
       }
-      if (this.size(datasetId, embedder).n <= (this.options.loadNowRows ?? LOAD_NOW_ROWS))
-        return this.get(datasetId, embedder, tuning);
-      const load = this.loadInSlices(datasetId, embedder, tuning).finally(() =>
-        this.loading.delete(key),
-      );
-      this.loading.set(key, load);
+      if (!this.onThread(datasetId, embedder)) return this.get(datasetId, embedder, tuning);
+      // the next turn of the loop waits for it as any request would
+      void this.startLoad(key, datasetId, embedder, tuning);
     }
+  }
+
+  /**
+   * Starts loading a large dataset's plain matrix on a thread unless it is loaded or loading:
+   * the engine asks for it when the dataset's index starts building, so both are ready at
+   * about the same time instead of one after the other. A failure is left to the request
+   * that next needs the matrix, which loads it again.
+   */
+  prefetch(datasetId: string, embedder: string): void {
+    const key = `${datasetId}\u0000${embedder}`;
+    if (this.loading.has(key) || this.matrices.get(key)?.version === this.version(datasetId))
+      return;
+    if (this.onThread(datasetId, embedder))
+      this.startLoad(key, datasetId, embedder).catch(() => undefined);
+  }
+
+  /** Whether the matrix is loaded on a thread (a database in memory cannot be opened by one). */
+  private onThread(datasetId: string, embedder: string): boolean {
+    return (
+      !this.db.memory &&
+      this.size(datasetId, embedder).n > (this.options.loadNowRows ?? LOAD_NOW_ROWS)
+    );
+  }
+
+  private startLoad(key: string, datasetId: string, embedder: string, tuning?: Tuning) {
+    const load = this.loadOnThread(datasetId, embedder, tuning).finally(() =>
+      this.loading.delete(key),
+    );
+    this.loading.set(key, load);
+    return load;
   }
 
   private keep(key: string, m: Matrix): Matrix {
@@ -147,17 +172,26 @@ export class VectorCache {
     return { n: one ? n : 0, dims: (one?.bytes ?? 0) / 4 };
   }
 
-  private empty(datasetId: string, embedder: string, version: number, tuning?: Tuning): Matrix {
+  /** A matrix sized for the dataset's rows; `shared`: its arrays in memory a thread can fill. */
+  private empty(
+    datasetId: string,
+    embedder: string,
+    version: number,
+    tuning?: Tuning,
+    shared = false,
+  ): Matrix {
     const { n, dims } = this.size(datasetId, embedder);
     const db = this.db;
+    const array = <T>(of: new (b: ArrayBufferLike) => T, bytes: number): T =>
+      new of(shared ? new SharedArrayBuffer(n * bytes) : new ArrayBuffer(n * bytes));
     const m: Matrix = {
       version,
       embedder,
       dims,
-      pks: new Float64Array(n),
+      pks: array(Float64Array, 8),
       rowOf: new Map(),
       codes: new Int8Rows(n, dims),
-      scale: new Float32Array(n),
+      scale: array(Float32Array, 4),
       floats: (rows) => floatsOf(db, datasetId, embedder, m, rows),
       // a projection of other dimensions (an embedder change) projects nothing
       ...(tuning && tuning.projection.dims === dims
@@ -165,7 +199,7 @@ export class VectorCache {
             tuned: {
               ...tuning,
               codes: new Int8Rows(n, tuning.projection.k),
-              scale: new Float32Array(n),
+              scale: array(Float32Array, 4),
             },
           }
         : {}),
@@ -186,32 +220,43 @@ export class VectorCache {
   }
 
   /**
-   * Reads the vectors in pk order, LOAD_CHUNK rows per statement, yielding between slices. The
-   * matrix carries the version read at the start: rows read later may be newer, and any write
-   * since makes the next request load again, so no change is missed for long.
+   * Reads the vectors on a thread of its own (vector-load-thread.ts), in pk order, LOAD_CHUNK
+   * rows per statement, into the matrix's shared memory. The matrix carries the version read at
+   * the start: rows read later may be newer, and any write since makes the next request load
+   * again, so no change is missed for long.
    */
-  private async loadInSlices(
-    datasetId: string,
-    embedder: string,
-    tuning?: Tuning,
-  ): Promise<Matrix> {
+  private async loadOnThread(datasetId: string, embedder: string, tuning?: Tuning) {
     const m = this.db.transaction(() =>
-      this.empty(datasetId, embedder, this.version(datasetId), tuning),
+      this.empty(datasetId, embedder, this.version(datasetId), tuning, true),
     )();
-    const fill = filler(m);
-    const next = stmt(
-      this.db,
-      `SELECT item_pk, vec FROM item_vectors WHERE ${WHERE} AND item_pk > ? ORDER BY item_pk LIMIT ${LOAD_CHUNK}`,
+    let known = 0;
+    const filled = await loadInThread(
+      {
+        file: this.db.name,
+        datasetId,
+        embedder,
+        dims: m.dims,
+        chunk: LOAD_CHUNK,
+        pks: m.pks,
+        codes: m.codes.memory,
+        scale: m.scale,
+        ...(m.tuned
+          ? {
+              tuned: {
+                projection: m.tuned.projection,
+                codes: m.tuned.codes.memory,
+                scale: m.tuned.scale,
+              },
+            }
+          : {}),
+      },
+      // each chunk's rows are indexed as it lands, so the end is no long synchronous stretch
+      (n) => {
+        for (; known < n; known++) m.rowOf.set(m.pks[known]!, known);
+      },
     );
-    const pause = slicer(this.options.sliceMs);
-    let after = Number.MIN_SAFE_INTEGER;
-    for (;;) {
-      const rows = next.all(datasetId, embedder, after) as VectorRow[];
-      if (!rows.length || !rows.every(fill)) break;
-      after = rows[rows.length - 1]!.item_pk;
-      await pause();
-    }
-    return this.keep(`${datasetId}\u0000${embedder}`, fill.done());
+    if (filled < m.pks.length) m.pks = m.pks.slice(0, filled);
+    return this.keep(`${datasetId}\u0000${embedder}`, m);
   }
 }
 
@@ -281,15 +326,9 @@ export function matrixOf(data: Float32Array, dims: number, tuning?: Tuning): Mat
   return m;
 }
 
-/** Scalar quantisation of one row: the largest magnitude maps to ±127. */
+/** Scalar quantisation of one row: the largest magnitude maps to ±127 (Int8Rows.quantise). */
 function quantise(v: Float32Array, rows: Int8Rows, scale: Float32Array, row: number) {
-  let max = 0;
-  for (let j = 0; j < v.length; j++) max = Math.max(max, Math.abs(v[j]!));
-  // the scale as stored (float32), so the codes and the kernel's error bound agree on it
-  const s = Math.fround(max / 127) || 1;
-  scale[row] = s;
-  const at = row * rows.padded;
-  for (let j = 0; j < v.length; j++) rows.codes[at + j] = Math.round(v[j]! / s);
+  scale[row] = rows.quantise(row, v);
 }
 
 function floatsOf(
