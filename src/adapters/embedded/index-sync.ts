@@ -1,35 +1,30 @@
 import { changedSince, changeHead } from './change-log';
 import { stmt, type Db } from './db';
+import {
+  QUERYABLE,
+  readInThread,
+  type IndexChunk,
+  type ItemTuple,
+  type TermTuple,
+  type ValueTuple,
+} from './index-read';
 import { DatasetIndex, type ValueRow } from './memory-index';
-import { QUERYABLE_SCOPES } from '../value-index';
 
 /** Datasets whose index is kept at once (least recently used goes first). */
 const MAX_DATASETS = 8;
-/** item_values rows the Vision API may read (never privateMetadata). */
-const QUERYABLE = `scope IN (${QUERYABLE_SCOPES.map((s) => `'${s}'`).join(', ')})`;
 
 /** Items read per round trip while building. */
 const CHUNK = 2000;
 
-type ItemTuple = [pk: number, id: string, state: string, created: number, updated: number];
-type ValueTuple = [
-  pk: number,
-  field: string,
-  isArray: number,
-  vtype: ValueRow['vtype'],
-  sval: string | null,
-  nval: number | null,
-];
-
 /** Reads the items in `items` (sorted by pk) with their values and words into the index. */
-function load(db: Db, datasetId: string, ix: DatasetIndex, items: ItemTuple[]): void {
+function load(db: Db, ix: DatasetIndex, items: ItemTuple[]): void {
   for (let k = 0; k < items.length; k += CHUNK) {
     const part = items.slice(k, k + CHUNK);
     const lo = part[0]![0];
     const hi = part[part.length - 1]![0];
     // iv_item_field and it_item_term lead with item_pk and cover every column read, so a pk
     // range is one index walk, grouped by item. Rows of other datasets' items interleaved in
-    // the range are skipped by the merge below (their pks are not in `part`); filtering on
+    // the range are skipped by the merge (their pks are not in `part`); filtering on
     // dataset_id in SQL would instead cost a table read per row.
     const values = stmt(
       db,
@@ -44,32 +39,37 @@ function load(db: Db, datasetId: string, ix: DatasetIndex, items: ItemTuple[]): 
        WHERE item_pk BETWEEN ? AND ? ORDER BY item_pk`,
     )
       .raw()
-      .all(lo, hi) as Array<[number, string]>;
-    let v = 0;
-    let t = 0;
-    for (const [pk, id, state, created, updated] of part) {
-      while (v < values.length && values[v]![0] < pk) v++;
-      const rows: ValueRow[] = [];
-      for (; v < values.length && values[v]![0] === pk; v++) {
-        const [, field, isArray, vtype, sval, nval] = values[v]!;
-        rows.push({ field, isArray, vtype, sval, nval });
-      }
-      while (t < terms.length && terms[t]![0] < pk) t++;
-      const words: string[] = [];
-      for (; t < terms.length && terms[t]![0] === pk; t++) words.push(terms[t]![1]);
-      ix.put(
-        pk,
-        {
-          id,
-          processed: state === 'processed',
-          pending: state === 'pending',
-          createdAt: created,
-          updatedAt: updated,
-        },
-        rows,
-        words,
-      );
+      .all(lo, hi) as TermTuple[];
+    merge(ix, { items: part, values, terms });
+  }
+}
+
+/** Puts a chunk's items into the index, each with its values and words (all in pk order). */
+function merge(ix: DatasetIndex, { items, values, terms }: IndexChunk): void {
+  let v = 0;
+  let t = 0;
+  for (const [pk, id, state, created, updated] of items) {
+    while (v < values.length && values[v]![0] < pk) v++;
+    const rows: ValueRow[] = [];
+    for (; v < values.length && values[v]![0] === pk; v++) {
+      const [, field, isArray, vtype, sval, nval] = values[v]!;
+      rows.push({ field, isArray, vtype, sval, nval });
     }
+    while (t < terms.length && terms[t]![0] < pk) t++;
+    const words: string[] = [];
+    for (; t < terms.length && terms[t]![0] === pk; t++) words.push(terms[t]![1]);
+    ix.put(
+      pk,
+      {
+        id,
+        processed: state === 'processed',
+        pending: state === 'pending',
+        createdAt: created,
+        updatedAt: updated,
+      },
+      rows,
+      words,
+    );
   }
 }
 
@@ -87,10 +87,10 @@ const BUILD_NOW_MAX = CHUNK;
  * The in-memory indexes of one SQLite file, one per dataset, built on first use and caught up
  * with the change log (change-log.ts) before every read: a write committed by this process or
  * any other is visible to the next query, and when nothing changed the check is one point read.
- * A large dataset is built in the background, a chunk per turn of the event loop (100,000 items
- * took seconds, and better-sqlite3 is synchronous: built at once, that process would answer
- * nothing else meanwhile); queries on it wait for the build (`whenReady`), queries on other
- * datasets do not.
+ * A large dataset is built in the background from chunks a thread reads (100,000 items take
+ * seconds, and better-sqlite3 is synchronous: built at once, that process would answer nothing
+ * else meanwhile); queries on it wait for the build (`whenReady`), queries on other datasets do
+ * not.
  */
 export class MemoryIndexes {
   private readonly indexes = new Map<string, DatasetIndex>();
@@ -173,8 +173,9 @@ export class MemoryIndexes {
   private current(datasetId: string, now: boolean): DatasetIndex | undefined {
     const head = changeHead(this.db, datasetId);
     const ix = this.indexes.get(datasetId);
+    // a database in memory cannot be opened by a reading thread
     const build = () =>
-      now || this.itemCount(datasetId) <= BUILD_NOW_MAX
+      now || this.db.memory || this.itemCount(datasetId) <= BUILD_NOW_MAX
         ? this.build(datasetId, head.seq)
         : undefined;
     if (!ix || ix.seen < head.floor) return build();
@@ -188,7 +189,7 @@ export class MemoryIndexes {
     ).raw();
     for (const pk of pks) {
       const item = one.get(pk, datasetId) as ItemTuple | undefined;
-      if (item) load(this.db, datasetId, ix, [item]);
+      if (item) load(this.db, ix, [item]);
       else ix.remove(pk);
     }
     ix.seen = head.seq;
@@ -204,31 +205,24 @@ export class MemoryIndexes {
   }
 
   /**
-   * Builds the index a chunk per turn, the items too read a chunk at a time (a million rows
-   * read at once held the process for seconds). Rows read in later chunks may be newer than
-   * the head noted at the start; every item written after that head is stamped after it, so
-   * the first read after the build re-reads each of them (index `seen` = that head) and the
-   * index ends as current as one built at once.
+   * Builds the index from chunks a thread reads (index-read.ts), so the SQLite reads run on
+   * another core and the event loop turns between chunks. Rows read in later chunks may be
+   * newer than the head noted at the start; every item written after that head is stamped
+   * after it, so the first read after the build re-reads each of them (index `seen` = that
+   * head) and the index ends as current as one built at once.
    */
   private buildInBackground(datasetId: string): void {
     const run = async (): Promise<void> => {
       const t0 = performance.now();
       const ix = new DatasetIndex();
       const seq = changeHead(this.db, datasetId).seq;
-      const next = stmt(
-        this.db,
-        // `+dataset_id`: walk the table by pk from where the last chunk ended; an index on
-        // dataset_id would be read whole and sorted again for every chunk
-        `SELECT pk, id, state, created_at, updated_at FROM items WHERE pk > ? AND +dataset_id = ? ORDER BY pk LIMIT ${CHUNK}`,
-      ).raw();
       let items = 0;
-      for (let after = Number.MIN_SAFE_INTEGER; ;) {
+      for await (const chunk of readInThread({ file: this.db.name, datasetId, chunk: CHUNK })) {
+        // a turn of the event loop per chunk: chunks queued by the thread would otherwise be
+        // merged one after another in one stretch
         await new Promise((r) => setImmediate(r));
-        const part = next.all(after, datasetId) as ItemTuple[];
-        if (!part.length) break;
-        load(this.db, datasetId, ix, part);
-        items += part.length;
-        after = part[part.length - 1]![0];
+        merge(ix, chunk);
+        items += chunk.items.length;
       }
       ix.seen = seq;
       this.keep(datasetId, ix);
@@ -258,7 +252,7 @@ export class MemoryIndexes {
     )
       .raw()
       .all(datasetId) as ItemTuple[];
-    load(this.db, datasetId, ix, items);
+    load(this.db, ix, items);
     ix.seen = seq;
     this.lastBuild = { datasetId, items: items.length, ms: performance.now() - t0 };
     return ix;
