@@ -15,6 +15,11 @@ const MAX_DATASETS = 8;
 
 /** Items read per round trip while building. */
 const CHUNK = 2000;
+/**
+ * Items per chunk of a reading thread: the main thread indexes one between turns of the event
+ * loop, so a chunk is kept to a few tens of milliseconds of work.
+ */
+const THREAD_CHUNK = 500;
 
 /** Reads the items in `items` (sorted by pk) with their values and words into the index. */
 function load(db: Db, ix: DatasetIndex, items: ItemTuple[]): void {
@@ -217,7 +222,11 @@ export class MemoryIndexes {
       const ix = new DatasetIndex();
       const seq = changeHead(this.db, datasetId).seq;
       let items = 0;
-      for await (const chunk of readInThread({ file: this.db.name, datasetId, chunk: CHUNK })) {
+      for await (const chunk of readInThread({
+        file: this.db.name,
+        datasetId,
+        chunk: THREAD_CHUNK,
+      })) {
         // a turn of the event loop per chunk: chunks queued by the thread would otherwise be
         // merged one after another in one stretch
         await new Promise((r) => setImmediate(r));
