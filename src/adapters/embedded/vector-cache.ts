@@ -395,7 +395,7 @@ export function topK(
   m: Matrix,
   query: Float32Array,
   k: number,
-  rows: readonly number[] | undefined,
+  rows: ArrayLike<number> | undefined,
   skip: Set<number>,
   ties = false,
   blend?: Blend,
@@ -443,7 +443,7 @@ function scan(
   m: Matrix,
   query: Float32Array,
   want: number,
-  rows: readonly number[] | undefined,
+  rows: ArrayLike<number> | undefined,
   skip: Set<number>,
   tuned?: Blend & { rows: TunedRows; zq: Float32Array },
 ): number[] {
@@ -486,7 +486,7 @@ function scan(
 function approximate(
   m: Matrix,
   query: Float32Array,
-  rows: readonly number[] | undefined,
+  rows: ArrayLike<number> | undefined,
   tuned: (Blend & { rows: TunedRows; zq: Float32Array }) | undefined,
   visit: (row: number, d: number) => void,
 ): void {
