@@ -8,21 +8,23 @@
  *
  * Start-up: from the spawn until /readyz answers, until the first search answers (it waits for
  * the dataset's in-memory index, built in the background on first use), and until the first
- * similar answers (it loads the vector matrix); meanwhile /readyz is asked every 100 ms and its
+ * similar answers (it waits for the vector matrix, which the service starts loading with the
+ * index); meanwhile /readyz is asked every 100 ms and its
  * answer times kept (a long synchronous stretch shows as one slow answer). Then BENCH_REQUESTS (300) each, after 20 warm-up
  * requests: the listing search of bench/search-latency.ts, similar by id unfiltered and with a
  * q filter. VmRSS after each phase and the kernel's high-water mark (VmHWM) at the end.
  *
  * To compare builds of the service, BENCH_DISTS names their `dist` directories (comma-separated)
  * and BENCH_ROUNDS how many times each is started on the one seeded directory, in alternating
- * order (A B, B A, …); the runs and each build's medians go to embedded-scale-compare.json.
+ * order (A B, B A, …); the runs and each build's medians go to embedded-scale-compare-<items>.json
+ * (200k, 1m, …).
  * A build's parent directory must hold the project's package.json and models/ (links will do),
  * with node_modules reachable above it, as inside a directory of this checkout.
  *
  *   npm run bench:embedded-scale   (BENCH_ITEMS (1000000), BENCH_REQUESTS (300),
  *                                   BENCH_DISTS (the installed build), BENCH_ROUNDS (1))
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -131,9 +133,17 @@ async function main(): Promise<void> {
         ];
       }),
     );
-    const out = { date: new Date().toISOString(), ...seeded, rounds: ROUNDS, medians, runs };
+    const out = {
+      date: new Date().toISOString(),
+      ...seeded,
+      rounds: ROUNDS,
+      commits: Object.fromEntries(DISTS.map((dist) => [dist, commitOf(dist)])),
+      medians,
+      runs,
+    };
     console.log(JSON.stringify(medians, null, 2));
-    console.log(`written to ${writeResult('embedded-scale-compare', out)}`);
+    const size = ITEMS % 1_000_000 ? `${ITEMS / 1000}k` : `${ITEMS / 1_000_000}m`;
+    console.log(`written to ${writeResult(`embedded-scale-compare-${size}`, out)}`);
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
@@ -154,6 +164,18 @@ const metOf = (run: Run) => ({
 });
 
 type Run = Awaited<ReturnType<typeof serve>>;
+
+/** The commit checked out above a build's dist directory, if it is in a git work tree. */
+function commitOf(dist: string): string | undefined {
+  try {
+    return execFileSync('git', ['-C', path.dirname(path.resolve(dist)), 'rev-parse', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    return undefined;
+  }
+}
 
 /** Starts `entry` (a build's dist/main.js) on the seeded directory and measures it. */
 async function serve(entry: string, dataDir: string, dsToken: string) {
