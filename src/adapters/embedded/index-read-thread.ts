@@ -4,6 +4,7 @@
  */
 import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
+import { threadError } from '../../lib/thread-error';
 import { READ_SQL, type ReadInput, type ReadMessage } from './index-read';
 
 const input = workerData as ReadInput;
@@ -36,9 +37,6 @@ parentPort!.on('message', () => {
     });
     after = hi;
   } catch (e) {
-    const { message, code } = e as { message?: unknown; code?: unknown };
-    post({
-      error: { message: String(message ?? e), ...(typeof code === 'string' ? { code } : {}) },
-    });
+    post({ error: threadError(e) });
   }
 });

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { fromThreadError, type ThreadError } from '../../lib/thread-error';
 import { threadFile } from '../../lib/thread-file';
 import { QUERYABLE_SCOPES } from '../value-index';
 import type { ValueRow } from './memory-index';
@@ -55,9 +56,7 @@ export interface ReadInput {
 
 /** A chunk as the thread sends it, the end, or a failure (code: SQLite's). */
 export type ReadMessage =
-  | { items: string; values: string; terms: string }
-  | { done: true }
-  | { error: { message: string; code?: string } };
+  { items: string; values: string; terms: string } | { done: true } | { error: ThreadError };
 
 /**
  * A dataset's items, values and words in chunks of `chunk` items, read by a thread with its
@@ -93,7 +92,7 @@ export async function* readInThread(input: ReadInput): AsyncGenerator<IndexChunk
         await new Promise<void>((resolve) => (wake = resolve));
       const m = arrived.shift();
       if (!m) throw failure;
-      if ('error' in m) throw Object.assign(new Error(m.error.message), { code: m.error.code });
+      if ('error' in m) throw fromThreadError(m.error);
       if ('done' in m) return;
       thread.postMessage('next');
       yield {

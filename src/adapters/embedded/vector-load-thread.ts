@@ -6,6 +6,7 @@
 import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
 import { project } from '../../domain/tuning/lda';
+import { threadError } from '../../lib/thread-error';
 import { Int8Rows } from './int8-rows';
 import type { LoadInput, LoadMessage } from './vector-load';
 
@@ -59,11 +60,5 @@ try {
     db.close();
   }
 } catch (e) {
-  const { message, code } = e as { message?: unknown; code?: unknown };
-  post({
-    error: {
-      message: String(message ?? e),
-      ...(typeof code === 'string' ? { code } : {}),
-    },
-  });
+  post({ error: threadError(e) });
 }

@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Projection } from '../../domain/tuning/lda';
+import { fromThreadError, type ThreadError } from '../../lib/thread-error';
 import { threadFile } from '../../lib/thread-file';
 import type { RowsMemory } from './int8-rows';
 
@@ -22,8 +23,7 @@ export interface LoadInput {
 }
 
 /** Progress (rows [0, filled) are in place), the end, or a failure (code: SQLite's). */
-export type LoadMessage =
-  { filled: number; done?: true } | { error: { message: string; code?: string } };
+export type LoadMessage = { filled: number; done?: true } | { error: ThreadError };
 
 /**
  * Runs a loading thread over `input`; `progress` is called with each new count of rows in
@@ -40,8 +40,7 @@ export async function loadInThread(
   try {
     return await new Promise<number>((resolve, reject) => {
       thread.on('message', (m: LoadMessage) => {
-        if ('error' in m)
-          return reject(Object.assign(new Error(m.error.message), { code: m.error.code }));
+        if ('error' in m) return reject(fromThreadError(m.error));
         progress(m.filled);
         if (m.done) resolve(m.filled);
       });
