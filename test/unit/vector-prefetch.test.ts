@@ -1,8 +1,9 @@
 /**
  * A large dataset's first query builds its index in the background; the engine loads the
  * vector matrix on a thread meanwhile, so the first `similar` finds it loaded or loading and
- * starts no load of its own. A dataset ranking by a tuned projection (contract §20) is not
- * prefetched: its requests load the projected rows with the vectors.
+ * starts no load of its own; a failure of that head start never fails the query. A dataset
+ * ranking by a tuned projection (contract §20) is not prefetched: its requests load the
+ * projected rows with the vectors.
  */
 import path from 'node:path';
 import { openDb, type Db } from '../../src/adapters/embedded/db';
@@ -72,6 +73,16 @@ describe('vectors of a large dataset loaded while its index builds', () => {
       .map((i) => `i${String(i).padStart(5, '0')}`);
     expect(hits.map((h) => h.item.id)).toEqual(nearest);
     expect(loads).toHaveBeenCalledTimes(1);
+  });
+
+  it('never fails the query that starts the build', async () => {
+    // a setting that cannot be read makes the head start fail; the search answers regardless
+    const db = await seed('{');
+    dbs.push(db);
+    const loads = jest.spyOn(vectorLoad, 'loadInThread');
+    const engine = new EmbeddedSearchEngine(db);
+    expect((await search(engine)).total).toBe(N);
+    expect(loads).not.toHaveBeenCalled();
   });
 
   it('leaves a dataset ranking by a tuned projection to its requests', async () => {

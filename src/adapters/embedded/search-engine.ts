@@ -67,7 +67,9 @@ export class EmbeddedSearchEngine implements SearchEngine {
   constructor(private readonly db: Db) {
     this.indexes = MemoryIndexes.of(db);
     this.vectors = new VectorCache(db);
-    this.indexes.onBuildStart((datasetId) => this.prefetchVectors(datasetId));
+    // weakly: the indexes are the connection's, shared by every engine made on it
+    const engine = new WeakRef(this);
+    this.indexes.onBuildStart((datasetId) => engine.deref()?.prefetchVectors(datasetId));
   }
 
   /**
@@ -77,12 +79,18 @@ export class EmbeddedSearchEngine implements SearchEngine {
    * loaded with the projection they ask for.
    */
   private prefetchVectors(datasetId: string): void {
-    const d = stmt(this.db, 'SELECT embedder, similarity FROM datasets WHERE id = ?').get(
-      datasetId,
-    ) as { embedder: string | null; similarity: string | null } | undefined;
-    if (!d?.embedder) return;
-    if (d.similarity && (JSON.parse(d.similarity) as SimilaritySettings).state === 'active') return;
-    this.vectors.prefetch(datasetId, d.embedder);
+    try {
+      const d = stmt(this.db, 'SELECT embedder, similarity FROM datasets WHERE id = ?').get(
+        datasetId,
+      ) as { embedder: string | null; similarity: string | null } | undefined;
+      if (!d?.embedder) return;
+      if (d.similarity && (JSON.parse(d.similarity) as SimilaritySettings).state === 'active')
+        return;
+      this.vectors.prefetch(datasetId, d.embedder);
+    } catch {
+      // only a head start: the query that started the build must not fail for it, and the
+      // request that needs the vectors loads them and meets the failure itself
+    }
   }
 
   /** The index of a dataset as of now (its size and build time, for tests and measurements). */
