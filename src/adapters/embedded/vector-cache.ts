@@ -1,7 +1,7 @@
 import { project, type Projection } from '../../domain/tuning/lda';
 import { stmt, type Db } from './db';
 import { Int8Rows } from './int8-rows';
-import { loadInThread } from './vector-load';
+import { loadInThread, rowFiller, VECTORS_WHERE, type VectorRow } from './vector-load';
 import { blobVector } from './vectors';
 
 /**
@@ -44,9 +44,6 @@ const FLOAT_CHUNK = 500;
 const LOAD_NOW_ROWS = 5000;
 /** Rows read per statement of a load on a thread. */
 const LOAD_CHUNK = 1000;
-
-/** Only vectors that can be compared: an empty one records an image not embedded again. */
-const WHERE = 'dataset_id = ? AND embedder = ? AND length(vec) > 0';
 
 export interface VectorCacheOptions {
   /** Larger datasets are loaded on a thread (default LOAD_NOW_ROWS). */
@@ -167,7 +164,7 @@ export class VectorCache {
     ) as { n: number };
     const one = stmt(
       this.db,
-      `SELECT length(vec) AS bytes FROM item_vectors WHERE ${WHERE} LIMIT 1`,
+      `SELECT length(vec) AS bytes FROM item_vectors WHERE ${VECTORS_WHERE} LIMIT 1`,
     ).get(datasetId, embedder) as { bytes: number } | undefined;
     return { n: one ? n : 0, dims: (one?.bytes ?? 0) / 4 };
   }
@@ -211,10 +208,10 @@ export class VectorCache {
     const m = this.empty(datasetId, embedder, this.version(datasetId), tuning);
     const fill = filler(m);
     // row by row, so loading never holds every vector as float32 at once
-    for (const r of stmt(this.db, `SELECT item_pk, vec FROM item_vectors WHERE ${WHERE}`).iterate(
-      datasetId,
-      embedder,
-    ) as Iterable<VectorRow>)
+    for (const r of stmt(
+      this.db,
+      `SELECT item_pk, vec FROM item_vectors WHERE ${VECTORS_WHERE}`,
+    ).iterate(datasetId, embedder) as Iterable<VectorRow>)
       if (!fill(r)) break;
     return fill.done();
   }
@@ -260,33 +257,18 @@ export class VectorCache {
   }
 }
 
-interface VectorRow {
-  item_pk: number;
-  vec: Buffer;
-}
-
-/**
- * Fills a matrix row by row (false once it is full: rows added since it was sized wait for
- * the next load). `done` trims it to the rows filled.
- */
+/** Fills a matrix row by row (rowFiller), noting each row's pk; `done` trims it to the rows filled. */
 function filler(m: Matrix): ((r: VectorRow) => boolean) & { done(): Matrix } {
-  let i = 0;
-  const vector = new Float32Array(m.dims);
-  const fill = (r: VectorRow): boolean => {
-    if (i >= m.scale.length) return false;
-    // rows of another length (a change of embedder dimensions mid-write) are left out
-    if (r.vec.byteLength !== m.dims * 4) return true;
-    new Uint8Array(vector.buffer).set(r.vec);
-    m.pks[i] = r.item_pk;
-    m.rowOf.set(r.item_pk, i);
-    quantise(vector, m.codes, m.scale, i);
-    if (m.tuned) quantise(project(m.tuned.projection, vector), m.tuned.codes, m.tuned.scale, i);
-    i++;
+  const fill = rowFiller(m);
+  const each = (r: VectorRow): boolean => {
+    const before = fill.filled();
+    if (!fill(r)) return false;
+    if (fill.filled() > before) m.rowOf.set(r.item_pk, before);
     return true;
   };
-  return Object.assign(fill, {
+  return Object.assign(each, {
     done: () => {
-      if (i < m.pks.length) m.pks = m.pks.slice(0, i);
+      if (fill.filled() < m.pks.length) m.pks = m.pks.slice(0, fill.filled());
       return m;
     },
   });

@@ -5,10 +5,15 @@
  */
 import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
-import { project } from '../../domain/tuning/lda';
 import { threadError } from '../../lib/thread-error';
 import { Int8Rows } from './int8-rows';
-import type { LoadInput, LoadMessage } from './vector-load';
+import {
+  rowFiller,
+  VECTORS_WHERE,
+  type LoadInput,
+  type LoadMessage,
+  type VectorRow,
+} from './vector-load';
 
 const input = workerData as LoadInput;
 const post = (m: LoadMessage) => parentPort!.postMessage(m);
@@ -18,44 +23,32 @@ try {
   const db = new Database(input.file, { readonly: true, fileMustExist: true });
   try {
     db.pragma('busy_timeout = 10000');
-    const codes = new Int8Rows(input.pks.length, input.dims, input.codes);
-    const tuned = input.tuned && {
-      ...input.tuned,
-      rows: new Int8Rows(input.pks.length, input.tuned.projection.k, input.tuned.codes),
-    };
+    const fill = rowFiller({
+      dims: input.dims,
+      pks: input.pks,
+      codes: new Int8Rows(input.pks.length, input.dims, input.codes),
+      scale: input.scale,
+      ...(input.tuned
+        ? {
+            tuned: {
+              ...input.tuned,
+              codes: new Int8Rows(input.pks.length, input.tuned.projection.k, input.tuned.codes),
+            },
+          }
+        : {}),
+    });
     const next = db.prepare(
-      `SELECT item_pk, vec FROM item_vectors WHERE dataset_id = ? AND embedder = ?
-       AND length(vec) > 0 AND item_pk > ? ORDER BY item_pk LIMIT ${input.chunk}`,
+      `SELECT item_pk, vec FROM item_vectors WHERE ${VECTORS_WHERE}
+       AND item_pk > ? ORDER BY item_pk LIMIT ${input.chunk}`,
     );
-    const vector = new Float32Array(input.dims);
-    const bytes = new Uint8Array(vector.buffer);
-    let filled = 0;
     let after = Number.MIN_SAFE_INTEGER;
-    for (let full = false; !full;) {
-      const rows = next.all(input.datasetId, input.embedder, after) as Array<{
-        item_pk: number;
-        vec: Buffer;
-      }>;
-      if (!rows.length) break;
-      for (const r of rows) {
-        // rows added since the matrix was sized wait for the next load
-        if (filled >= input.pks.length) {
-          full = true;
-          break;
-        }
-        // rows of another length (a change of embedder dimensions mid-write) are left out
-        if (r.vec.byteLength !== input.dims * 4) continue;
-        bytes.set(r.vec);
-        input.pks[filled] = r.item_pk;
-        input.scale[filled] = codes.quantise(filled, vector);
-        if (tuned)
-          tuned.scale[filled] = tuned.rows.quantise(filled, project(tuned.projection, vector));
-        filled++;
-      }
+    for (;;) {
+      const rows = next.all(input.datasetId, input.embedder, after) as VectorRow[];
+      if (!rows.length || !rows.every(fill)) break;
       after = rows[rows.length - 1]!.item_pk;
-      post({ filled });
+      post({ filled: fill.filled() });
     }
-    post({ filled, done: true });
+    post({ filled: fill.filled(), done: true });
   } finally {
     db.close();
   }

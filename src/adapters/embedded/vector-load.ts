@@ -1,8 +1,48 @@
 import { Worker } from 'node:worker_threads';
-import type { Projection } from '../../domain/tuning/lda';
+import { project, type Projection } from '../../domain/tuning/lda';
 import { fromThreadError, type ThreadError } from '../../lib/thread-error';
 import { threadFile } from '../../lib/thread-file';
-import type { RowsMemory } from './int8-rows';
+import type { Int8Rows, RowsMemory } from './int8-rows';
+
+/** Only vectors that can be compared: an empty one records an image not embedded again. */
+export const VECTORS_WHERE = 'dataset_id = ? AND embedder = ? AND length(vec) > 0';
+
+export interface VectorRow {
+  item_pk: number;
+  vec: Buffer;
+}
+
+/** The arrays a load fills: a matrix's, or a thread's views of them. */
+export interface RowTarget {
+  dims: number;
+  pks: Float64Array;
+  codes: Int8Rows;
+  scale: Float32Array;
+  tuned?: { projection: Projection; codes: Int8Rows; scale: Float32Array };
+}
+
+/**
+ * Fills the target's rows in order, one stored vector each, quantised (and projected when the
+ * target is tuned); false once the target is full: rows added since it was sized wait for the
+ * next load. `filled` is the number of rows in place.
+ */
+export function rowFiller(t: RowTarget): ((r: VectorRow) => boolean) & { filled(): number } {
+  let i = 0;
+  const vector = new Float32Array(t.dims);
+  const bytes = new Uint8Array(vector.buffer);
+  const fill = (r: VectorRow): boolean => {
+    if (i >= t.pks.length) return false;
+    // rows of another length (a change of embedder dimensions mid-write) are left out
+    if (r.vec.byteLength !== t.dims * 4) return true;
+    bytes.set(r.vec);
+    t.pks[i] = r.item_pk;
+    t.scale[i] = t.codes.quantise(i, vector);
+    if (t.tuned) t.tuned.scale[i] = t.tuned.codes.quantise(i, project(t.tuned.projection, vector));
+    i++;
+    return true;
+  };
+  return Object.assign(fill, { filled: () => i });
+}
 
 /**
  * What a loading thread (vector-load-thread.ts) is given: where to read, and the matrix's
