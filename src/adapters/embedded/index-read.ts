@@ -26,9 +26,10 @@ export interface IndexChunk {
 }
 
 /**
- * The reading thread's statements (index-read-thread.ts): each answers one JSON array, built
- * by SQLite, so a chunk crosses to the main thread as three strings, which JSON.parse reads
- * faster than better-sqlite3 makes rows. Floats print with 17 digits, so they parse back
+ * The statements of an index build, on the reading thread (index-read-thread.ts) and of a
+ * small build or catch-up on the main connection (index-sync.ts): each answers one JSON
+ * array, built by SQLite, so a chunk crosses to the main thread as three strings, which
+ * JSON.parse reads faster than better-sqlite3 makes rows. Floats print with 17 digits, so they parse back
  * exactly. `values` and `terms` take the chunk's lowest and highest pk: iv_item_field and
  * it_item_term lead with item_pk, so a range is one index walk; rows of other datasets'
  * items interleaved in it are skipped by the merge (their pks are not in the chunk).

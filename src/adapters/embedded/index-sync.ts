@@ -1,7 +1,7 @@
 import { changedSince, changeHead } from './change-log';
 import { stmt, type Db } from './db';
 import {
-  QUERYABLE,
+  READ_SQL,
   readInThread,
   type IndexChunk,
   type ItemTuple,
@@ -27,24 +27,10 @@ function load(db: Db, ix: DatasetIndex, items: ItemTuple[]): void {
     const part = items.slice(k, k + CHUNK);
     const lo = part[0]![0];
     const hi = part[part.length - 1]![0];
-    // iv_item_field and it_item_term lead with item_pk and cover every column read, so a pk
-    // range is one index walk, grouped by item. Rows of other datasets' items interleaved in
-    // the range are skipped by the merge (their pks are not in `part`); filtering on
-    // dataset_id in SQL would instead cost a table read per row.
-    const values = stmt(
-      db,
-      `SELECT item_pk, field, is_array, vtype, sval, nval FROM item_values INDEXED BY iv_item_field
-       WHERE item_pk BETWEEN ? AND ? AND ${QUERYABLE} ORDER BY item_pk`,
-    )
-      .raw()
-      .all(lo, hi) as ValueTuple[];
-    const terms = stmt(
-      db,
-      `SELECT item_pk, term FROM item_terms INDEXED BY it_item_term
-       WHERE item_pk BETWEEN ? AND ? ORDER BY item_pk`,
-    )
-      .raw()
-      .all(lo, hi) as TermTuple[];
+    // the reading thread's statements (index-read.ts), so each query has one form
+    const json = (sql: string) => (stmt(db, sql).raw().get(lo, hi) as [string])[0];
+    const values = JSON.parse(json(READ_SQL.values)) as ValueTuple[];
+    const terms = JSON.parse(json(READ_SQL.terms)) as TermTuple[];
     merge(ix, { items: part, values, terms });
   }
 }
