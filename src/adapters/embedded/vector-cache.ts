@@ -1,7 +1,7 @@
 import { project, type Projection } from '../../domain/tuning/lda';
 import { stmt, type Db } from './db';
 import { Int8Rows } from './int8-rows';
-import { loadInThread, rowFiller, VECTORS_WHERE, type VectorRow } from './vector-load';
+import { loadInThread, putRow, rowFiller, VECTORS_WHERE, type VectorRow } from './vector-load';
 import { blobVector } from './vectors';
 
 /**
@@ -300,17 +300,8 @@ export function matrixOf(data: Float32Array, dims: number, tuning?: Tuning): Mat
         }
       : {}),
   };
-  for (let i = 0; i < n; i++) {
-    const v = data.subarray(i * dims, (i + 1) * dims);
-    quantise(v, m.codes, m.scale, i);
-    if (m.tuned) quantise(project(m.tuned.projection, v), m.tuned.codes, m.tuned.scale, i);
-  }
+  for (let i = 0; i < n; i++) putRow(m, i, data.subarray(i * dims, (i + 1) * dims));
   return m;
-}
-
-/** Scalar quantisation of one row: the largest magnitude maps to ±127 (Int8Rows.quantise). */
-function quantise(v: Float32Array, rows: Int8Rows, scale: Float32Array, row: number) {
-  scale[row] = rows.quantise(row, v);
 }
 
 function floatsOf(

@@ -36,12 +36,17 @@ export function rowFiller(t: RowTarget): ((r: VectorRow) => boolean) & { filled(
     if (r.vec.byteLength !== t.dims * 4) return true;
     bytes.set(r.vec);
     t.pks[i] = r.item_pk;
-    t.scale[i] = t.codes.quantise(i, vector);
-    if (t.tuned) t.tuned.scale[i] = t.tuned.codes.quantise(i, project(t.tuned.projection, vector));
-    i++;
+    putRow(t, i++, vector);
     return true;
   };
   return Object.assign(fill, { filled: () => i });
+}
+
+/** Quantises `vector` into row `row` of the target (and its projection, when tuned). */
+export function putRow(t: Omit<RowTarget, 'pks'>, row: number, vector: Float32Array): void {
+  t.scale[row] = t.codes.quantise(row, vector);
+  if (t.tuned)
+    t.tuned.scale[row] = t.tuned.codes.quantise(row, project(t.tuned.projection, vector));
 }
 
 /**
